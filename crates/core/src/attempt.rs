@@ -1,0 +1,93 @@
+//! What a front end asks ([`Attempt`]) and what it gets back ([`Outcome`]).
+
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+use zeroize::Zeroizing;
+
+/// Which namespace a principal lives in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum PrincipalKind {
+    /// An OAuth client (client id + client secret).
+    Client,
+    /// A human user (username + password).
+    User,
+}
+
+/// Which front end and mechanism produced the attempt (metrics labels, policy).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Protocol {
+    /// OAuth 2.0 client authentication at the token, introspection or revocation endpoint.
+    OAuthClient,
+    /// OAuth 2.0 resource-owner password grant (the user's password).
+    OAuthPassword,
+    /// RADIUS PAP.
+    RadiusPap,
+    /// Anything else (CLI, tests).
+    Other,
+}
+
+impl Protocol {
+    /// Stable label for metrics.
+    pub const fn label(self) -> &'static str {
+        match self {
+            Protocol::OAuthClient => "oauth_client",
+            Protocol::OAuthPassword => "oauth_password",
+            Protocol::RadiusPap => "radius_pap",
+            Protocol::Other => "other",
+        }
+    }
+}
+
+/// One credential check.
+pub struct Attempt {
+    /// Client or user.
+    pub kind: PrincipalKind,
+    /// Client id or username, as presented (not trusted).
+    pub principal: String,
+    /// The presented secret; wiped from memory on drop.
+    pub secret: Zeroizing<Vec<u8>>,
+    /// Network source of the request: the flow key for fairness and throttling.
+    pub source: IpAddr,
+    /// Front end and mechanism.
+    pub protocol: Protocol,
+    /// The answer is useless after this instant (the client's timeout); work that cannot
+    /// finish before it is refused up front.
+    pub deadline: Instant,
+}
+
+impl std::fmt::Debug for Attempt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Attempt")
+            .field("kind", &self.kind)
+            .field("principal", &self.principal)
+            .field("secret", &"<redacted>")
+            .field("source", &self.source)
+            .field("protocol", &self.protocol)
+            .field("deadline", &self.deadline)
+            .finish()
+    }
+}
+
+/// The verdict. An unknown principal is indistinguishable from [`Outcome::Rejected`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The secret matched. `needs_rehash`: the stored hash is weaker than policy (the core
+    /// upgrades it itself; front ends may log it).
+    Accepted {
+        /// Stored hash is below the current policy.
+        needs_rehash: bool,
+    },
+    /// Wrong secret, unknown or disabled principal.
+    Rejected,
+    /// Too many recent failures from this source or for this principal: no hash was spent.
+    Throttled {
+        /// When to try again (jittered).
+        retry_after: Duration,
+    },
+    /// The server is saturated: answered at once rather than queued into a timeout.
+    Overloaded {
+        /// When to try again (jittered).
+        retry_after: Duration,
+    },
+}

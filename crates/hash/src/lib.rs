@@ -1,0 +1,40 @@
+//! Portcullis hash kernel: pure, synchronous, allocation-free where it matters.
+//!
+//! This crate owns every computation on a secret: the PBKDF2 kernel (ours, because its
+//! speed is the product), batch (multi-buffer) derivation, the other KDFs (argon2, bcrypt,
+//! scrypt, through well-kept crates), server-peppered HMAC for high-entropy secrets, and
+//! the stored formats of other systems so users migrate without password resets.
+//!
+//! It knows nothing of threads, time, networks or storage: callers (the `core` crate's
+//! hash pool) decide where and when the work runs.
+//!
+//! Module map:
+//! - [`pbkdf2`]: PBKDF2-HMAC-SHA1/256/512, single stream, plus PHC `$pbkdf2-*$` strings.
+//! - [`batch`]: several PBKDF2 derivations with the same parameters interleaved per core.
+//! - `arch` (private): every `unsafe` block for CPU intrinsics lives there.
+//! - [`credential`]: a parsed stored credential of any supported format; verify, cost,
+//!   batch key.
+//! - [`pepper`]: server-side pepper keys and the `$hmac-sha256$` format for generated secrets.
+
+pub mod credential;
+pub mod error;
+pub mod pbkdf2;
+pub mod pepper;
+pub mod policy;
+
+pub use credential::{BatchKey, Cost, Credential};
+pub use error::{FormatError, VerifyError};
+pub use pbkdf2::Prf;
+pub use pepper::{PepperKey, Peppers};
+pub use policy::Policy;
+
+/// Compare two byte strings in constant time (for equal lengths; lengths are not secret).
+pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+    use subtle::ConstantTimeEq;
+    a.len() == b.len() && bool::from(a.ct_eq(b))
+}
+
+/// Fill `buf` with bytes from the operating system's CSPRNG.
+pub fn os_random(buf: &mut [u8]) -> Result<(), error::RandomError> {
+    getrandom::fill(buf).map_err(|e| error::RandomError(e.to_string()))
+}

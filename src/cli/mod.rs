@@ -1,0 +1,16 @@
+//! One module per subcommand. Each exposes its clap argument type and a `run` function
+//! returning the process exit code; errors are printed on one line to stderr.
+
+pub mod client;
+pub mod config;
+pub mod demo;
+pub mod hash;
+pub mod lab;
+pub mod serve;
+pub mod user;
+
+/// Print a one-line error to stderr and return exit code 2 (usage or input error).
+pub fn fail(msg: impl std::fmt::Display) -> std::process::ExitCode {
+    eprintln!("portcullis: error: {msg}");
+    std::process::ExitCode::from(2)
+}
