@@ -16,6 +16,7 @@
 //!   batch key.
 //! - [`pepper`]: server-side pepper keys and the `$hmac-sha256$` format for generated secrets.
 
+pub mod batch;
 pub mod credential;
 pub mod error;
 pub mod pbkdf2;
