@@ -51,8 +51,7 @@ impl PepperKey {
     /// A fresh random key.
     pub fn generate(id: &str) -> Result<Self, FormatError> {
         let mut key = [0u8; 32];
-        crate::os_random(&mut key)
-            .map_err(|e| FormatError::unsupported(FORMAT, e.to_string()))?;
+        crate::os_random(&mut key).map_err(|e| FormatError::unsupported(FORMAT, e.to_string()))?;
         Self::new(id, key)
     }
 
