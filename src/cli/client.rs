@@ -1,12 +1,407 @@
-//! `portcullis client ...` (not yet built: see the open issues).
+//! `portcullis client add | list | remove | rotate-secret`: manage OAuth clients in the
+//! embedded store (`--data-dir`).
+//!
+//! Generated secrets (the default) are 256 random bits shown once on stdout and stored as
+//! HMAC-SHA256 under the data directory's pepper, so verifying them costs microseconds
+//! and a database dump alone cannot be used to check guesses. A secret chosen by the
+//! operator (`--secret-stdin`) may be guessable, so it is stored under the slow KDF
+//! policy instead. Secrets are read from stdin only, never from arguments.
+//!
+//! Also holds the helpers the `user` commands share (runtime, stdin, clock).
 
+use std::io::Read;
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+use portcullis_hash::pepper::PepperedHmac;
+use portcullis_hash::{Credential, Policy};
+use portcullis_store::record::MAX_CLIENT_SECRETS;
+use portcullis_store::{
+    ClientRecord, DEFAULT_DATA_DIR, DEFAULT_TOKEN_LIFETIME, DataDir, Grant, Store, StoreError,
+    generate_client_secret,
+};
+use zeroize::Zeroizing;
+
+use super::fail;
+
+/// Longest secret or password accepted on stdin, in bytes.
+const MAX_STDIN_SECRET: usize = 4096;
 
 /// `portcullis client` subcommands.
 #[derive(Debug, clap::Subcommand)]
-pub enum ClientCommand {}
+pub enum ClientCommand {
+    /// Register a client. Prints its generated secret once on stdout.
+    Add(AddArgs),
+    /// List clients (never their secrets).
+    List(ListArgs),
+    /// Delete a client.
+    Remove(RemoveArgs),
+    /// Give a client a new secret; the previous one stays valid until `--finish` or the
+    /// next rotation, so deployed copies can be updated without downtime.
+    RotateSecret(RotateArgs),
+}
+
+/// Where the embedded store lives.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DataDirArg {
+    /// Data directory (database and secrets file; created 0700 if missing).
+    #[arg(long, env = "PORTCULLIS_DATA_DIR", default_value = DEFAULT_DATA_DIR)]
+    pub data_dir: PathBuf,
+}
+
+/// Arguments of `client add`.
+#[derive(Debug, clap::Args)]
+pub struct AddArgs {
+    /// The client id (1-255 characters, no control characters).
+    id: String,
+    /// A scope the client may request (repeat for several).
+    #[arg(long = "scope", value_name = "SCOPE")]
+    scopes: Vec<String>,
+    /// A grant type the client may use: client_credentials (default) or password
+    /// (repeat for several).
+    #[arg(long = "grant", value_name = "GRANT")]
+    grants: Vec<String>,
+    /// Lifetime of its access tokens in seconds (60-86400).
+    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_TOKEN_LIFETIME)]
+    token_lifetime: u32,
+    /// Read a chosen secret as one line from stdin instead of generating one (stored
+    /// under the slow KDF policy, since a chosen secret may be guessable).
+    #[arg(long)]
+    secret_stdin: bool,
+    #[command(flatten)]
+    dir: DataDirArg,
+}
+
+/// Arguments of `client list`.
+#[derive(Debug, clap::Args)]
+pub struct ListArgs {
+    /// Print JSON (one array of objects) instead of a table.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    dir: DataDirArg,
+}
+
+/// Arguments of `client remove`.
+#[derive(Debug, clap::Args)]
+pub struct RemoveArgs {
+    /// The client id.
+    id: String,
+    #[command(flatten)]
+    dir: DataDirArg,
+}
+
+/// Arguments of `client rotate-secret`.
+#[derive(Debug, clap::Args)]
+pub struct RotateArgs {
+    /// The client id.
+    id: String,
+    /// Read the new secret as one line from stdin instead of generating one.
+    #[arg(long, conflicts_with = "finish")]
+    secret_stdin: bool,
+    /// End the rotation: drop the previous secret, keep only the current one.
+    #[arg(long)]
+    finish: bool,
+    #[command(flatten)]
+    dir: DataDirArg,
+}
 
 /// Run a `client` subcommand.
 pub fn run(cmd: ClientCommand) -> ExitCode {
-    match cmd {}
+    block_on(async move {
+        match cmd {
+            ClientCommand::Add(a) => add(a).await,
+            ClientCommand::List(a) => list(a).await,
+            ClientCommand::Remove(a) => remove(a).await,
+            ClientCommand::RotateSecret(a) => rotate(a).await,
+        }
+    })
+}
+
+async fn add(args: AddArgs) -> Result<ExitCode, String> {
+    let grants = if args.grants.is_empty() {
+        vec![Grant::ClientCredentials]
+    } else {
+        let mut grants = Vec::new();
+        for g in &args.grants {
+            let g: Grant = g.parse().map_err(|e: StoreError| e.to_string())?;
+            if !grants.contains(&g) {
+                grants.push(g);
+            }
+        }
+        grants
+    };
+    let mut scopes: Vec<String> = Vec::new();
+    for s in args.scopes {
+        if !scopes.contains(&s) {
+            scopes.push(s);
+        }
+    }
+    let dir = open(&args.dir).await?;
+    let (hash, shown) = new_secret_hash(&dir, args.secret_stdin)?;
+    let client = ClientRecord {
+        id: args.id,
+        secret_hashes: vec![hash],
+        grants,
+        scopes,
+        token_lifetime: args.token_lifetime,
+        created_at: now(),
+    };
+    // Validate before anything is printed, so a refused client never shows a secret.
+    client.validate().map_err(|e| e.to_string())?;
+    dir.store()
+        .put_client(&client)
+        .await
+        .map_err(|e| e.to_string())?;
+    dir.close().await;
+    if let Some(secret) = shown {
+        println!("{}", secret.as_str());
+        eprintln!(
+            "portcullis: client {:?} added. The secret above is shown only this once; store it now.",
+            client.id
+        );
+    } else {
+        eprintln!("portcullis: client {:?} added.", client.id);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn list(args: ListArgs) -> Result<ExitCode, String> {
+    let dir = open(&args.dir).await?;
+    let clients = dir
+        .store()
+        .list_clients()
+        .await
+        .map_err(|e| e.to_string())?;
+    dir.close().await;
+    if args.json {
+        let rows: Vec<serde_json::Value> = clients
+            .iter()
+            .map(|c| {
+                serde_json::json!({
+                    "client_id": c.id,
+                    "grants": c.grants.iter().map(|g| g.as_str()).collect::<Vec<_>>(),
+                    "scopes": c.scopes,
+                    "token_lifetime": c.token_lifetime,
+                    "secrets": c.secret_hashes.len(),
+                    "secret_kind": secret_kind(&c.secret_hashes[0]),
+                    "created_at": c.created_at,
+                })
+            })
+            .collect();
+        println!("{}", serde_json::Value::Array(rows));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let rows: Vec<[String; 5]> = clients
+        .iter()
+        .map(|c| {
+            [
+                c.id.clone(),
+                join(c.grants.iter().map(|g| g.as_str()), ","),
+                if c.scopes.is_empty() {
+                    "-".to_owned()
+                } else {
+                    c.scopes.join(" ")
+                },
+                c.token_lifetime.to_string(),
+                match c.secret_hashes.len() {
+                    1 => secret_kind(&c.secret_hashes[0]).to_owned(),
+                    _ => format!("{} (rotating)", secret_kind(&c.secret_hashes[0])),
+                },
+            ]
+        })
+        .collect();
+    print_table(
+        &["CLIENT_ID", "GRANTS", "SCOPES", "LIFETIME", "SECRET"],
+        &rows,
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn remove(args: RemoveArgs) -> Result<ExitCode, String> {
+    let dir = open(&args.dir).await?;
+    let removed = dir
+        .store()
+        .remove_client(&args.id)
+        .await
+        .map_err(|e| e.to_string())?;
+    dir.close().await;
+    if !removed {
+        return Err(StoreError::NotFound(format!("client {:?}", args.id)).to_string());
+    }
+    eprintln!("portcullis: client {:?} removed.", args.id);
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn rotate(args: RotateArgs) -> Result<ExitCode, String> {
+    let dir = open(&args.dir).await?;
+    let store = dir.store();
+    let client = store
+        .get_client(&args.id)
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| StoreError::NotFound(format!("client {:?}", args.id)).to_string())?;
+    let current = client.secret_hashes[0].clone();
+    if args.finish {
+        if client.secret_hashes.len() < MAX_CLIENT_SECRETS {
+            eprintln!(
+                "portcullis: client {:?} has no previous secret; nothing to finish.",
+                args.id
+            );
+        } else {
+            store
+                .update_client_secrets(&args.id, vec![current])
+                .await
+                .map_err(|e| e.to_string())?;
+            eprintln!(
+                "portcullis: client {:?}: previous secret dropped; only the current one is valid.",
+                args.id
+            );
+        }
+        dir.close().await;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let (hash, shown) = new_secret_hash(&dir, args.secret_stdin)?;
+    if hash == current {
+        return Err("the new secret hashes to the current one; choose a different secret".into());
+    }
+    // The new secret becomes current; the old current stays as "previous". An older
+    // previous secret is dropped: at most two are ever valid.
+    store
+        .update_client_secrets(&args.id, vec![hash, current])
+        .await
+        .map_err(|e| e.to_string())?;
+    dir.close().await;
+    if let Some(secret) = shown {
+        println!("{}", secret.as_str());
+    }
+    eprintln!(
+        "portcullis: client {:?}: new secret is current{}; the previous one stays valid until \
+         `portcullis client rotate-secret {} --finish` or the next rotation.",
+        args.id,
+        if args.secret_stdin {
+            ""
+        } else {
+            " (shown above, only this once)"
+        },
+        args.id
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Hash a new client secret: generated (HMAC under the current pepper; returned for
+/// display) or read from stdin (slow KDF policy; not displayed).
+fn new_secret_hash(
+    dir: &DataDir,
+    from_stdin: bool,
+) -> Result<(String, Option<Zeroizing<String>>), String> {
+    if from_stdin {
+        let secret = read_stdin_secret("secret")?;
+        let hash = Policy::default().hash(&secret).map_err(|e| e.to_string())?;
+        return Ok((hash, None));
+    }
+    let secret = generate_client_secret().map_err(|e| e.to_string())?;
+    let peppers = dir.peppers();
+    let key = peppers
+        .current()
+        .ok_or("the data directory has no current pepper key")?;
+    Ok((PepperedHmac::create(key, secret.as_bytes()), Some(secret)))
+}
+
+/// "generated" for peppered HMAC secrets, else the KDF's name.
+fn secret_kind(hash: &str) -> &'static str {
+    match Credential::parse(hash) {
+        Ok(Credential::Peppered(_)) => "generated",
+        Ok(c) => c.algorithm(),
+        Err(_) => "unrecognised",
+    }
+}
+
+// ---- helpers shared with `user` ----
+
+/// Run `f` on a single-threaded runtime; `Err` is printed on one line with exit code 2.
+pub(crate) fn block_on(f: impl std::future::Future<Output = Result<ExitCode, String>>) -> ExitCode {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fail(format!("starting the async runtime: {e}")),
+    };
+    match rt.block_on(f) {
+        Ok(code) => code,
+        Err(msg) => fail(msg),
+    }
+}
+
+/// Open the data directory, with the error as a one-line message.
+pub(crate) async fn open(arg: &DataDirArg) -> Result<DataDir, String> {
+    DataDir::open(&arg.data_dir)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// Read one line from stdin as a secret (`what` names it in errors): trailing newline
+/// removed, non-empty, at most 4096 bytes, no further lines.
+pub(crate) fn read_stdin_secret(what: &str) -> Result<Zeroizing<Vec<u8>>, String> {
+    let mut buf = Zeroizing::new(Vec::new());
+    std::io::stdin()
+        .lock()
+        .take(MAX_STDIN_SECRET as u64 + 3)
+        .read_to_end(&mut buf)
+        .map_err(|e| format!("reading the {what} from stdin: {e}"))?;
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+        if buf.last() == Some(&b'\r') {
+            buf.pop();
+        }
+    }
+    if buf.is_empty() {
+        return Err(format!("empty {what} on stdin"));
+    }
+    if buf.len() > MAX_STDIN_SECRET {
+        return Err(format!(
+            "{what} on stdin is longer than {MAX_STDIN_SECRET} bytes"
+        ));
+    }
+    if buf.contains(&b'\n') {
+        return Err(format!("expected the {what} as one line on stdin"));
+    }
+    Ok(buf)
+}
+
+/// Unix seconds now (the CLI is the edge where the clock is read).
+pub(crate) fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+/// Print left-aligned columns separated by two spaces.
+pub(crate) fn print_table<const N: usize>(header: &[&str; N], rows: &[[String; N]]) {
+    let mut widths = header.map(|h| h.chars().count());
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut out = String::new();
+        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
+            if i + 1 == N {
+                out.push_str(cell);
+            } else {
+                out.push_str(&format!("{cell:<w$}  "));
+            }
+        }
+        println!("{}", out.trim_end());
+    };
+    line(header.to_vec());
+    for row in rows {
+        line(row.iter().map(String::as_str).collect());
+    }
+}
+
+fn join<'a>(items: impl Iterator<Item = &'a str>, sep: &str) -> String {
+    items.collect::<Vec<_>>().join(sep)
 }

@@ -1,12 +1,329 @@
-//! `portcullis hash ...` (not yet built: see the open issues).
+//! `portcullis hash create | verify | bench`: make and check stored password hashes from
+//! the shell, and measure the PBKDF2 kernel against the SHA compression bound of this CPU.
+//!
+//! Passwords only ever come from stdin (`--password-stdin`), never from arguments, which
+//! other users can read in the process table.
 
+use std::io::BufRead;
 use std::process::ExitCode;
+use std::time::Instant;
+
+use portcullis_hash::Credential;
+use portcullis_hash::Peppers;
+use portcullis_hash::batch;
+use portcullis_hash::pbkdf2::{self, Backend, Prf};
+use zeroize::Zeroizing;
+
+use super::fail;
 
 /// `portcullis hash` subcommands.
 #[derive(Debug, clap::Subcommand)]
-pub enum HashCommand {}
+pub enum HashCommand {
+    /// Hash a password read from stdin and print the stored string.
+    Create(CreateArgs),
+    /// Check a password read from stdin against a stored string.
+    ///
+    /// Exit status: 0 match, 1 mismatch, 2 malformed hash or other error.
+    Verify(VerifyArgs),
+    /// Measure PBKDF2 against the raw compression rate of the same code path.
+    Bench(BenchArgs),
+    /// Suggest argon2id / pbkdf2 / bcrypt / scrypt parameters for a target time per
+    /// verification on this machine (one core).
+    Calibrate {
+        /// Target milliseconds per verification (1-10000).
+        #[arg(long, default_value_t = 250, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+        target_ms: u64,
+    },
+}
+
+/// Arguments of `hash create`.
+#[derive(Debug, clap::Args)]
+pub struct CreateArgs {
+    /// pbkdf2-sha256, pbkdf2-sha1 or pbkdf2-sha512.
+    #[arg(long, default_value = "pbkdf2-sha256", value_parser = parse_algorithm)]
+    algorithm: Prf,
+    /// Iterations (default: OWASP's figure for the algorithm: 600000 for sha256, 1300000
+    /// for sha1, 210000 for sha512).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(pbkdf2::MAX_ITERATIONS)))]
+    iterations: Option<u32>,
+    /// Read the password as one line from stdin (required: passwords never go in arguments).
+    #[arg(long, required = true)]
+    password_stdin: bool,
+}
+
+/// Arguments of `hash verify`.
+#[derive(Debug, clap::Args)]
+pub struct VerifyArgs {
+    /// The stored hash string (any supported format).
+    #[arg(long)]
+    hash: String,
+    /// Parse the hash as this format instead of detecting it.
+    #[arg(long)]
+    format: Option<String>,
+    /// Read the password as one line from stdin (required: passwords never go in arguments).
+    #[arg(long, required = true)]
+    password_stdin: bool,
+}
+
+/// Arguments of `hash bench`.
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// pbkdf2-sha256, pbkdf2-sha1 or pbkdf2-sha512.
+    #[arg(long, default_value = "pbkdf2-sha256", value_parser = parse_algorithm)]
+    algorithm: Prf,
+    /// Iterations (default: the algorithm's default for new hashes).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(pbkdf2::MAX_ITERATIONS)))]
+    iterations: Option<u32>,
+    /// Timed runs; the median is reported.
+    #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u32).range(5..=1000))]
+    runs: u32,
+    /// Also derive this many passwords per call through the batch kernel and compare its
+    /// throughput with the single stream.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    batch: Option<u32>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Force the portable backend (to measure what CPUs without SHA-NI get).
+    #[arg(long, hide = true)]
+    portable: bool,
+}
+
+fn parse_algorithm(s: &str) -> Result<Prf, String> {
+    s.strip_prefix("pbkdf2-")
+        .and_then(Prf::from_name)
+        .ok_or_else(|| {
+            format!("unknown algorithm {s:?} (expected pbkdf2-sha256, pbkdf2-sha1 or pbkdf2-sha512)")
+        })
+}
 
 /// Run a `hash` subcommand.
 pub fn run(cmd: HashCommand) -> ExitCode {
-    match cmd {}
+    match cmd {
+        HashCommand::Create(a) => create(a),
+        HashCommand::Verify(a) => verify(a),
+        HashCommand::Bench(a) => bench(a),
+        HashCommand::Calibrate { target_ms } => calibrate(target_ms),
+    }
+}
+
+/// One line from stdin without its trailing `\n` or `\r\n` (nothing else is stripped:
+/// spaces are part of the password). Bytes need not be UTF-8.
+fn read_password() -> Result<Zeroizing<Vec<u8>>, String> {
+    let mut line = Zeroizing::new(Vec::with_capacity(128));
+    let n = std::io::stdin()
+        .lock()
+        .read_until(b'\n', &mut line)
+        .map_err(|e| format!("cannot read the password from stdin: {e}"))?;
+    if n == 0 {
+        return Err("no password on stdin (expected one line)".to_owned());
+    }
+    if line.last() == Some(&b'\n') {
+        line.pop();
+        if line.last() == Some(&b'\r') {
+            line.pop();
+        }
+    }
+    Ok(line)
+}
+
+fn create(a: CreateArgs) -> ExitCode {
+    let _ = a.password_stdin;
+    let password = match read_password() {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    let iterations = a
+        .iterations
+        .unwrap_or_else(|| a.algorithm.default_iterations());
+    match pbkdf2::hash_password(a.algorithm, iterations, &password) {
+        Ok(s) => {
+            println!("{s}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(e),
+    }
+}
+
+fn verify(a: VerifyArgs) -> ExitCode {
+    let _ = a.password_stdin;
+    let credential = match a.format.as_deref() {
+        None => Credential::parse(&a.hash),
+        Some(name) => match name.parse::<portcullis_hash::Format>() {
+            Ok(format) => Credential::parse_as(&a.hash, format),
+            Err(e) => return fail(e),
+        },
+    };
+    let credential = match credential {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
+    let password = match read_password() {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    match credential.verify(&password, &Peppers::new()) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => {
+            eprintln!("portcullis: password does not match");
+            ExitCode::from(1)
+        }
+        Err(e) => fail(e),
+    }
+}
+
+/// Median of `v` (sorted in place); `v` is never empty here (at least five runs).
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+fn bench(a: BenchArgs) -> ExitCode {
+    let prf = a.algorithm;
+    let iterations = a.iterations.unwrap_or_else(|| prf.default_iterations());
+    let backend = if a.portable {
+        Backend::Portable
+    } else {
+        Backend::Auto
+    };
+    let runs = a.runs as usize;
+    let out_len = prf.output_len();
+    let blocks_per_output = out_len.div_ceil(prf.output_len()) as u64;
+
+    // The compression bound: the same number of compressions one derivation does
+    // (2 per iteration per output block), as whole 16 KiB buffers through the raw
+    // compression function of the same backend (`openssl speed -bytes 16384` style).
+    let buffer: Vec<u8> = (0..16384u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    let blocks_per_buffer = (buffer.len() / prf.block_len()) as u64;
+    let compressions = 2 * u64::from(iterations) * blocks_per_output;
+    let buffers = compressions.div_ceil(blocks_per_buffer).max(1);
+
+    let password = b"portcullis bench password";
+    let salt = b"0123456789abcdef";
+    let mut out = vec![0u8; out_len];
+    let mut sink = 0u64;
+    // Warm up caches, frequency and the feature-detection cache.
+    pbkdf2::pbkdf2_hmac_on(backend, prf, password, salt, iterations.min(10_000), &mut out);
+
+    let mut derivation_ms = Vec::with_capacity(runs);
+    let mut blocks_per_ms = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let t = Instant::now();
+        pbkdf2::pbkdf2_hmac_on(backend, prf, password, salt, iterations, &mut out);
+        derivation_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        sink ^= u64::from(out[0]);
+
+        let t = Instant::now();
+        for _ in 0..buffers {
+            sink ^= pbkdf2::raw_compress(prf, backend, std::hint::black_box(&buffer));
+        }
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        blocks_per_ms.push((buffers * blocks_per_buffer) as f64 / ms);
+    }
+    std::hint::black_box(sink);
+    let ms = median(&mut derivation_ms);
+    let rate = median(&mut blocks_per_ms);
+    let bound_ms = compressions as f64 / rate;
+    let fraction = bound_ms / ms;
+
+    let batch_result = a.batch.map(|k| {
+        let k = k as usize;
+        let passwords: Vec<Vec<u8>> = (0..k).map(|i| format!("password {i}").into_bytes()).collect();
+        let mut outs = vec![vec![0u8; out_len]; k];
+        let mut per_call = Vec::with_capacity(runs);
+        for _ in 0..runs {
+            let mut jobs: Vec<batch::Job<'_>> = passwords
+                .iter()
+                .zip(outs.iter_mut())
+                .map(|(p, o)| batch::Job {
+                    password: p,
+                    salt,
+                    out: o,
+                })
+                .collect();
+            let t = Instant::now();
+            batch::derive(prf, iterations, &mut jobs);
+            per_call.push(t.elapsed().as_secs_f64());
+        }
+        let dps = k as f64 / median(&mut per_call);
+        (k, dps, dps / (1e3 / ms))
+    });
+
+    let backend_name = pbkdf2::backend_name(prf, backend);
+    let cpu = cpu_model();
+    if a.json {
+        let mut j = serde_json::json!({
+            "algorithm": format!("pbkdf2-{}", prf.name()),
+            "iterations": iterations,
+            "output_bytes": out_len,
+            "runs": runs,
+            "backend": backend_name,
+            "cpu": cpu,
+            "ms_per_derivation": ms,
+            "bound_ms": bound_ms,
+            "fraction_of_bound": fraction,
+            "compression_blocks_per_second": rate * 1e3,
+        });
+        if let (Some((k, dps, ratio)), Some(obj)) = (batch_result, j.as_object_mut()) {
+            obj.insert("batch".into(), k.into());
+            obj.insert("derivations_per_second".into(), dps.into());
+            obj.insert("single_derivations_per_second".into(), (1e3 / ms).into());
+            obj.insert("batch_ratio".into(), ratio.into());
+        }
+        println!("{j}");
+    } else {
+        println!(
+            "pbkdf2-{} x{iterations} ({out_len}-byte output), backend {backend_name}, cpu {cpu}",
+            prf.name()
+        );
+        println!("  derivation:        {ms:.2} ms (median of {runs})");
+        println!(
+            "  compression bound: {bound_ms:.2} ms ({:.2}M blocks/s, same backend, same run)",
+            rate / 1e3
+        );
+        println!("  fraction of bound: {fraction:.3}");
+        if let Some((k, dps, ratio)) = batch_result {
+            println!(
+                "  batch of {k}: {dps:.1} derivations/s, {ratio:.2}x the single stream ({:.1}/s)",
+                1e3 / ms
+            );
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// `hash calibrate` (issue #7): measured suggestions plus the config lines for each.
+fn calibrate(target_ms: u64) -> ExitCode {
+    use portcullis_hash::calibrate;
+    let c = match calibrate::calibrate(std::time::Duration::from_millis(target_ms)) {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
+    println!("target {target_ms} ms per verification on one core of: {}", cpu_model());
+    for s in &c.suggestions {
+        let owasp = if s.meets_owasp_minimum { "" } else { "  (below OWASP minimum)" };
+        println!();
+        println!("# measured {:.1} ms{owasp}", s.measured.as_secs_f64() * 1e3);
+        print!("{}", s.policy.to_config_toml());
+    }
+    let (argon2, bcrypt, scrypt) = c.units.work_units();
+    println!();
+    println!(
+        "# cost model: sha256 compression {:.1} ns; work units per argon2 block-pass {argon2:.1}, \
+         per bcrypt round {bcrypt:.0}, per scrypt N*r*p {scrypt:.1}",
+        c.units.sha256_compression.as_secs_f64() * 1e9
+    );
+    ExitCode::SUCCESS
 }

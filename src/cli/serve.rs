@@ -1,12 +1,89 @@
-//! `portcullis serve` (not yet built: see the open issues).
+//! `portcullis serve`: run the OAuth 2.0 token server until SIGINT/SIGTERM.
 
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+use portcullis_server::{App, Config};
 
 /// Arguments of `portcullis serve`.
 #[derive(Debug, clap::Args)]
-pub struct ServeArgs {}
+pub struct ServeArgs {
+    /// TOML configuration file (`portcullis config example` prints a documented one).
+    /// Without it every setting has its default.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Data directory (overrides `store.data_dir`; default ./portcullis-data).
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Listen address (overrides `server.http`; default 127.0.0.1:8080).
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<SocketAddr>,
+}
 
 /// Run `portcullis serve`.
-pub fn run(_args: ServeArgs) -> ExitCode {
-    super::fail("'serve' is not built yet")
+pub fn run(args: ServeArgs) -> ExitCode {
+    let mut config = match &args.config {
+        Some(path) => match Config::load(path) {
+            Ok(c) => c,
+            Err(e) => return super::fail(format_args!("{}: {e}", path.display())),
+        },
+        None => Config::default(),
+    };
+    if let Some(d) = args.data_dir {
+        config.data_dir = d;
+    }
+    if let Some(h) = args.http {
+        config.http = h;
+    }
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .try_init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => return super::fail(format_args!("cannot start the async runtime: {e}")),
+    };
+    runtime.block_on(serve(config))
+}
+
+async fn serve(config: Config) -> ExitCode {
+    let listener = match tokio::net::TcpListener::bind(config.http).await {
+        Ok(l) => l,
+        Err(e) => return super::fail(format_args!("cannot listen on {}: {e}", config.http)),
+    };
+    let bound = match listener.local_addr() {
+        Ok(a) => a,
+        Err(e) => return super::fail(e),
+    };
+    let data_dir = match portcullis_store::DataDir::open(&config.data_dir).await {
+        Ok(d) => d,
+        Err(e) => {
+            return super::fail(format_args!(
+                "cannot open data directory {}: {e}",
+                config.data_dir.display()
+            ));
+        }
+    };
+    let app = match App::from_data_dir(config, &data_dir, bound).await {
+        Ok(a) => a,
+        Err(e) => return super::fail(e),
+    };
+    tracing::info!(
+        "listening on {bound}; issuer {}, metadata {}/.well-known/oauth-authorization-server",
+        app.issuer,
+        app.issuer
+    );
+    let result = portcullis_server::run(listener, app, portcullis_server::shutdown_signal()).await;
+    data_dir.close().await;
+    match result {
+        Ok(()) => {
+            tracing::info!("stopped");
+            ExitCode::SUCCESS
+        }
+        Err(e) => super::fail(e),
+    }
 }

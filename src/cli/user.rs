@@ -1,12 +1,205 @@
-//! `portcullis user ...` (not yet built: see the open issues).
+//! `portcullis user add | list | remove | disable | enable | set-password | import`:
+//! manage resource owners (password-grant users) in the embedded store (`--data-dir`).
+//!
+//! Passwords are read from stdin only and hashed under the current KDF policy; `import`
+//! brings existing hashes from other systems over unchanged (they are upgraded on the
+//! user's next login by rehash-on-login).
 
 use std::process::ExitCode;
 
+use portcullis_hash::{Credential, Policy};
+use portcullis_store::{Store, StoreError, UserRecord};
+
+use super::client::{DataDirArg, block_on, now, open, print_table, read_stdin_secret};
+
 /// `portcullis user` subcommands.
 #[derive(Debug, clap::Subcommand)]
-pub enum UserCommand {}
+pub enum UserCommand {
+    /// Add a user with a password read from stdin.
+    Add(AddArgs),
+    /// List users (never their hashes).
+    List(ListArgs),
+    /// Delete a user.
+    Remove(NameArgs),
+    /// Disable a user: logins are rejected as if the user did not exist.
+    Disable(NameArgs),
+    /// Re-enable a disabled user.
+    Enable(NameArgs),
+    /// Replace a user's password with one read from stdin.
+    SetPassword(SetPasswordArgs),
+}
+
+/// Arguments of `user add`.
+#[derive(Debug, clap::Args)]
+pub struct AddArgs {
+    /// The username (1-255 characters, no control characters).
+    name: String,
+    /// Read the password as one line from stdin (required: passwords never go in
+    /// arguments, which other users can read in the process table).
+    #[arg(long, required = true)]
+    password_stdin: bool,
+    /// Create the user disabled.
+    #[arg(long)]
+    disabled: bool,
+    #[command(flatten)]
+    dir: DataDirArg,
+}
+
+/// Arguments of `user list`.
+#[derive(Debug, clap::Args)]
+pub struct ListArgs {
+    /// Print JSON (one array of objects) instead of a table.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    dir: DataDirArg,
+}
+
+/// A username and the data directory.
+#[derive(Debug, clap::Args)]
+pub struct NameArgs {
+    /// The username.
+    name: String,
+    #[command(flatten)]
+    dir: DataDirArg,
+}
+
+/// Arguments of `user set-password`.
+#[derive(Debug, clap::Args)]
+pub struct SetPasswordArgs {
+    /// The username.
+    name: String,
+    /// Read the new password as one line from stdin (required).
+    #[arg(long, required = true)]
+    password_stdin: bool,
+    #[command(flatten)]
+    dir: DataDirArg,
+}
 
 /// Run a `user` subcommand.
 pub fn run(cmd: UserCommand) -> ExitCode {
-    match cmd {}
+    block_on(async move {
+        match cmd {
+            UserCommand::Add(a) => add(a).await,
+            UserCommand::List(a) => list(a).await,
+            UserCommand::Remove(a) => remove(a).await,
+            UserCommand::Disable(a) => set_disabled(a, true).await,
+            UserCommand::Enable(a) => set_disabled(a, false).await,
+            UserCommand::SetPassword(a) => set_password(a).await,
+        }
+    })
+}
+
+/// Hash a password from stdin under the current policy.
+fn hash_stdin_password() -> Result<String, String> {
+    let password = read_stdin_secret("password")?;
+    Policy::default().hash(&password).map_err(|e| e.to_string())
+}
+
+async fn add(args: AddArgs) -> Result<ExitCode, String> {
+    // Check the name before spending a KDF run or touching the data directory.
+    portcullis_store::record::validate_name("username", &args.name).map_err(|e| e.to_string())?;
+    let password_hash = hash_stdin_password()?;
+    let user = UserRecord {
+        username: args.name,
+        password_hash,
+        disabled: args.disabled,
+        created_at: now(),
+    };
+    let dir = open(&args.dir).await?;
+    dir.store()
+        .put_user(&user)
+        .await
+        .map_err(|e| e.to_string())?;
+    dir.close().await;
+    eprintln!("portcullis: user {:?} added.", user.username);
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn list(args: ListArgs) -> Result<ExitCode, String> {
+    let dir = open(&args.dir).await?;
+    let users = dir.store().list_users().await.map_err(|e| e.to_string())?;
+    dir.close().await;
+    let algorithm = |u: &UserRecord| {
+        Credential::parse(&u.password_hash).map_or("unrecognised", |c| c.algorithm())
+    };
+    if args.json {
+        let rows: Vec<serde_json::Value> = users
+            .iter()
+            .map(|u| {
+                serde_json::json!({
+                    "username": u.username,
+                    "disabled": u.disabled,
+                    "algorithm": algorithm(u),
+                    "created_at": u.created_at,
+                })
+            })
+            .collect();
+        println!("{}", serde_json::Value::Array(rows));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let rows: Vec<[String; 3]> = users
+        .iter()
+        .map(|u| {
+            [
+                u.username.clone(),
+                if u.disabled { "disabled" } else { "enabled" }.to_owned(),
+                algorithm(u).to_owned(),
+            ]
+        })
+        .collect();
+    print_table(&["USERNAME", "STATUS", "HASH"], &rows);
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn remove(args: NameArgs) -> Result<ExitCode, String> {
+    let dir = open(&args.dir).await?;
+    let removed = dir
+        .store()
+        .remove_user(&args.name)
+        .await
+        .map_err(|e| e.to_string())?;
+    dir.close().await;
+    if !removed {
+        return Err(StoreError::NotFound(format!("user {:?}", args.name)).to_string());
+    }
+    eprintln!("portcullis: user {:?} removed.", args.name);
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn set_disabled(args: NameArgs, disabled: bool) -> Result<ExitCode, String> {
+    let dir = open(&args.dir).await?;
+    dir.store()
+        .set_user_disabled(&args.name, disabled)
+        .await
+        .map_err(|e| e.to_string())?;
+    dir.close().await;
+    eprintln!(
+        "portcullis: user {:?} {}.",
+        args.name,
+        if disabled { "disabled" } else { "enabled" }
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn set_password(args: SetPasswordArgs) -> Result<ExitCode, String> {
+    let dir = open(&args.dir).await?;
+    // Fail on an unknown user before reading the password and running the KDF.
+    if dir
+        .store()
+        .get_user(&args.name)
+        .await
+        .map_err(|e| e.to_string())?
+        .is_none()
+    {
+        return Err(StoreError::NotFound(format!("user {:?}", args.name)).to_string());
+    }
+    let hash = hash_stdin_password()?;
+    dir.store()
+        .set_user_password(&args.name, &hash)
+        .await
+        .map_err(|e| e.to_string())?;
+    dir.close().await;
+    eprintln!("portcullis: password of user {:?} replaced.", args.name);
+    Ok(ExitCode::SUCCESS)
 }

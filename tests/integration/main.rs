@@ -1,3 +1,5 @@
 //! The one integration-test binary: it runs the built `portcullis` binary and in-process
 //! servers on port 0. Each module covers one area; regression tests are named after their
 //! issue (`issue_N_...`).
+
+mod store_cli;

@@ -4,16 +4,23 @@
 //! fair queuing and decide whether the pool is needed at all), the [`BatchKey`] (to group
 //! PBKDF2 jobs that can be derived together) and calls [`Credential::verify`].
 //!
-//! Format detection lives here; each format's parser lives beside its algorithm.
+//! Format detection and the per-system parsers live in [`crate::formats`]; this type is the
+//! algorithm-level result: whichever system wrote a PBKDF2 hash, it is a
+//! [`Credential::Pbkdf2`] and batches with every other PBKDF2 hash of the same parameters.
 
 use crate::error::{FormatError, VerifyError};
+use crate::formats::argon2::Argon2Hash;
+use crate::formats::bcrypt::BcryptHash;
+use crate::formats::salted_sha::SaltedSha;
+use crate::formats::scrypt::ScryptHash;
+use crate::formats::{self, Format};
 use crate::pbkdf2::{self, Prf};
 use crate::pepper::{PepperedHmac, Peppers};
 
 /// Expected cost of one verification, used for scheduling, never for security decisions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Cost {
-    /// Microseconds of work (peppered HMAC): verified inline, no pool needed.
+    /// Microseconds of work (peppered HMAC, salted SHA): verified inline, no pool needed.
     Cheap,
     /// Expensive KDF work measured in SHA-256-compression equivalents (one unit is roughly
     /// the cost of one SHA-256 block compression on the machine).
@@ -27,6 +34,20 @@ pub struct BatchKey {
     pub prf: Prf,
     /// PBKDF2 iteration count.
     pub iterations: u32,
+}
+
+/// Cost-model constants: work units (SHA-256 compressions with SHA-NI) per unit of each
+/// KDF's own cost parameter, measured with `portcullis hash calibrate` on the reference
+/// machine (AMD EPYC, SHA-NI, AVX-512; one SHA-256 compression ~= 27 ns there). They only
+/// need to be right to within a factor of about two: they weigh scheduling, not security.
+pub mod cost_model {
+    /// Units per argon2 1 KiB block per pass (~= 0.42 us per block-pass).
+    pub const ARGON2_PER_BLOCK_PASS: u64 = 16;
+    /// Units per bcrypt round (one of the 2^cost key-schedule rounds, ~= 74 us each... per
+    /// 1 << cost: see [`super::Credential::cost`]).
+    pub const BCRYPT_PER_ROUND: u64 = 2_700;
+    /// Units per scrypt `N * r * p` (one 128-byte BlockMix through ROMix, ~= 0.29 us).
+    pub const SCRYPT_PER_NRP: u64 = 11;
 }
 
 /// A parsed stored credential.
@@ -46,6 +67,14 @@ pub enum Credential {
         /// Which encoding it came from (`"phc"`, `"django"`, ...), for reports and rehash.
         format: &'static str,
     },
+    /// Argon2id / argon2i / argon2d.
+    Argon2(Argon2Hash),
+    /// bcrypt, possibly behind a SHA-256 pre-hash (Django, passlib wrappers).
+    Bcrypt(BcryptHash),
+    /// scrypt.
+    Scrypt(ScryptHash),
+    /// LDAP-style (salted) SHA: migration only, always rehashed.
+    SaltedSha(SaltedSha),
     /// HMAC-SHA256 under a server pepper (server-generated secrets).
     Peppered(PepperedHmac),
 }
@@ -53,21 +82,13 @@ pub enum Credential {
 impl Credential {
     /// Detect the format of `s` and parse it.
     pub fn parse(s: &str) -> Result<Self, FormatError> {
-        let s = s.trim();
-        if s.starts_with("$hmac-sha256$") {
-            return PepperedHmac::parse(s).map(Credential::Peppered);
-        }
-        if s.starts_with("$pbkdf2-") {
-            let p = pbkdf2::parse_phc(s)?;
-            return Ok(Credential::Pbkdf2 {
-                prf: p.prf,
-                iterations: p.iterations,
-                salt: p.salt,
-                hash: p.hash,
-                format: "phc",
-            });
-        }
-        Err(FormatError::Unrecognised(String::new()))
+        formats::detect(s.trim())
+    }
+
+    /// Parse `s` as `format` only (the CLI's `--format`): a string of another format is an
+    /// error even if it would parse.
+    pub fn parse_as(s: &str, format: Format) -> Result<Self, FormatError> {
+        formats::parse_as(s.trim(), format)
     }
 
     /// Check `secret` against this credential in constant time (for the comparison).
@@ -81,17 +102,23 @@ impl Credential {
                 hash,
                 ..
             } => {
-                let mut out = vec![0u8; hash.len()];
+                let mut out = zeroize::Zeroizing::new(vec![0u8; hash.len()]);
                 pbkdf2::pbkdf2_hmac(*prf, secret, salt, *iterations, &mut out);
                 Ok(crate::ct_eq(&out, hash))
             }
+            Credential::Argon2(h) => h.verify(secret),
+            Credential::Bcrypt(h) => h.verify(secret),
+            Credential::Scrypt(h) => h.verify(secret),
+            Credential::SaltedSha(h) => Ok(h.verify(secret)),
         }
     }
 
-    /// Expected cost, for scheduling.
+    /// Expected cost, for scheduling (units: see [`Cost::Work`] and [`cost_model`]).
     pub fn cost(&self) -> Cost {
+        use cost_model::*;
         match self {
-            Credential::Peppered(_) => Cost::Cheap,
+            // One or two hash calls: microseconds, like the peppered HMAC.
+            Credential::Peppered(_) | Credential::SaltedSha(_) => Cost::Cheap,
             Credential::Pbkdf2 {
                 prf,
                 iterations,
@@ -107,10 +134,17 @@ impl Credential {
                 };
                 Cost::Work(blocks * u64::from(*iterations) * per)
             }
+            Credential::Argon2(h) => Cost::Work(
+                u64::from(h.m_cost) * u64::from(h.t_cost) * ARGON2_PER_BLOCK_PASS,
+            ),
+            Credential::Bcrypt(h) => Cost::Work((1u64 << h.cost) * BCRYPT_PER_ROUND),
+            Credential::Scrypt(h) => Cost::Work(
+                (1u64 << h.log_n) * u64::from(h.r) * u64::from(h.p) * SCRYPT_PER_NRP,
+            ),
         }
     }
 
-    /// Batch key if this credential can be derived by the batch kernel.
+    /// Batch key if this credential can be derived by the batch kernel (PBKDF2 only).
     pub fn batch_key(&self) -> Option<BatchKey> {
         match self {
             Credential::Pbkdf2 {
@@ -119,7 +153,7 @@ impl Credential {
                 prf: *prf,
                 iterations: *iterations,
             }),
-            Credential::Peppered(_) => None,
+            _ => None,
         }
     }
 
@@ -132,6 +166,35 @@ impl Credential {
                 Prf::Sha256 => "pbkdf2-sha256",
                 Prf::Sha512 => "pbkdf2-sha512",
             },
+            Credential::Argon2(h) => h.variant.ident(),
+            Credential::Bcrypt(h) => match h.prehash {
+                crate::formats::bcrypt::BcryptPrehash::None => "bcrypt",
+                _ => "bcrypt-sha256",
+            },
+            Credential::Scrypt(_) => "scrypt",
+            Credential::SaltedSha(h) => match (h.digest, h.salt.is_empty()) {
+                (crate::formats::salted_sha::ShaDigest::Sha1, false) => "ssha",
+                (crate::formats::salted_sha::ShaDigest::Sha256, false) => "ssha256",
+                (crate::formats::salted_sha::ShaDigest::Sha384, false) => "ssha384",
+                (crate::formats::salted_sha::ShaDigest::Sha512, false) => "ssha512",
+                (crate::formats::salted_sha::ShaDigest::Sha1, true) => "sha1",
+                (crate::formats::salted_sha::ShaDigest::Sha256, true) => "sha256",
+                (crate::formats::salted_sha::ShaDigest::Sha384, true) => "sha384",
+                (crate::formats::salted_sha::ShaDigest::Sha512, true) => "sha512",
+            },
+        }
+    }
+
+    /// Which system's encoding the credential was read from (`"phc"`, `"django"`,
+    /// `"aspnet"`, ...; `"portcullis"` for peppered HMAC), for reports and rehash decisions.
+    pub fn format(&self) -> &'static str {
+        match self {
+            Credential::Pbkdf2 { format, .. } => format,
+            Credential::Argon2(h) => h.format,
+            Credential::Bcrypt(h) => h.format,
+            Credential::Scrypt(h) => h.format,
+            Credential::SaltedSha(h) => h.format,
+            Credential::Peppered(_) => "portcullis",
         }
     }
 }

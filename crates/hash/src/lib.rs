@@ -16,9 +16,13 @@
 //!   batch key.
 //! - [`pepper`]: server-side pepper keys and the `$hmac-sha256$` format for generated secrets.
 
+mod arch;
 pub mod batch;
+pub mod calibrate;
 pub mod credential;
 pub mod error;
+pub mod formats;
+pub mod import;
 pub mod pbkdf2;
 pub mod pepper;
 pub mod policy;
@@ -27,7 +31,8 @@ pub use credential::{BatchKey, Cost, Credential};
 pub use error::{FormatError, VerifyError};
 pub use pbkdf2::Prf;
 pub use pepper::{PepperKey, Peppers};
-pub use policy::Policy;
+pub use formats::Format;
+pub use policy::{HashError, Policy, PolicyConfig};
 
 /// Compare two byte strings in constant time (for equal lengths; lengths are not secret).
 pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {

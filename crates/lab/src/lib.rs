@@ -1,2 +1,53 @@
 //! Load lab: drives an OAuth 2.0 token endpoint from scenario files and reports what
 //! legitimate and attacking clients experienced, without coordinated omission.
+//!
+//! Module map:
+//! - [`scenario`]: the TOML format (`deny_unknown_fields`) and its validated form; built-ins.
+//! - [`schedule`]: intended send times of open-loop arrivals; closed-loop start spread.
+//! - [`driver`]: the [`driver::Driver`] trait (one attempt, classified) and its OAuth 2.0 and
+//!   `http-get` implementations; [`conn`] opens source-bound hyper connections.
+//! - [`jwt`]: JWKS parsing and RFC 9068 token checks (Ed25519), bound to the asking client.
+//! - [`record`]: outcomes, HdrHistograms, per-second series.
+//! - [`scrape`]: the server's Prometheus `/metrics`, as per-second figures.
+//! - [`runner`]: executes a scenario (groups, ticker, caps, repeats, thresholds).
+//! - [`report`]: `summary.json`, `timeseries.csv`, self-contained `report.html` (inline SVG).
+//! - [`baseline`]: the deliberately naive token server used for contrast; [`demo`] runs
+//!   the built-in scenarios against it and Portcullis side by side.
+//! - [`trivial`]: a minimal `GET /healthz` server for tool comparisons and stall tests.
+//! - [`safety`]: loopback-only targets and hard ceilings.
+
+pub mod baseline;
+pub mod conn;
+pub mod demo;
+pub mod driver;
+pub mod fingerprint;
+pub mod jwt;
+pub mod record;
+pub mod report;
+pub mod runner;
+pub mod safety;
+pub mod scenario;
+pub mod schedule;
+pub mod scrape;
+pub mod trivial;
+
+pub use record::Outcome;
+pub use runner::{RunOptions, ScenarioResult, run_scenario};
+pub use scenario::Scenario;
+
+/// Errors of the lab. Each says what to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum LabError {
+    /// The scenario file (or a flag changing it) is invalid.
+    #[error("scenario: {0}")]
+    Scenario(String),
+    /// The target refused, is unreachable, or is not allowed.
+    #[error("target: {0}")]
+    Target(String),
+    /// Writing outputs failed.
+    #[error("output: {0}")]
+    Output(String),
+    /// The baseline server could not start.
+    #[error("baseline: {0}")]
+    Baseline(String),
+}

@@ -1,2 +1,48 @@
 //! Front ends over the verification core: the OAuth 2.0 token server (HTTP), metrics and
 //! health endpoints, and the typed configuration they share.
+//!
+//! Module map:
+//! - [`config`]: the TOML configuration, its documented example, validation.
+//! - [`tls`]: rustls settings and the certificate / cipher-suite start-up check.
+//! - [`app`]: [`App`], the state shared by all requests, assembled from config + store.
+//! - [`serve`]: the accept loop [`run`], graceful shutdown, and [`Server`] for embedding.
+//! - [`routes`]: the router, discovery metadata, JWKS, health, readiness, metrics.
+//! - [`oauth`]: token, introspection and revocation endpoints.
+//! - [`form`]: request body and client credential parsing (RFC 6749 rules).
+//! - [`error`]: OAuth error answers; the only place errors become status codes.
+//! - [`jwt`]: RFC 9068 access tokens signed with Ed25519, JWKS.
+//! - [`keys`]: signing key persistence (sealed) and rotation.
+//! - [`cache`]: short-TTL client record cache (also the core's credential source).
+//! - [`metrics`]: Prometheus recorder and HTTP metrics middleware.
+//! - [`status`]: the live status page.
+//!
+//! Embedding (e.g. `portcullis demo`):
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), portcullis_server::ServerError> {
+//! let mut config = portcullis_server::Config::default();
+//! config.data_dir = "/tmp/portcullis-demo".into();
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! let server = portcullis_server::Server::start(config, listener).await?;
+//! println!("token endpoint: {}/oauth2/token", server.issuer());
+//! server.shutdown().await?;
+//! # Ok(()) }
+//! ```
+
+pub mod app;
+pub mod cache;
+pub mod config;
+pub mod error;
+pub mod form;
+pub mod jwt;
+pub mod keys;
+pub mod metrics;
+pub mod oauth;
+pub mod routes;
+pub mod serve;
+pub mod status;
+pub mod tls;
+
+pub use app::{App, ServerError};
+pub use config::{Config, ConfigError};
+pub use serve::{Server, run, shutdown_signal};

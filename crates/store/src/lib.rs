@@ -1,2 +1,32 @@
 //! Storage: the identity store (clients, users, signing keys, revoked tokens) behind the
 //! [`Store`] trait, with the embedded SQLite backend by default.
+//!
+//! Module map:
+//! - [`store`]: the backend-independent [`Store`] trait (dyn-compatible, async).
+//! - [`record`]: the records and the input validation every backend applies.
+//! - [`sqlite`]: [`SqliteStore`], SQLite through sqlx (WAL, embedded migrations); also
+//!   the verification core's [`CredentialSource`](portcullis_core::CredentialSource).
+//! - [`datadir`]: [`DataDir`], the on-disk layout: database plus the 0600 secrets file
+//!   holding pepper keys and the master key, which never enter the database.
+//! - [`seal`]: [`MasterKey`] AEAD sealing for secrets kept in the database (signing keys).
+//! - [`error`]: [`StoreError`].
+//! - `conformance` (tests / feature `conformance`): the suite every backend must pass.
+
+#[cfg(any(test, feature = "conformance"))]
+pub mod conformance;
+pub mod datadir;
+pub mod error;
+pub mod record;
+pub mod seal;
+pub mod sqlite;
+pub mod store;
+
+#[cfg(test)]
+mod tests;
+
+pub use datadir::{DEFAULT_DATA_DIR, DataDir, generate_client_secret};
+pub use error::StoreError;
+pub use record::{ClientRecord, DEFAULT_TOKEN_LIFETIME, Grant, SigningKeyRecord, UserRecord};
+pub use seal::MasterKey;
+pub use sqlite::SqliteStore;
+pub use store::Store;

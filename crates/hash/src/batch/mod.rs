@@ -1,14 +1,54 @@
 //! Batch (multi-buffer) PBKDF2: several derivations with the same PRF and iteration count
-//! run interleaved in one thread, because SHA-NI is bound by instruction latency, not
-//! throughput, so independent chains fill each other's bubbles.
+//! run interleaved in one thread.
 //!
-//! TEMPORARY: derives each job in turn with the single-stream kernel until the batch issue
-//! (#3) lands. The signatures are what the hash pool and the CLI code against; keep them.
+//! One derivation is a serial chain of compressions, so its latency cannot beat the
+//! compression limit. But SHA-NI is bound by instruction latency, not throughput, and
+//! SHA-512 (no SHA instructions on x86) is bound by scalar ALU width: independent chains
+//! interleaved in one thread (SHA-NI) or laid side by side in vector lanes (AVX-512, AVX2)
+//! give more derivations per second per core. The hash pool gathers queued jobs with equal
+//! [`crate::BatchKey`] and hands them to [`derive`].
+//!
+//! # Lanes
+//!
+//! The unit of work is a *chain*: one PBKDF2 output block of one job (RFC 8018's `T_i`).
+//! A job whose output fits one digest (the usual stored hash: 20, 32 or 64 bytes) is one
+//! chain; a job asking for more contributes one chain per output block (a 64-byte
+//! PBKDF2-HMAC-SHA256 output is two chains, blocks 1 and 2), and its last block is
+//! truncated when written back. Different passwords, salts and output lengths mix freely:
+//! the salt is only read by the first iteration, which runs per chain before the lanes
+//! start ([`chain`]); every later iteration has the same shape for every chain.
+//!
+//! # Why one iteration count per call
+//!
+//! All lanes of a kernel advance in lockstep, one instruction for every lane. A chain that
+//! needed fewer iterations would finish early and leave its lane idle until the longest
+//! chain ends (or the kernel would have to swap a new chain into a live transposed register
+//! set, per iteration checking who is done), so mixed counts waste exactly the work
+//! batching is meant to save, and different PRFs cannot share instructions at all. A
+//! deployment stores almost all hashes under one policy, so grouping by
+//! [`crate::BatchKey`] (`prf`, `iterations`) in the caller costs nothing and keeps the
+//! kernels simple: that is the contract of [`derive`].
+//!
+//! # Kernels and the plan
+//!
+//! CPU features are detected once per call. The kernels on x86-64 (all in `crate::arch`):
+//! SHA-1 and SHA-256 with SHA-NI at 1, 2, 3 or 4 interleaved chains (more spill the
+//! sixteen xmm registers the SHA instructions can use); SHA-512 with AVX-512 (8 lanes) or
+//! AVX2 (4 lanes); and the single-stream loop of [`crate::pbkdf2`] for one chain. Chains
+//! are split into groups by a small dynamic program over measured relative costs per
+//! group, so that, for example, five SHA-256 chains run as 3 + 2 rather than 4 + 1, and a
+//! single SHA-512 chain runs on the scalar loop rather than in one lane of eight. Without
+//! any of these CPU features every chain runs the single-stream loop.
 
-use crate::pbkdf2::{Prf, pbkdf2_hmac};
+pub(crate) mod chain;
+pub(crate) mod sha;
+
+use chain::Chain;
+use sha::{Hash, Sha1, Sha256, Sha512};
+
+use crate::pbkdf2::Prf;
 
 /// One derivation in a batch.
-#[derive(Debug)]
 pub struct Job<'a> {
     /// The password (any length).
     pub password: &'a [u8],
@@ -18,16 +58,463 @@ pub struct Job<'a> {
     pub out: &'a mut [u8],
 }
 
-/// Derive every job in `jobs` (any number; split internally into the best lane width).
+impl core::fmt::Debug for Job<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        // The password and the derived key are secrets; lengths are not.
+        f.debug_struct("Job")
+            .field("password", &format_args!("<{} bytes>", self.password.len()))
+            .field("salt_len", &self.salt.len())
+            .field("out_len", &self.out.len())
+            .finish()
+    }
+}
+
+/// Derive every job in `jobs` (any number; split internally into the best lane widths).
+///
+/// All jobs use `prf` and `iterations` (0 counts as 1, as in
+/// [`crate::pbkdf2::pbkdf2_hmac`]); results are identical to deriving each job alone.
 pub fn derive(prf: Prf, iterations: u32, jobs: &mut [Job<'_>]) {
-    for job in jobs.iter_mut() {
-        pbkdf2_hmac(prf, job.password, job.salt, iterations, job.out);
+    let cpu = Cpu::detect();
+    match prf {
+        Prf::Sha1 => derive_as::<Sha1>(&cpu, None, iterations, jobs),
+        Prf::Sha256 => derive_as::<Sha256>(&cpu, None, iterations, jobs),
+        Prf::Sha512 => derive_as::<Sha512>(&cpu, None, iterations, jobs),
     }
 }
 
 /// How many jobs a caller should gather for one [`derive`] call to get the most
-/// derivations per second on this CPU (1 means batching does not help).
+/// derivations per second on this CPU (1 means batching does not help). Counted for jobs
+/// whose output is at most one digest long (one chain each), as stored hashes are.
 pub fn preferred_batch(prf: Prf) -> usize {
-    let _ = prf;
-    1
+    let cpu = Cpu::detect();
+    let menu = match prf {
+        Prf::Sha1 => Sha1::menu(&cpu),
+        Prf::Sha256 => Sha256::menu(&cpu),
+        Prf::Sha512 => Sha512::menu(&cpu),
+    };
+    // The width with the lowest cost per chain; ties go to the narrower kernel (less
+    // waiting to fill a batch for the same throughput).
+    menu.iter()
+        .min_by(|x, y| {
+            (u64::from(x.cost) * y.width as u64)
+                .cmp(&(u64::from(y.cost) * x.width as u64))
+                .then(x.width.cmp(&y.width))
+        })
+        .map_or(1, |o| o.width)
 }
+
+/// A code path to force for every chain of a batch (tests and benchmarks cover each one
+/// the CPU offers; production uses [`derive`], which plans over all of them).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// One chain at a time on the single-stream kernel of [`crate::pbkdf2`] (its fastest
+    /// code for this CPU).
+    Single,
+    /// One chain at a time on the portable scalar loop (what CPUs without SHA-NI/AVX run).
+    Scalar,
+    /// SHA-1/SHA-256, SHA-NI, one chain per group (the interleaved code without partners).
+    ShaNiX1,
+    /// SHA-1/SHA-256, SHA-NI, two chains interleaved.
+    ShaNiX2,
+    /// SHA-1/SHA-256, SHA-NI, three chains interleaved.
+    ShaNiX3,
+    /// SHA-1/SHA-256, SHA-NI, four chains interleaved.
+    ShaNiX4,
+    /// SHA-512, AVX2, four lanes.
+    Avx2X4,
+    /// SHA-512, AVX-512, eight lanes.
+    Avx512X8,
+}
+
+impl Backend {
+    /// Every backend, for iteration in tests and benchmarks.
+    pub const ALL: [Backend; 8] = [
+        Backend::Single,
+        Backend::Scalar,
+        Backend::ShaNiX1,
+        Backend::ShaNiX2,
+        Backend::ShaNiX3,
+        Backend::ShaNiX4,
+        Backend::Avx2X4,
+        Backend::Avx512X8,
+    ];
+
+    /// Short name for reports.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Backend::Single => "single",
+            Backend::Scalar => "scalar",
+            Backend::ShaNiX1 => "shani-x1",
+            Backend::ShaNiX2 => "shani-x2",
+            Backend::ShaNiX3 => "shani-x3",
+            Backend::ShaNiX4 => "shani-x4",
+            Backend::Avx2X4 => "avx2-x4",
+            Backend::Avx512X8 => "avx512-x8",
+        }
+    }
+
+    fn kernel(self) -> Kernel {
+        match self {
+            Backend::Single => Kernel::Single,
+            Backend::Scalar => Kernel::Scalar,
+            Backend::ShaNiX1 => Kernel::ShaNi(1),
+            Backend::ShaNiX2 => Kernel::ShaNi(2),
+            Backend::ShaNiX3 => Kernel::ShaNi(3),
+            Backend::ShaNiX4 => Kernel::ShaNi(4),
+            Backend::Avx2X4 => Kernel::Avx2,
+            Backend::Avx512X8 => Kernel::Avx512,
+        }
+    }
+}
+
+/// A forced backend that this CPU (or this PRF) does not have.
+#[doc(hidden)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("batch backend {backend} is not available for {prf} on this CPU")]
+pub struct BackendUnavailable {
+    /// The backend asked for.
+    pub backend: &'static str,
+    /// The PRF it was asked for.
+    pub prf: &'static str,
+}
+
+/// The forced backends this CPU offers for `prf`.
+#[doc(hidden)]
+pub fn backends(prf: Prf) -> Vec<Backend> {
+    let cpu = Cpu::detect();
+    Backend::ALL
+        .into_iter()
+        .filter(|b| match prf {
+            Prf::Sha1 => Sha1::has(&cpu, b.kernel()),
+            Prf::Sha256 => Sha256::has(&cpu, b.kernel()),
+            Prf::Sha512 => Sha512::has(&cpu, b.kernel()),
+        })
+        .collect()
+}
+
+/// [`derive`] with every chain on `backend` (short last groups padded with idle lanes).
+#[doc(hidden)]
+pub fn derive_on(
+    backend: Backend,
+    prf: Prf,
+    iterations: u32,
+    jobs: &mut [Job<'_>],
+) -> Result<(), BackendUnavailable> {
+    let cpu = Cpu::detect();
+    let kernel = backend.kernel();
+    let has = match prf {
+        Prf::Sha1 => Sha1::has(&cpu, kernel),
+        Prf::Sha256 => Sha256::has(&cpu, kernel),
+        Prf::Sha512 => Sha512::has(&cpu, kernel),
+    };
+    if !has {
+        return Err(BackendUnavailable {
+            backend: backend.name(),
+            prf: prf.name(),
+        });
+    }
+    match prf {
+        Prf::Sha1 => derive_as::<Sha1>(&cpu, Some(kernel), iterations, jobs),
+        Prf::Sha256 => derive_as::<Sha256>(&cpu, Some(kernel), iterations, jobs),
+        Prf::Sha512 => derive_as::<Sha512>(&cpu, Some(kernel), iterations, jobs),
+    }
+    Ok(())
+}
+
+/// The plan [`derive`] would run for `chains` chains of `prf`: backend and chains per
+/// group, in order (benchmark reports).
+#[doc(hidden)]
+pub fn plan_for(prf: Prf, chains: usize) -> Vec<(Backend, usize)> {
+    let cpu = Cpu::detect();
+    let menu = match prf {
+        Prf::Sha1 => Sha1::menu(&cpu),
+        Prf::Sha256 => Sha256::menu(&cpu),
+        Prf::Sha512 => Sha512::menu(&cpu),
+    };
+    plan(&menu, chains)
+        .into_iter()
+        .map(|(k, n)| {
+            let b = Backend::ALL
+                .into_iter()
+                .find(|b| b.kernel() == k)
+                .unwrap_or(Backend::Single);
+            (b, n)
+        })
+        .collect()
+}
+
+/// A lane kernel as the planner sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kernel {
+    /// The single-stream loop of `crate::pbkdf2` (fastest for this CPU), one chain.
+    Single,
+    /// The portable single-stream loop, one chain.
+    Scalar,
+    /// SHA-NI with this many interleaved chains (1..=4).
+    ShaNi(usize),
+    /// AVX2, four 64-bit lanes.
+    Avx2,
+    /// AVX-512, eight 64-bit lanes.
+    Avx512,
+}
+
+/// One entry of a hash's menu on this CPU: a kernel, its lanes, and the relative time of
+/// one PBKDF2 iteration of a (full or padded) group.
+#[derive(Debug, Clone, Copy)]
+struct MenuItem {
+    kernel: Kernel,
+    width: usize,
+    cost: u32,
+}
+
+/// The CPU's kernels, detected once per call.
+#[derive(Debug, Clone, Copy, Default)]
+struct Cpu {
+    #[cfg(target_arch = "x86_64")]
+    sha1_ni: Option<[crate::arch::x86_64::sha1_ni_x4::LanesFn; 4]>,
+    #[cfg(target_arch = "x86_64")]
+    sha256_ni: Option<[crate::arch::x86_64::sha256_ni_x4::LanesFn; 4]>,
+    #[cfg(target_arch = "x86_64")]
+    avx2: Option<crate::arch::x86_64::sha512_avx2_x4::LanesFn>,
+    #[cfg(target_arch = "x86_64")]
+    avx512: Option<crate::arch::x86_64::sha512_avx512_x8::LanesFn>,
+}
+
+impl Cpu {
+    #[cfg(target_arch = "x86_64")]
+    fn detect() -> Self {
+        use crate::arch::x86_64::{sha1_ni_x4, sha256_ni_x4, sha512_avx2_x4, sha512_avx512_x8};
+        Cpu {
+            sha1_ni: sha1_ni_x4::detect(),
+            sha256_ni: sha256_ni_x4::detect(),
+            avx2: sha512_avx2_x4::detect(),
+            avx512: sha512_avx512_x8::detect(),
+        }
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
+    fn detect() -> Self {
+        Cpu::default()
+    }
+}
+
+/// Relative cost of one iteration of a group, in units of one single-stream chain
+/// iteration (= 100). Measured on the development machine (AMD EPYC, Zen 4, one core,
+/// release build; see ARCHITECTURE.md, "Batch kernel"). Other CPUs differ in the numbers
+/// but not in the shape (wider groups cost less per chain, up to the register limit),
+/// and a wrong entry only costs speed, never correctness.
+mod costs {
+    /// SHA-1 with SHA-NI, 1..=4 chains.
+    pub(super) const SHA1_NI: [u32; 4] = [100, 113, 139, 176];
+    /// SHA-256 with SHA-NI, 1..=4 chains.
+    pub(super) const SHA256_NI: [u32; 4] = [100, 113, 139, 176];
+    /// SHA-512, eight lanes of AVX-512.
+    pub(super) const SHA512_AVX512: u32 = 244;
+    /// SHA-512, four lanes of AVX2.
+    pub(super) const SHA512_AVX2: u32 = 289;
+}
+
+/// A hash with lane kernels: what this CPU offers for it and how to run a group.
+trait Lanes: Hash {
+    /// The kernels this CPU offers for this hash, with costs.
+    fn menu(cpu: &Cpu) -> Vec<MenuItem>;
+    /// Run PBKDF2 iterations 2..=c on `chains` with `kernel`.
+    fn run(cpu: &Cpu, kernel: Kernel, chains: &mut [Chain<Self>], iterations: u32);
+    /// Whether this CPU offers `kernel` for this hash.
+    fn has(cpu: &Cpu, kernel: Kernel) -> bool {
+        matches!(kernel, Kernel::Single | Kernel::Scalar)
+            || Self::menu(cpu).iter().any(|o| o.kernel == kernel)
+    }
+}
+
+/// The always-available single-chain entry.
+const SINGLE: MenuItem = MenuItem {
+    kernel: Kernel::Single,
+    width: 1,
+    cost: 100,
+};
+
+/// Run one chain at a time on the single-stream loop.
+fn run_single<H: Hash>(portable: bool, chains: &mut [Chain<H>], iterations: u32) {
+    let f = H::single(portable);
+    for c in chains {
+        f(&c.inner, &c.outer, &mut c.acc, iterations);
+    }
+}
+
+/// SHA-NI menu: the single-stream loop for one chain, 2..=4 interleaved otherwise.
+fn shani_menu(costs: [u32; 4]) -> Vec<MenuItem> {
+    let mut menu = vec![SINGLE];
+    for (i, cost) in costs.into_iter().enumerate().skip(1) {
+        menu.push(MenuItem {
+            kernel: Kernel::ShaNi(i + 1),
+            width: i + 1,
+            cost,
+        });
+    }
+    // ShaNi(1) is offered to forced runs only (`has`); it never beats `Single`.
+    menu
+}
+
+impl Lanes for Sha1 {
+    fn menu(cpu: &Cpu) -> Vec<MenuItem> {
+        #[cfg(target_arch = "x86_64")]
+        if cpu.sha1_ni.is_some() {
+            return shani_menu(costs::SHA1_NI);
+        }
+        let _ = cpu;
+        vec![SINGLE]
+    }
+
+    fn has(cpu: &Cpu, kernel: Kernel) -> bool {
+        match kernel {
+            Kernel::Single | Kernel::Scalar => true,
+            #[cfg(target_arch = "x86_64")]
+            Kernel::ShaNi(n) => cpu.sha1_ni.is_some() && (1..=4).contains(&n),
+            _ => false,
+        }
+    }
+
+    fn run(cpu: &Cpu, kernel: Kernel, chains: &mut [Chain<Self>], iterations: u32) {
+        match kernel {
+            #[cfg(target_arch = "x86_64")]
+            Kernel::ShaNi(n @ 1..=4) if cpu.sha1_ni.is_some() => {
+                if let Some(k) = cpu.sha1_ni {
+                    k[n - 1](chains, iterations);
+                }
+            }
+            Kernel::Scalar => run_single(true, chains, iterations),
+            _ => run_single(false, chains, iterations),
+        }
+        let _ = cpu;
+    }
+}
+
+impl Lanes for Sha256 {
+    fn menu(cpu: &Cpu) -> Vec<MenuItem> {
+        #[cfg(target_arch = "x86_64")]
+        if cpu.sha256_ni.is_some() {
+            return shani_menu(costs::SHA256_NI);
+        }
+        let _ = cpu;
+        vec![SINGLE]
+    }
+
+    fn has(cpu: &Cpu, kernel: Kernel) -> bool {
+        match kernel {
+            Kernel::Single | Kernel::Scalar => true,
+            #[cfg(target_arch = "x86_64")]
+            Kernel::ShaNi(n) => cpu.sha256_ni.is_some() && (1..=4).contains(&n),
+            _ => false,
+        }
+    }
+
+    fn run(cpu: &Cpu, kernel: Kernel, chains: &mut [Chain<Self>], iterations: u32) {
+        match kernel {
+            #[cfg(target_arch = "x86_64")]
+            Kernel::ShaNi(n @ 1..=4) if cpu.sha256_ni.is_some() => {
+                if let Some(k) = cpu.sha256_ni {
+                    k[n - 1](chains, iterations);
+                }
+            }
+            Kernel::Scalar => run_single(true, chains, iterations),
+            _ => run_single(false, chains, iterations),
+        }
+        let _ = cpu;
+    }
+}
+
+impl Lanes for Sha512 {
+    fn menu(cpu: &Cpu) -> Vec<MenuItem> {
+        let mut menu = vec![SINGLE];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if cpu.avx512.is_some() {
+                menu.push(MenuItem {
+                    kernel: Kernel::Avx512,
+                    width: 8,
+                    cost: costs::SHA512_AVX512,
+                });
+            }
+            if cpu.avx2.is_some() {
+                menu.push(MenuItem {
+                    kernel: Kernel::Avx2,
+                    width: 4,
+                    cost: costs::SHA512_AVX2,
+                });
+            }
+        }
+        let _ = cpu;
+        menu
+    }
+
+    fn run(cpu: &Cpu, kernel: Kernel, chains: &mut [Chain<Self>], iterations: u32) {
+        match kernel {
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx512 if cpu.avx512.is_some() => {
+                if let Some(k) = cpu.avx512 {
+                    k(chains, iterations);
+                }
+            }
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2 if cpu.avx2.is_some() => {
+                if let Some(k) = cpu.avx2 {
+                    k(chains, iterations);
+                }
+            }
+            Kernel::Scalar => run_single(true, chains, iterations),
+            _ => run_single(false, chains, iterations),
+        }
+        let _ = cpu;
+    }
+}
+
+/// Split `n` chains into groups minimising the summed group cost: `(kernel, chains)` in
+/// order. A group may be narrower than its kernel (idle lanes cost the same as busy ones).
+fn plan(menu: &[MenuItem], n: usize) -> Vec<(Kernel, usize)> {
+    // best[i] = (cost of the cheapest plan for i chains, menu index of its last group).
+    let mut best: Vec<(u64, usize)> = Vec::with_capacity(n + 1);
+    best.push((0, 0));
+    for i in 1..=n {
+        let choice = menu
+            .iter()
+            .enumerate()
+            .map(|(j, o)| (best[i - o.width.min(i)].0 + u64::from(o.cost), j))
+            .min()
+            .unwrap_or((u64::MAX, 0));
+        best.push(choice);
+    }
+    let mut groups = Vec::new();
+    let mut i = n;
+    while i > 0 {
+        let Some(o) = menu.get(best[i].1) else { break };
+        let take = o.width.min(i);
+        groups.push((o.kernel, take));
+        i -= take;
+    }
+    groups.reverse();
+    groups
+}
+
+/// Derive `jobs` as hash `H`, on `forced` for every chain or on the plan.
+fn derive_as<H: Lanes>(cpu: &Cpu, forced: Option<Kernel>, iterations: u32, jobs: &mut [Job<'_>]) {
+    let iterations = iterations.max(1);
+    let mut chains: Vec<Chain<H>> = Vec::new();
+    chain::prepare::<H>(jobs, &mut chains);
+    match forced {
+        Some(kernel) => H::run(cpu, kernel, &mut chains, iterations),
+        None => {
+            let mut rest = &mut chains[..];
+            for (kernel, take) in plan(&H::menu(cpu), rest.len()) {
+                let (group, tail) = rest.split_at_mut(take);
+                H::run(cpu, kernel, group, iterations);
+                rest = tail;
+            }
+        }
+    }
+    chain::write_out::<H>(&chains, jobs);
+}
+
+#[cfg(test)]
+mod tests;

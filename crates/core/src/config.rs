@@ -1,0 +1,335 @@
+//! Configuration of the verification core (the `[verifier]` table of the server's TOML).
+//!
+//! Every field has a production default, so an empty table is a valid configuration.
+//! [`VerifierConfig::validate`] rejects values that would make the core misbehave rather
+//! than clamping them silently.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::error::CoreError;
+use crate::net::IpPrefix;
+
+/// Tuning of the verification core. Durations are integers with their unit in the name.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct VerifierConfig {
+    /// Dedicated hash threads. `0` (default) means one per available core: KDFs are
+    /// CPU-bound, more threads than cores only add queueing inside the OS scheduler.
+    pub pool_threads: usize,
+    /// Most verification jobs waiting for the pool, all classes together; beyond it new
+    /// attempts are answered "overloaded" at once. Default `4096`.
+    pub queue_capacity: usize,
+    /// Fair-queuing queues per priority class (shuffle-sharding deck size). Default `64`.
+    pub queues_per_class: usize,
+    /// Queues dealt to each flow (shuffle-sharding hand size); a flow joins the shortest
+    /// queue of its hand. Default `4` (with 64 queues, two flows share a whole hand with
+    /// probability ~1/635,000).
+    pub hand_size: usize,
+    /// Weights of the priority classes when they compete; an idle class lends its share.
+    pub shares: ClassShares,
+    /// Queue-wait (CoDel-style) admission control.
+    pub codel: CodelConfig,
+    /// Hash time assumed before any has been measured, in milliseconds. Default `250`
+    /// (PBKDF2-SHA256 x600,000 on one core of a 2020s server is 150-300 ms).
+    pub initial_hash_estimate_ms: u64,
+    /// Failure-driven rate limits, applied before any hash is spent.
+    pub throttle: ThrottleConfig,
+    /// Prefix length that groups IPv4 sources for throttling and fairness. Default `24`.
+    pub ipv4_prefix_len: u8,
+    /// Prefix length that groups IPv6 sources for throttling and fairness. Default `64`
+    /// (one subscriber or host routinely owns a whole /64).
+    pub ipv6_prefix_len: u8,
+    /// Sources always in the trusted class, exempt from the per-prefix and per-principal
+    /// limits (RADIUS NAS, internal gateways that proxy many users). The per
+    /// (principal, prefix) limit still applies. Default empty.
+    pub trusted_cidrs: Vec<IpPrefix>,
+    /// How long a success makes its (principal, source prefix) trusted, in seconds.
+    /// Default `604800` (7 days).
+    pub trusted_ttl_secs: u64,
+    /// Answer failures (rejections, unknown principals) no earlier than this many
+    /// milliseconds after the attempt arrived, as RADIUS servers do. A timer, never a
+    /// sleeping thread. `0` (default) = off.
+    pub reject_delay_ms: u64,
+    /// How long an unknown principal waits before its rejection.
+    pub unknown_delay: UnknownDelay,
+    /// Retry-after values are multiplied by a random factor in `[1, 1 + retry_jitter]` so
+    /// refused clients do not come back in lockstep. Default `0.5`.
+    pub retry_jitter: f64,
+    /// Most rehash-on-login jobs waiting for the pool; more are dropped (the next login
+    /// retries the upgrade). Default `64`.
+    pub rehash_queue_capacity: usize,
+}
+
+impl Default for VerifierConfig {
+    fn default() -> Self {
+        VerifierConfig {
+            pool_threads: 0,
+            queue_capacity: 4096,
+            queues_per_class: 64,
+            hand_size: 4,
+            shares: ClassShares::default(),
+            codel: CodelConfig::default(),
+            initial_hash_estimate_ms: 250,
+            throttle: ThrottleConfig::default(),
+            ipv4_prefix_len: 24,
+            ipv6_prefix_len: 64,
+            trusted_cidrs: Vec::new(),
+            trusted_ttl_secs: 7 * 24 * 3600,
+            reject_delay_ms: 0,
+            unknown_delay: UnknownDelay::default(),
+            retry_jitter: 0.5,
+            rehash_queue_capacity: 64,
+        }
+    }
+}
+
+/// Relative weights of the priority classes. Only ratios matter, and only while classes
+/// compete: a class with nothing queued lends its whole share to the others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClassShares {
+    /// Sources with a recent success for the principal, or in `trusted_cidrs`. Default `90`:
+    /// under attack the users who logged in before keep ~90% of the pool.
+    pub trusted: u32,
+    /// Everyone else (new device, new network). Default `8`.
+    pub unknown: u32,
+    /// Sources whose prefix has used half or more of its failure budget. Default `2`.
+    pub suspect: u32,
+}
+
+impl Default for ClassShares {
+    fn default() -> Self {
+        ClassShares {
+            trusted: 90,
+            unknown: 8,
+            suspect: 2,
+        }
+    }
+}
+
+/// CoDel-style shedding on queue wait (enqueue to worker pick-up).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct CodelConfig {
+    /// Acceptable standing queue wait, in milliseconds. Absent (default) = auto: the
+    /// median measured hash time.
+    pub target_ms: Option<u64>,
+    /// How long the wait must stay above target before shedding starts, in milliseconds.
+    /// Absent (default) = auto: ten times the target.
+    pub interval_ms: Option<u64>,
+}
+
+/// A failure budget: `burst` failures at once, refilled evenly over `period_secs`
+/// (so one more failure every `period_secs / burst` seconds). Enforced with GCRA.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitConfig {
+    /// Failures allowed at once.
+    pub burst: u32,
+    /// Time for a full budget to refill, in seconds.
+    pub period_secs: u64,
+}
+
+impl LimitConfig {
+    /// The refill period as a duration.
+    pub fn period(&self) -> Duration {
+        Duration::from_secs(self.period_secs)
+    }
+}
+
+/// The three failure budgets, checked together before any hash is spent.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ThrottleConfig {
+    /// Per (principal, source prefix): guessing one account from one network.
+    /// Default `{ burst = 5, period_secs = 300 }`.
+    pub principal_prefix: LimitConfig,
+    /// Per source prefix, any principals: password spraying from one network.
+    /// Default `{ burst = 100, period_secs = 60 }` (room for a NAT of typing humans).
+    pub prefix: LimitConfig,
+    /// Per principal from untrusted sources: a distributed guess at one account. Never
+    /// applied to the principal's trusted sources, so it cannot lock the real user out.
+    /// Default `{ burst = 20, period_secs = 600 }`.
+    pub principal: LimitConfig,
+    /// A source prefix that has used at least this fraction of its budget is "suspect"
+    /// (lowest class). Default `0.5`.
+    pub suspect_fill: f64,
+}
+
+impl Default for ThrottleConfig {
+    fn default() -> Self {
+        ThrottleConfig {
+            principal_prefix: LimitConfig {
+                burst: 5,
+                period_secs: 300,
+            },
+            prefix: LimitConfig {
+                burst: 100,
+                period_secs: 60,
+            },
+            principal: LimitConfig {
+                burst: 20,
+                period_secs: 600,
+            },
+            suspect_fill: 0.5,
+        }
+    }
+}
+
+/// How long an attempt on an unknown (or disabled) principal waits before its rejection.
+/// It never computes a hash and never occupies a pool thread: it is a timer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "snake_case", tag = "strategy")]
+pub enum UnknownDelay {
+    /// Default: a delay drawn from the recent real verification latencies of the same
+    /// principal kind (queue wait + hash), so timing does not reveal existence.
+    #[default]
+    Sampled,
+    /// Always this many milliseconds (deployments that prefer a constant).
+    Fixed {
+        /// The delay in milliseconds.
+        ms: u64,
+    },
+    /// Answer at once (only sensible when principal names are public anyway).
+    None,
+}
+
+impl VerifierConfig {
+    /// Check every value; the error names the field and says what is wrong.
+    pub fn validate(&self) -> Result<(), CoreError> {
+        if self.pool_threads > 1024 {
+            return Err(CoreError::config("pool_threads", "at most 1024"));
+        }
+        if self.queue_capacity == 0 {
+            return Err(CoreError::config("queue_capacity", "must be at least 1"));
+        }
+        if !(1..=4096).contains(&self.queues_per_class) {
+            return Err(CoreError::config("queues_per_class", "must be 1..=4096"));
+        }
+        if self.hand_size == 0 || self.hand_size > self.queues_per_class || self.hand_size > 16 {
+            return Err(CoreError::config(
+                "hand_size",
+                "must be 1..=16 and at most queues_per_class",
+            ));
+        }
+        let s = self.shares;
+        if s.trusted == 0 || s.unknown == 0 || s.suspect == 0 {
+            return Err(CoreError::config(
+                "shares",
+                "every class needs a weight of at least 1 (a zero share would starve it)",
+            ));
+        }
+        if s.trusted.max(s.unknown).max(s.suspect) > 1_000_000 {
+            return Err(CoreError::config("shares", "weights must be at most 1000000"));
+        }
+        if self.codel.target_ms == Some(0) {
+            return Err(CoreError::config("codel.target_ms", "must be positive"));
+        }
+        if self.codel.interval_ms == Some(0) {
+            return Err(CoreError::config("codel.interval_ms", "must be positive"));
+        }
+        if let (Some(t), Some(i)) = (self.codel.target_ms, self.codel.interval_ms) {
+            if i < t {
+                return Err(CoreError::config(
+                    "codel.interval_ms",
+                    "must be at least codel.target_ms",
+                ));
+            }
+        }
+        if self.initial_hash_estimate_ms == 0 || self.initial_hash_estimate_ms > 60_000 {
+            return Err(CoreError::config(
+                "initial_hash_estimate_ms",
+                "must be 1..=60000",
+            ));
+        }
+        for (name, l) in [
+            ("throttle.principal_prefix", self.throttle.principal_prefix),
+            ("throttle.prefix", self.throttle.prefix),
+            ("throttle.principal", self.throttle.principal),
+        ] {
+            if l.burst == 0 || l.period_secs == 0 {
+                return Err(CoreError::config(
+                    name,
+                    "burst and period_secs must both be positive",
+                ));
+            }
+            if l.period_secs > 365 * 24 * 3600 {
+                return Err(CoreError::config(name, "period_secs must be at most a year"));
+            }
+        }
+        let f = self.throttle.suspect_fill;
+        if !(f > 0.0 && f <= 1.0) {
+            return Err(CoreError::config(
+                "throttle.suspect_fill",
+                "must be in (0, 1]",
+            ));
+        }
+        if !(1..=32).contains(&self.ipv4_prefix_len) {
+            return Err(CoreError::config("ipv4_prefix_len", "must be 1..=32"));
+        }
+        if !(1..=128).contains(&self.ipv6_prefix_len) {
+            return Err(CoreError::config("ipv6_prefix_len", "must be 1..=128"));
+        }
+        if self.trusted_ttl_secs > 365 * 24 * 3600 {
+            return Err(CoreError::config("trusted_ttl_secs", "must be at most a year"));
+        }
+        if self.reject_delay_ms > 60_000 {
+            return Err(CoreError::config("reject_delay_ms", "must be at most 60000"));
+        }
+        if let UnknownDelay::Fixed { ms } = self.unknown_delay {
+            if ms > 60_000 {
+                return Err(CoreError::config("unknown_delay.ms", "must be at most 60000"));
+            }
+        }
+        if !(0.0..=10.0).contains(&self.retry_jitter) {
+            return Err(CoreError::config("retry_jitter", "must be in [0, 10]"));
+        }
+        Ok(())
+    }
+
+    /// The pool size after resolving `0` to the number of available cores.
+    pub fn resolved_pool_threads(&self) -> usize {
+        if self.pool_threads > 0 {
+            self.pool_threads
+        } else {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_is_valid() {
+        VerifierConfig::default().validate().unwrap();
+    }
+
+    #[test]
+    fn bad_values_name_their_field() {
+        let cases: Vec<(&str, Box<dyn Fn(&mut VerifierConfig)>)> = vec![
+            ("queue_capacity", Box::new(|c| c.queue_capacity = 0)),
+            ("hand_size", Box::new(|c| c.hand_size = 65)),
+            ("shares", Box::new(|c| c.shares.suspect = 0)),
+            ("codel.interval_ms", Box::new(|c| {
+                c.codel.target_ms = Some(100);
+                c.codel.interval_ms = Some(50);
+            })),
+            ("throttle.prefix", Box::new(|c| c.throttle.prefix.burst = 0)),
+            ("throttle.suspect_fill", Box::new(|c| c.throttle.suspect_fill = f64::NAN)),
+            ("ipv4_prefix_len", Box::new(|c| c.ipv4_prefix_len = 33)),
+            ("retry_jitter", Box::new(|c| c.retry_jitter = -1.0)),
+        ];
+        for (field, mutate) in cases {
+            let mut c = VerifierConfig::default();
+            mutate(&mut c);
+            match c.validate() {
+                Err(CoreError::Config { field: f, .. }) => assert_eq!(f, field),
+                other => panic!("{field}: expected a config error, got {other:?}"),
+            }
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! Metric names and emission through the `metrics` facade. The server installs the
+//! Prometheus recorder; without one every call here is a no-op.
+//!
+//! | name | type | labels |
+//! |---|---|---|
+//! | `portcullis_attempts_total` | counter | `outcome`, `class`, `protocol` |
+//! | `portcullis_throttled_total` | counter | `class`, `protocol` |
+//! | `portcullis_shed_total` | counter | `reason` (`codel`, `deadline`, `cancelled`, `queue_full`, `infeasible`, `shutdown`) |
+//! | `portcullis_queue_wait_seconds` | histogram | `class` |
+//! | `portcullis_hash_seconds` | histogram | `algorithm` |
+//! | `portcullis_batch_size` | histogram | |
+//! | `portcullis_pool_busy_threads` | gauge | |
+//! | `portcullis_pool_threads` | gauge | |
+//! | `portcullis_queue_depth` | gauge | `class` (`trusted`, `unknown`, `suspect`, `rehash`) |
+//! | `portcullis_in_flight` | gauge | |
+//! | `portcullis_rehash_total` | counter | `result` (`replaced`, `lost_race`, `error`, `dropped`) |
+//! | `portcullis_store_errors_total` | counter | `store` (`credentials`, `throttle`) |
+//! | `portcullis_bad_stored_hash_total` | counter | |
+
+use std::time::Duration;
+
+use crate::attempt::{Outcome, Protocol};
+use crate::verifier::Class;
+
+pub(crate) const ATTEMPTS: &str = "portcullis_attempts_total";
+pub(crate) const THROTTLED: &str = "portcullis_throttled_total";
+pub(crate) const SHED: &str = "portcullis_shed_total";
+pub(crate) const QUEUE_WAIT: &str = "portcullis_queue_wait_seconds";
+pub(crate) const HASH_SECONDS: &str = "portcullis_hash_seconds";
+pub(crate) const BATCH_SIZE: &str = "portcullis_batch_size";
+pub(crate) const POOL_BUSY: &str = "portcullis_pool_busy_threads";
+pub(crate) const POOL_THREADS: &str = "portcullis_pool_threads";
+pub(crate) const QUEUE_DEPTH: &str = "portcullis_queue_depth";
+pub(crate) const IN_FLIGHT: &str = "portcullis_in_flight";
+pub(crate) const REHASH: &str = "portcullis_rehash_total";
+pub(crate) const STORE_ERRORS: &str = "portcullis_store_errors_total";
+pub(crate) const BAD_STORED_HASH: &str = "portcullis_bad_stored_hash_total";
+
+pub(crate) fn outcome_label(o: &Outcome) -> &'static str {
+    match o {
+        Outcome::Accepted { .. } => "accepted",
+        Outcome::Rejected => "rejected",
+        Outcome::Throttled { .. } => "throttled",
+        Outcome::Overloaded { .. } => "overloaded",
+    }
+}
+
+pub(crate) fn attempt(o: &Outcome, class: Class, protocol: Protocol) {
+    metrics::counter!(ATTEMPTS,
+        "outcome" => outcome_label(o),
+        "class" => class.label(),
+        "protocol" => protocol.label())
+    .increment(1);
+    if matches!(o, Outcome::Throttled { .. }) {
+        metrics::counter!(THROTTLED, "class" => class.label(), "protocol" => protocol.label())
+            .increment(1);
+    }
+}
+
+pub(crate) fn shed(reason: &'static str) {
+    metrics::counter!(SHED, "reason" => reason).increment(1);
+}
+
+pub(crate) fn queue_wait(class: Class, d: Duration) {
+    metrics::histogram!(QUEUE_WAIT, "class" => class.label()).record(d.as_secs_f64());
+}
+
+pub(crate) fn hash_time(algorithm: &'static str, d: Duration) {
+    metrics::histogram!(HASH_SECONDS, "algorithm" => algorithm).record(d.as_secs_f64());
+}
+
+pub(crate) fn batch_size(n: usize) {
+    metrics::histogram!(BATCH_SIZE).record(n as f64);
+}
+
+pub(crate) fn pool_busy(n: usize) {
+    metrics::gauge!(POOL_BUSY).set(n as f64);
+}
+
+pub(crate) fn pool_threads(n: usize) {
+    metrics::gauge!(POOL_THREADS).set(n as f64);
+}
+
+pub(crate) fn queue_depth(depths: [usize; 3], rehash: usize) {
+    for (c, d) in [Class::Trusted, Class::Unknown, Class::Suspect]
+        .into_iter()
+        .zip(depths)
+    {
+        metrics::gauge!(QUEUE_DEPTH, "class" => c.label()).set(d as f64);
+    }
+    metrics::gauge!(QUEUE_DEPTH, "class" => "rehash").set(rehash as f64);
+}
+
+pub(crate) fn in_flight(n: usize) {
+    metrics::gauge!(IN_FLIGHT).set(n as f64);
+}
+
+pub(crate) fn rehash(result: &'static str) {
+    metrics::counter!(REHASH, "result" => result).increment(1);
+}
+
+pub(crate) fn store_error(store: &'static str) {
+    metrics::counter!(STORE_ERRORS, "store" => store).increment(1);
+}
+
+pub(crate) fn bad_stored_hash() {
+    metrics::counter!(BAD_STORED_HASH).increment(1);
+}

@@ -1,0 +1,546 @@
+//! The hash pool: a fixed set of dedicated OS threads that run every KDF.
+//!
+//! Never tokio's blocking pool and never a runtime worker: a KDF holds a core for
+//! hundreds of milliseconds, and the runtime must stay free to answer throttled and
+//! overloaded attempts in microseconds. Callers queue a [`VerifyJob`] through
+//! [`Pool::submit`] (admission: capacity and deadline feasibility) and await its
+//! [`JobReply`] on a oneshot channel; workers take jobs in the order the
+//! [`Scheduler`] decides and shed late ones at dequeue.
+//!
+//! Batching: when a worker picks a PBKDF2 job and more queued jobs share its parameters
+//! than there are other idle workers to take them, it gathers up to
+//! `batch::preferred_batch(prf)` of them (in scheduler order) into one
+//! `batch::derive` call; otherwise it derives single-stream. Idle pool: lowest latency;
+//! busy pool: most derivations per second.
+//!
+//! Rehash jobs go to a separate background queue served only when no verification is
+//! waiting, so upgrading stored hashes never delays an answer.
+
+use std::collections::VecDeque;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+use portcullis_hash::{BatchKey, Credential, Peppers, batch};
+use tokio::sync::oneshot;
+use zeroize::Zeroizing;
+
+use crate::clock::Clock;
+use crate::config::{CodelConfig, VerifierConfig};
+use crate::error::CoreError;
+use crate::metrics;
+use crate::scheduler::{DequeueParams, Schedulable, Scheduler, ShedReason};
+use crate::stats::HashTimes;
+use crate::verifier::Class;
+
+/// One verification for the pool: a secret against one or two KDF credentials.
+pub(crate) struct VerifyJob {
+    /// The presented secret (shared with the caller for a possible rehash).
+    pub secret: Arc<Zeroizing<Vec<u8>>>,
+    /// The KDF credentials to try, in order; the first match wins.
+    pub creds: Vec<Credential>,
+    /// Summed expected cost.
+    pub cost: u64,
+    /// Set only for a single PBKDF2 credential (batchable).
+    pub key: Option<BatchKey>,
+    /// When it was queued (CoDel sojourn).
+    pub enqueued_at: Instant,
+    /// When the answer becomes useless.
+    pub deadline: Instant,
+    /// Where the verdict goes.
+    pub reply: oneshot::Sender<JobReply>,
+}
+
+impl Schedulable for VerifyJob {
+    fn cost(&self) -> u64 {
+        self.cost
+    }
+    fn enqueued_at(&self) -> Instant {
+        self.enqueued_at
+    }
+    fn deadline(&self) -> Instant {
+        self.deadline
+    }
+    fn batch_key(&self) -> Option<BatchKey> {
+        self.key
+    }
+    fn is_cancelled(&self) -> bool {
+        self.reply.is_closed()
+    }
+}
+
+/// What the pool did with a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum JobReply {
+    /// Hashed.
+    Done {
+        /// Index into `creds` of the credential that matched.
+        matched: Option<usize>,
+        /// A credential could not be verified (e.g. unknown pepper); counts as no match.
+        error: bool,
+        /// Enqueue to pick-up.
+        queue_wait: Duration,
+    },
+    /// Dropped before hashing.
+    Shed(ShedReason),
+}
+
+/// Why [`Pool::submit`] refused a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// The pool is shutting down.
+    Shutdown,
+    /// `queue_capacity` jobs are waiting.
+    Full(Duration),
+    /// The job would not finish before its deadline; carries the expected finish delay.
+    Infeasible(Duration),
+}
+
+impl Refusal {
+    pub(crate) const fn label(self) -> &'static str {
+        match self {
+            Refusal::Shutdown => "shutdown",
+            Refusal::Full(_) => "queue_full",
+            Refusal::Infeasible(_) => "infeasible",
+        }
+    }
+}
+
+/// A unit of background work (rehash).
+pub(crate) type Background = Box<dyn FnOnce() + Send + 'static>;
+
+/// Runs inside every job on the worker thread (tests record where hashing happens).
+pub(crate) type JobHook = Arc<dyn Fn() + Send + Sync + 'static>;
+
+struct State {
+    sched: Scheduler<VerifyJob>,
+    background: VecDeque<Background>,
+    shutdown: bool,
+    /// Workers waiting on the condvar.
+    idle: usize,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    /// Signalled when work arrives or on shutdown.
+    work: Condvar,
+    threads: usize,
+    background_capacity: usize,
+    busy: AtomicUsize,
+    hashes: AtomicU64,
+    batches: AtomicU64,
+    shed: AtomicU64,
+    times: Mutex<HashTimes>,
+    codel: CodelConfig,
+    peppers: Peppers,
+    clock: Arc<dyn Clock>,
+    hook: Option<JobHook>,
+}
+
+/// Handle to the pool; the threads hold their own reference to the shared state.
+pub(crate) struct Pool {
+    shared: Arc<Shared>,
+}
+
+/// Counters for [`crate::PoolSnapshot`].
+pub(crate) struct PoolStats {
+    pub threads: usize,
+    pub busy: usize,
+    pub queued: usize,
+    pub queued_by_class: [usize; 3],
+    pub queued_background: usize,
+    pub hashes: u64,
+    pub batches: u64,
+    pub shed: u64,
+    pub median: Duration,
+    pub target: Duration,
+    pub interval: Duration,
+    pub shutdown: bool,
+}
+
+impl Pool {
+    /// Start `config.resolved_pool_threads()` workers.
+    pub(crate) fn start(
+        config: &VerifierConfig,
+        peppers: Peppers,
+        clock: Arc<dyn Clock>,
+        hook: Option<JobHook>,
+    ) -> Result<Pool, CoreError> {
+        let threads = config.resolved_pool_threads();
+        let s = config.shares;
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                sched: Scheduler::new(
+                    [s.trusted, s.unknown, s.suspect],
+                    config.queues_per_class,
+                    config.hand_size,
+                    config.queue_capacity,
+                ),
+                background: VecDeque::new(),
+                shutdown: false,
+                idle: 0,
+            }),
+            work: Condvar::new(),
+            threads,
+            background_capacity: config.rehash_queue_capacity,
+            busy: AtomicUsize::new(0),
+            hashes: AtomicU64::new(0),
+            batches: AtomicU64::new(0),
+            shed: AtomicU64::new(0),
+            times: Mutex::new(HashTimes::new(Duration::from_millis(
+                config.initial_hash_estimate_ms,
+            ))),
+            codel: config.codel,
+            peppers,
+            clock,
+            hook,
+        });
+        let pool = Pool { shared };
+        for i in 0..threads {
+            let shared = Arc::clone(&pool.shared);
+            let spawned = std::thread::Builder::new()
+                .name(format!("portcullis-hash-{i}"))
+                .spawn(move || shared.worker());
+            if let Err(e) = spawned {
+                pool.shutdown();
+                return Err(CoreError::Spawn(e));
+            }
+        }
+        metrics::pool_threads(threads);
+        metrics::pool_busy(0);
+        Ok(pool)
+    }
+
+    /// Check admission for a job of `cost` for `flow` in `class` without queueing it.
+    pub(crate) fn check(
+        &self,
+        class: Class,
+        flow: u64,
+        cost: u64,
+        deadline: Instant,
+        now: Instant,
+    ) -> Result<(), Refusal> {
+        let st = self.shared.state.lock();
+        self.shared.admit(&st, class, flow, cost, deadline, now)
+    }
+
+    /// Queue `job` if it can finish before its deadline and there is room.
+    pub(crate) fn submit(&self, class: Class, flow: u64, job: VerifyJob) -> Result<(), Refusal> {
+        let mut st = self.shared.state.lock();
+        let now = job.enqueued_at;
+        self.shared
+            .admit(&st, class, flow, job.cost, job.deadline, now)?;
+        if st.sched.push(class, &flow, job).is_err() {
+            let wait = self.shared.params().service(crate::stats::REFERENCE_COST);
+            return Err(Refusal::Full(wait));
+        }
+        self.shared.gauges(&st);
+        drop(st);
+        self.shared.work.notify_one();
+        Ok(())
+    }
+
+    /// Queue background work; `false` if the background queue is full or shutting down.
+    pub(crate) fn submit_background(&self, work: Background) -> bool {
+        let mut st = self.shared.state.lock();
+        if st.shutdown || st.background.len() >= self.shared.background_capacity {
+            return false;
+        }
+        st.background.push_back(work);
+        drop(st);
+        self.shared.work.notify_one();
+        true
+    }
+
+    /// Stop accepting work; workers drain the queues and exit.
+    pub(crate) fn shutdown(&self) {
+        self.shared.state.lock().shutdown = true;
+        self.shared.work.notify_all();
+    }
+
+    pub(crate) fn params(&self) -> DequeueParams {
+        self.shared.params()
+    }
+
+    pub(crate) fn stats(&self) -> PoolStats {
+        let sh = &self.shared;
+        let (queued, by_class, bg, shutdown) = {
+            let st = sh.state.lock();
+            (
+                st.sched.len(),
+                [Class::Trusted, Class::Unknown, Class::Suspect].map(|c| st.sched.class_len(c)),
+                st.background.len(),
+                st.shutdown,
+            )
+        };
+        let p = sh.params();
+        PoolStats {
+            threads: sh.threads,
+            busy: sh.busy.load(Ordering::Relaxed),
+            queued,
+            queued_by_class: by_class,
+            queued_background: bg,
+            hashes: sh.hashes.load(Ordering::Relaxed),
+            batches: sh.batches.load(Ordering::Relaxed),
+            shed: sh.shed.load(Ordering::Relaxed),
+            median: sh.times.lock().median(),
+            target: p.target,
+            interval: p.interval,
+            shutdown,
+        }
+    }
+
+    /// Median wall time of one pool run.
+    pub(crate) fn median_hash_time(&self) -> Duration {
+        self.shared.times.lock().median()
+    }
+
+    /// Median cost units of one job.
+    pub(crate) fn typical_cost(&self) -> u64 {
+        self.shared.times.lock().job_cost()
+    }
+
+    /// Count a job shed outside the pool (refused at submit).
+    pub(crate) fn count_shed(&self) {
+        self.shared.shed.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl Shared {
+    fn params(&self) -> DequeueParams {
+        let (median, ns_per_unit) = {
+            let t = self.times.lock();
+            (t.median(), t.ns_per_unit())
+        };
+        let target = match self.codel.target_ms {
+            Some(ms) => Duration::from_millis(ms),
+            None => median.clamp(Duration::from_millis(1), Duration::from_secs(10)),
+        };
+        let interval = match self.codel.interval_ms {
+            Some(ms) => Duration::from_millis(ms),
+            None => target * 10,
+        };
+        DequeueParams {
+            target,
+            interval,
+            ns_per_unit,
+        }
+    }
+
+    fn admit(
+        &self,
+        st: &State,
+        class: Class,
+        flow: u64,
+        cost: u64,
+        deadline: Instant,
+        now: Instant,
+    ) -> Result<(), Refusal> {
+        if st.shutdown {
+            return Err(Refusal::Shutdown);
+        }
+        let p = self.params();
+        let mut finish = st
+            .sched
+            .estimate_finish(class, &flow, cost, self.threads, p.ns_per_unit);
+        if st.idle == 0 {
+            // Every thread is busy: on average half a job remains before one frees up.
+            finish += p.service(cost) / 2;
+        }
+        if st.sched.len() >= st.sched_capacity() {
+            return Err(Refusal::Full(finish));
+        }
+        if now + finish > deadline {
+            return Err(Refusal::Infeasible(finish));
+        }
+        Ok(())
+    }
+
+    fn gauges(&self, st: &State) {
+        metrics::queue_depth(
+            [Class::Trusted, Class::Unknown, Class::Suspect].map(|c| st.sched.class_len(c)),
+            st.background.len(),
+        );
+    }
+
+    fn worker(self: Arc<Self>) {
+        while let Some(work) = self.next_work() {
+            let busy = self.busy.fetch_add(1, Ordering::Relaxed) + 1;
+            metrics::pool_busy(busy);
+            if let Some(hook) = &self.hook {
+                hook();
+            }
+            match work {
+                Work::Verify(batch) => self.run_verify(batch),
+                Work::Background(f) => {
+                    // A panic in background work must not take the thread down.
+                    let _ = catch_unwind(AssertUnwindSafe(f));
+                    self.hashes.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            let busy = self.busy.fetch_sub(1, Ordering::Relaxed) - 1;
+            metrics::pool_busy(busy);
+        }
+    }
+
+    /// Block until there is work; `None` once shut down and drained.
+    fn next_work(&self) -> Option<Work> {
+        let mut shed = Vec::new();
+        let mut st = self.state.lock();
+        loop {
+            let now = self.clock.now();
+            let p = self.params();
+            let first = st.sched.pop(now, &p, None, &mut shed);
+            for (job, class, reason) in shed.drain(..) {
+                self.shed.fetch_add(1, Ordering::Relaxed);
+                metrics::shed(reason.label());
+                metrics::queue_wait(class, now.saturating_duration_since(job.enqueued_at));
+                let _ = job.reply.send(JobReply::Shed(reason));
+            }
+            if let Some(first) = first {
+                let mut batch = vec![first];
+                if let Some(key) = batch[0].0.key {
+                    let want = batch::preferred_batch(key.prf).max(1);
+                    // Batch only the work other idle workers could not start right away.
+                    let spare = st.sched.len().saturating_sub(st.idle);
+                    for _ in 0..(want - 1).min(spare) {
+                        match st.sched.pop(now, &p, Some(key), &mut shed) {
+                            Some(j) => batch.push(j),
+                            None => break,
+                        }
+                    }
+                    for (job, class, reason) in shed.drain(..) {
+                        self.shed.fetch_add(1, Ordering::Relaxed);
+                        metrics::shed(reason.label());
+                        metrics::queue_wait(class, now.saturating_duration_since(job.enqueued_at));
+                        let _ = job.reply.send(JobReply::Shed(reason));
+                    }
+                }
+                self.gauges(&st);
+                return Some(Work::Verify(batch));
+            }
+            if let Some(bg) = st.background.pop_front() {
+                self.gauges(&st);
+                return Some(Work::Background(bg));
+            }
+            if st.shutdown {
+                // Wake the others so they see the empty queues and exit too.
+                self.work.notify_all();
+                return None;
+            }
+            st.idle += 1;
+            self.work.wait(&mut st);
+            st.idle -= 1;
+        }
+    }
+
+    fn run_verify(&self, batch: Vec<(VerifyJob, Class)>) {
+        if batch.is_empty() {
+            return;
+        }
+        let start = self.clock.now();
+        let outcome = catch_unwind(AssertUnwindSafe(|| self.compute(&batch)));
+        let took = self.clock.now().saturating_duration_since(start);
+        let total: u64 = batch.iter().map(|(j, _)| j.cost).sum();
+        self.times.lock().record(took, total, batch.len());
+        if batch.len() >= 2 {
+            self.batches.fetch_add(1, Ordering::Relaxed);
+        }
+        metrics::batch_size(batch.len());
+        let results = match outcome {
+            Ok(r) => r,
+            // A bug in a KDF must cost one answer, not a pool thread.
+            Err(_) => vec![(None, true); batch.len()],
+        };
+        for ((job, class), (matched, error)) in batch.into_iter().zip(results) {
+            let queue_wait = start.saturating_duration_since(job.enqueued_at);
+            metrics::queue_wait(class, queue_wait);
+            if let Some(c) = job.creds.first() {
+                metrics::hash_time(c.algorithm(), took);
+            }
+            let _ = job.reply.send(JobReply::Done {
+                matched,
+                error,
+                queue_wait,
+            });
+        }
+    }
+
+    /// Derive and compare; `(matched index, error)` per job.
+    fn compute(&self, batch: &[(VerifyJob, Class)]) -> Vec<(Option<usize>, bool)> {
+        if batch.len() >= 2 {
+            if let Some(r) = self.compute_batch(batch) {
+                return r;
+            }
+        }
+        batch
+            .iter()
+            .map(|(job, _)| {
+                let mut error = false;
+                for (i, c) in job.creds.iter().enumerate() {
+                    self.hashes.fetch_add(1, Ordering::Relaxed);
+                    match c.verify(&job.secret, &self.peppers) {
+                        Ok(true) => return (Some(i), error),
+                        Ok(false) => {}
+                        Err(_) => error = true,
+                    }
+                }
+                (None, error)
+            })
+            .collect()
+    }
+
+    /// One `batch::derive` call for jobs that each hold one PBKDF2 credential with the
+    /// same parameters; `None` if they do not (then the caller derives them singly).
+    fn compute_batch(&self, batch: &[(VerifyJob, Class)]) -> Option<Vec<(Option<usize>, bool)>> {
+        let key = batch[0].0.key?;
+        let mut parts = Vec::with_capacity(batch.len());
+        for (job, _) in batch {
+            match job.creds.as_slice() {
+                [Credential::Pbkdf2 { salt, hash, .. }] if job.key == Some(key) => {
+                    parts.push((job.secret.as_slice(), salt.as_slice(), hash.as_slice()));
+                }
+                _ => return None,
+            }
+        }
+        let mut outs: Vec<Zeroizing<Vec<u8>>> = parts
+            .iter()
+            .map(|(_, _, h)| Zeroizing::new(vec![0u8; h.len()]))
+            .collect();
+        let mut jobs: Vec<batch::Job<'_>> = parts
+            .iter()
+            .zip(outs.iter_mut())
+            .map(|((pw, salt, _), out)| batch::Job {
+                password: pw,
+                salt,
+                out: out.as_mut_slice(),
+            })
+            .collect();
+        batch::derive(key.prf, key.iterations, &mut jobs);
+        drop(jobs);
+        self.hashes
+            .fetch_add(batch.len() as u64, Ordering::Relaxed);
+        Some(
+            parts
+                .iter()
+                .zip(outs.iter())
+                .map(|((_, _, h), out)| {
+                    (portcullis_hash::ct_eq(out, h).then_some(0), false)
+                })
+                .collect(),
+        )
+    }
+}
+
+enum Work {
+    Verify(Vec<(VerifyJob, Class)>),
+    Background(Background),
+}
+
+impl State {
+    fn sched_capacity(&self) -> usize {
+        self.sched.capacity()
+    }
+}

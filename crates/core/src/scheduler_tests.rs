@@ -1,0 +1,313 @@
+use std::cell::Cell;
+use std::rc::Rc;
+
+use portcullis_hash::Prf;
+
+use super::*;
+
+#[derive(Debug)]
+struct TJob {
+    flow: u32,
+    cost: u64,
+    enq: Instant,
+    deadline: Instant,
+    key: Option<BatchKey>,
+    cancelled: Rc<Cell<bool>>,
+}
+
+impl Schedulable for TJob {
+    fn cost(&self) -> u64 {
+        self.cost
+    }
+    fn enqueued_at(&self) -> Instant {
+        self.enq
+    }
+    fn deadline(&self) -> Instant {
+        self.deadline
+    }
+    fn batch_key(&self) -> Option<BatchKey> {
+        self.key
+    }
+    fn is_cancelled(&self) -> bool {
+        self.cancelled.get()
+    }
+}
+
+const KEY: BatchKey = BatchKey {
+    prf: Prf::Sha256,
+    iterations: 1000,
+};
+
+fn job(flow: u32, cost: u64, enq: Instant) -> TJob {
+    TJob {
+        flow,
+        cost,
+        enq,
+        deadline: enq + Duration::from_secs(3600),
+        key: Some(KEY),
+        cancelled: Rc::new(Cell::new(false)),
+    }
+}
+
+fn params() -> DequeueParams {
+    DequeueParams {
+        target: Duration::from_millis(100),
+        interval: Duration::from_secs(1),
+        ns_per_unit: 1.0,
+    }
+}
+
+fn sched(weights: [u32; 3]) -> Scheduler<TJob> {
+    Scheduler::new(weights, 64, 4, 1_000_000)
+}
+
+/// A scheduler with one queue per flow hand, and `n` flow ids that landed in distinct
+/// queues (the deal is keyed randomly per process, so tests pick their flows).
+fn one_queue_per_flow(weights: [u32; 3], n: usize) -> (Scheduler<TJob>, Vec<u32>) {
+    let s = Scheduler::new(weights, 64, 1, 1_000_000);
+    let mut seen = std::collections::HashSet::new();
+    let flows = (0u32..)
+        .filter(|f| seen.insert(s.hand(f, 64).next().unwrap()))
+        .take(n)
+        .collect();
+    (s, flows)
+}
+
+fn pop(s: &mut Scheduler<TJob>, now: Instant) -> Option<(TJob, Class)> {
+    let mut shed = Vec::new();
+    let r = s.pop(now, &params(), None, &mut shed);
+    assert!(shed.is_empty(), "unexpected shedding");
+    r
+}
+
+#[test]
+fn hands_are_distinct_and_in_range() {
+    let s = sched([1, 1, 1]);
+    for flow in 0..1000u32 {
+        let mut h: Vec<usize> = s.hand(&flow, 64).collect();
+        assert_eq!(h.len(), 4);
+        assert!(h.iter().all(|&q| q < 64));
+        h.sort_unstable();
+        h.dedup();
+        assert_eq!(h.len(), 4, "flow {flow} was dealt a repeated queue");
+    }
+    // With a hand as large as the deck every queue is dealt exactly once.
+    let s: Scheduler<TJob> = Scheduler::new([1, 1, 1], 8, 8, 10);
+    let mut h: Vec<usize> = s.hand(&7u32, 8).collect();
+    h.sort_unstable();
+    assert_eq!(h, (0..8).collect::<Vec<_>>());
+}
+
+#[test]
+fn drr_splits_work_not_job_counts() {
+    // Flow 1 sends jobs ten times as expensive as flow 2's: over a long backlog both get
+    // the same pool time, so flow 2 runs ten jobs for each of flow 1's.
+    let now = Instant::now();
+    let (mut s, f) = one_queue_per_flow([1, 1, 1], 2);
+    for _ in 0..200 {
+        s.push(Class::Unknown, &f[0], job(1, 10_000, now)).unwrap();
+    }
+    for _ in 0..2000 {
+        s.push(Class::Unknown, &f[1], job(2, 1_000, now)).unwrap();
+    }
+    let mut work = [0u64; 3];
+    let mut count = [0u32; 3];
+    for _ in 0..1100 {
+        let (j, _) = pop(&mut s, now).unwrap();
+        work[j.flow as usize] += j.cost;
+        count[j.flow as usize] += 1;
+    }
+    let ratio = work[1] as f64 / work[2] as f64;
+    assert!((0.8..1.25).contains(&ratio), "work split {work:?}");
+    assert!(count[2] > 8 * count[1], "counts {count:?}");
+}
+
+#[test]
+fn light_flow_is_not_stuck_behind_a_heavy_one() {
+    let now = Instant::now();
+    let mut s = sched([1, 1, 1]);
+    for _ in 0..1000 {
+        s.push(Class::Unknown, &"attacker", job(1, 1_000, now)).unwrap();
+    }
+    s.push(Class::Unknown, &"user", job(2, 1_000, now)).unwrap();
+    // The attacker fills at most its hand of 4 queues; the user's queue is served within
+    // one round of the active queues.
+    let pos = (1..=1001)
+        .find(|_| pop(&mut s, now).unwrap().0.flow == 2)
+        .unwrap();
+    assert!(pos <= 5, "user served only at position {pos}");
+}
+
+#[test]
+fn classes_share_by_weight_and_lend_when_idle() {
+    let now = Instant::now();
+    let mut s = sched([90, 8, 2]);
+    for i in 0..1000u32 {
+        s.push(Class::Trusted, &i, job(0, 1_000, now)).unwrap();
+        s.push(Class::Unknown, &i, job(1, 1_000, now)).unwrap();
+        s.push(Class::Suspect, &i, job(2, 1_000, now)).unwrap();
+    }
+    let mut by = [0u32; 3];
+    for _ in 0..1000 {
+        by[pop(&mut s, now).unwrap().0.flow as usize] += 1;
+    }
+    assert!((880..=920).contains(&by[0]), "{by:?}");
+    assert!((60..=100).contains(&by[1]), "{by:?}");
+    assert!((10..=30).contains(&by[2]), "{by:?}");
+
+    // Alone, the suspect class gets the whole pool.
+    let mut s = sched([90, 8, 2]);
+    for i in 0..10u32 {
+        s.push(Class::Suspect, &i, job(2, 1_000, now)).unwrap();
+    }
+    for _ in 0..10 {
+        assert_eq!(pop(&mut s, now).unwrap().1, Class::Suspect);
+    }
+    assert!(pop(&mut s, now).is_none());
+}
+
+#[test]
+fn idle_time_earns_no_credit() {
+    // The unknown class runs alone for a long time; when trusted work arrives, the split
+    // is the configured one at once, not a trusted monopoly paying back "missed" service
+    // and not an unknown monopoly either.
+    let now = Instant::now();
+    let mut s = sched([50, 50, 1]);
+    for i in 0..2000u32 {
+        s.push(Class::Unknown, &i, job(1, 1_000, now)).unwrap();
+    }
+    for _ in 0..1000 {
+        pop(&mut s, now).unwrap();
+    }
+    for i in 0..1000u32 {
+        s.push(Class::Trusted, &i, job(0, 1_000, now)).unwrap();
+    }
+    let mut by = [0u32; 3];
+    for _ in 0..100 {
+        by[pop(&mut s, now).unwrap().0.flow as usize] += 1;
+    }
+    assert!((45..=55).contains(&by[0]), "{by:?}");
+}
+
+#[test]
+fn codel_sheds_a_standing_backlog_after_an_interval() {
+    let t0 = Instant::now();
+    let p = params();
+    // One queue per hand, so the whole backlog sits in one CoDel queue.
+    let mut s: Scheduler<TJob> = Scheduler::new([1, 1, 1], 64, 1, 1000);
+    for _ in 0..100 {
+        s.push(Class::Unknown, &1u32, job(1, 1, t0)).unwrap();
+    }
+    let mut shed = Vec::new();
+    // Waited 200 ms > target: the clock starts, nothing is shed yet.
+    let now = t0 + Duration::from_millis(200);
+    assert!(s.pop(now, &p, None, &mut shed).is_some());
+    assert!(shed.is_empty());
+    // Still above target but before the interval has passed: served.
+    let now = t0 + Duration::from_millis(1100);
+    assert!(s.pop(now, &p, None, &mut shed).is_some());
+    assert!(shed.is_empty());
+    // A whole interval above target: the late job is shed, then the next, ... until a
+    // fresh job (waited less than target) arrives.
+    let now = t0 + Duration::from_millis(1300);
+    s.push(Class::Unknown, &1u32, job(1, 1, now)).unwrap();
+    let got = s.pop(now, &p, None, &mut shed).unwrap();
+    assert_eq!(got.0.enq, now, "the fresh job is the one served");
+    assert_eq!(shed.len(), 98);
+    assert!(shed.iter().all(|(_, _, r)| *r == ShedReason::Codel));
+    assert_eq!(s.len(), 0);
+}
+
+#[test]
+fn a_flow_with_one_outstanding_job_is_never_codel_shed() {
+    // Closed-loop clients wait for their turn but never build a standing queue.
+    let t0 = Instant::now();
+    let p = params();
+    let mut s = sched([1, 1, 1]);
+    let mut shed = Vec::new();
+    for i in 0..20u64 {
+        let enq = t0 + Duration::from_secs(i);
+        s.push(Class::Unknown, &1u32, job(1, 1, enq)).unwrap();
+        let now = enq + Duration::from_millis(900);
+        assert!(s.pop(now, &p, None, &mut shed).is_some());
+    }
+    assert!(shed.is_empty());
+}
+
+#[test]
+fn late_and_cancelled_jobs_are_dropped_at_dequeue() {
+    let t0 = Instant::now();
+    let p = params();
+    let mut s = sched([1, 1, 1]);
+    let mut late = job(1, 1_000_000, t0); // 1 ms of service at 1 ns/unit
+    late.deadline = t0 + Duration::from_micros(500);
+    s.push(Class::Unknown, &1u32, late).unwrap();
+    let gone = job(2, 1, t0);
+    gone.cancelled.set(true);
+    s.push(Class::Unknown, &2u32, gone).unwrap();
+    s.push(Class::Unknown, &3u32, job(3, 1, t0)).unwrap();
+    let mut shed = Vec::new();
+    let (j, _) = s.pop(t0, &p, None, &mut shed).unwrap();
+    assert_eq!(j.flow, 3);
+    let mut reasons: Vec<_> = shed.iter().map(|(j, _, r)| (j.flow, *r)).collect();
+    reasons.sort_by_key(|x| x.0);
+    assert_eq!(
+        reasons,
+        vec![(1, ShedReason::Deadline), (2, ShedReason::Cancelled)]
+    );
+}
+
+#[test]
+fn batch_gathering_stops_at_a_different_key() {
+    let t0 = Instant::now();
+    let mut s = sched([1, 1, 1]);
+    s.push(Class::Unknown, &1u32, job(1, 1, t0)).unwrap();
+    let mut other = job(2, 1, t0);
+    other.key = Some(BatchKey {
+        prf: Prf::Sha1,
+        iterations: 1000,
+    });
+    s.push(Class::Unknown, &2u32, other).unwrap();
+    let mut shed = Vec::new();
+    let first = s.pop(t0, &params(), Some(KEY), &mut shed).unwrap();
+    assert_eq!(first.0.flow, 1);
+    assert!(s.pop(t0, &params(), Some(KEY), &mut shed).is_none());
+    assert_eq!(s.len(), 1, "the mismatching job stays queued");
+    assert_eq!(pop(&mut s, t0).unwrap().0.flow, 2);
+}
+
+#[test]
+fn full_scheduler_gives_the_job_back() {
+    let t0 = Instant::now();
+    let mut s: Scheduler<TJob> = Scheduler::new([1, 1, 1], 4, 2, 2);
+    s.push(Class::Trusted, &1u32, job(1, 1, t0)).unwrap();
+    s.push(Class::Suspect, &2u32, job(2, 1, t0)).unwrap();
+    assert!(s.push(Class::Unknown, &3u32, job(3, 1, t0)).is_err());
+    assert_eq!(s.drain_all().len(), 2);
+}
+
+#[test]
+fn finish_estimate_accounts_for_fair_share_and_class_weight() {
+    let t0 = Instant::now();
+    let (mut s, f) = one_queue_per_flow([3, 1, 1], 11);
+    let me = f[10];
+    // Idle: one job's own service time, even with many threads.
+    let idle = s.estimate_finish(Class::Unknown, &me, 1000, 4, 1.0);
+    assert_eq!(idle, Duration::from_nanos(1000));
+    // Ten other flows with 5 jobs each in the class: DRR serves at most one of each of
+    // theirs per job of ours: 11 jobs ahead, on 1 thread.
+    for &flow in &f[..10] {
+        for _ in 0..5 {
+            s.push(Class::Unknown, &flow, job(flow, 1000, t0)).unwrap();
+        }
+    }
+    let est = s.estimate_finish(Class::Unknown, &me, 1000, 1, 1.0);
+    assert_eq!(est, Duration::from_nanos(11_000));
+    // Two threads halve it.
+    let est = s.estimate_finish(Class::Unknown, &me, 1000, 2, 1.0);
+    assert_eq!(est, Duration::from_nanos(5_500));
+    // A competing trusted class (weight 3 of 4) leaves a quarter of the pool.
+    s.push(Class::Trusted, &0u32, job(0, 1000, t0)).unwrap();
+    let est = s.estimate_finish(Class::Unknown, &me, 1000, 1, 1.0);
+    assert_eq!(est, Duration::from_nanos(44_000));
+}

@@ -1,0 +1,243 @@
+//! The pool: where hashing runs, how much of it each attempt costs, fairness, rehash.
+
+use std::time::Duration;
+
+use super::*;
+use crate::Outcome;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_4_hashing_never_runs_on_a_runtime_thread() {
+    // Recorded inside every pool job: the thread's name and whether it can see a tokio
+    // runtime (runtime workers and tokio's blocking pool both can).
+    let seen: Arc<Mutex<Vec<(String, bool)>>> = Arc::default();
+    let s2 = seen.clone();
+    let hook: JobHook = Arc::new(move || {
+        let t = std::thread::current();
+        let name = t.name().unwrap_or("").to_owned();
+        s2.lock()
+            .push((name, tokio::runtime::Handle::try_current().is_ok()));
+    });
+    // Policy 2000 > stored 1000: every success also queues a rehash on the pool.
+    let h = Harness::with(config(), policy(2000), Some(hook));
+    h.source
+        .add(PrincipalKind::User, "alice", vec![phc("right", 1000)]);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    *h.source.replace_tx.lock() = Some(tx);
+    let mut tasks = Vec::new();
+    for i in 0..16 {
+        let v = h.v.clone();
+        let a = h.attempt("alice", if i % 2 == 0 { "right" } else { "x" }, &format!("10.0.{i}.1"));
+        tasks.push(tokio::spawn(async move { v.verify(a).await }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    // Wait for the rehash (on the pool) to reach the store.
+    assert!(rx.recv().await.is_some());
+    let seen = seen.lock();
+    assert!(seen.len() >= 17, "only {} jobs recorded", seen.len());
+    for (name, in_runtime) in seen.iter() {
+        assert!(name.starts_with("portcullis-hash-"), "hashed on {name:?}");
+        assert!(!in_runtime, "hashed on a thread with a tokio runtime");
+    }
+}
+
+#[tokio::test]
+async fn issue_4_rotation_costs_at_most_one_kdf_for_a_wrong_secret() {
+    let h = Harness::new(config());
+    // Rotation: the new (server-generated, peppered) secret and the old KDF one. Stored
+    // KDF-first to show the order is the core's choice, not the store's.
+    h.source.add(
+        PrincipalKind::Client,
+        "svc",
+        vec![phc("old-secret", 1000), peppered("new-secret")],
+    );
+    let at = |s: &str| h.attempt_kind(PrincipalKind::Client, "svc", s, "10.0.0.1");
+    let ok = Outcome::Accepted {
+        needs_rehash: false,
+    };
+    assert_eq!(h.v.verify(at("new-secret")).await, ok);
+    let s = h.v.snapshot();
+    assert_eq!((s.hashes_computed, s.cheap_verifications), (0, 1));
+    assert_eq!(h.v.verify(at("old-secret")).await, ok);
+    assert_eq!(h.v.snapshot().hashes_computed, 1);
+    assert_eq!(h.v.verify(at("wrong")).await, Outcome::Rejected);
+    assert_eq!(h.v.snapshot().hashes_computed, 2, "a wrong secret cost one KDF");
+
+    // Two KDF hashes (both imported): documented choice, both are tried in one job.
+    h.source.add(
+        PrincipalKind::Client,
+        "legacy",
+        vec![phc("a", 1000), phc("b", 1000)],
+    );
+    let at = |s: &str| h.attempt_kind(PrincipalKind::Client, "legacy", s, "10.0.1.1");
+    assert_eq!(h.v.verify(at("b")).await, ok);
+    assert_eq!(h.v.verify(at("wrong")).await, Outcome::Rejected);
+    assert_eq!(h.v.snapshot().hashes_computed, 2 + 2 + 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_4_rehash_on_login_happens_exactly_once() {
+    // Two nodes (two verifiers) share one store with true compare-and-set. Both read the
+    // legacy hash before either upgrades it (the gate), both log the user in and both
+    // compute an upgrade: exactly one replacement lands.
+    let clock = ManualClock::new();
+    let source = MemSource::new();
+    let legacy = phc("pw", 1000);
+    source.add(PrincipalKind::User, "carol", vec![legacy.clone()]);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    *source.replace_tx.lock() = Some(tx);
+    *source.gate.lock() = Some(Arc::new(tokio::sync::Barrier::new(2)));
+    let n1 = Harness::sharing(config(), policy(2000), None, clock.clone(), source.clone());
+    let n2 = Harness::sharing(config(), policy(2000), None, clock, source.clone());
+    let (a1, a2) = (
+        n1.attempt("carol", "pw", "10.0.0.1"),
+        n2.attempt("carol", "pw", "10.0.1.1"),
+    );
+    let (o1, o2) = tokio::join!(n1.v.verify(a1), n2.v.verify(a2));
+    let upgraded = Outcome::Accepted { needs_rehash: true };
+    assert_eq!((o1, o2), (upgraded, upgraded));
+    let r1 = rx.recv().await.unwrap();
+    let r2 = rx.recv().await.unwrap();
+    assert_eq!(
+        [r1, r2].iter().filter(|r| **r).count(),
+        1,
+        "replacements: {r1}, {r2}"
+    );
+    assert_eq!(source.replaced.load(Ordering::SeqCst), 1);
+    assert_eq!(n1.v.snapshot().rehashed + n2.v.snapshot().rehashed, 1);
+
+    // The stored hash is now PBKDF2-SHA256 x2000 of "pw", checked with RustCrypto.
+    let stored = source.hashes(PrincipalKind::User, "carol");
+    assert_eq!(stored.len(), 1);
+    assert_ne!(stored[0], legacy);
+    let parts: Vec<&str> = stored[0].split('$').collect();
+    assert_eq!(parts[1], "pbkdf2-sha256");
+    assert!(parts[2].starts_with("i=2000"), "{}", parts[2]);
+    let salt = STANDARD_NO_PAD.decode(parts[3]).unwrap();
+    let want = STANDARD_NO_PAD.decode(parts[4]).unwrap();
+    let mut got = vec![0u8; want.len()];
+    pbkdf2::pbkdf2_hmac::<sha2::Sha256>(b"pw", &salt, 2000, &mut got);
+    assert_eq!(got, want);
+
+    // The next login needs no upgrade and causes no store write.
+    *source.gate.lock() = None;
+    let o = n1.v.verify(n1.attempt("carol", "pw", "10.0.0.1")).await;
+    assert_eq!(o, Outcome::Accepted { needs_rehash: false });
+    assert_eq!(source.replace_calls.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_4_an_attacker_flood_cannot_starve_a_legitimate_flow() {
+    // One attacking network keeps 40 attempts in flight; one user keeps one. Both send
+    // correct secrets (so both are in the same, trusted, class after their first
+    // success and the throttle does not interfere): only fair queuing protects the user.
+    // First-come-first-served would give the user 1 job in 41; shuffle-sharded DRR gives
+    // the user's queue one turn per round against at most `hand_size` = 4 attacker
+    // queues.
+    let mut c = config();
+    c.throttle.prefix.burst = 1_000_000;
+    c.throttle.principal_prefix.burst = 1_000_000;
+    let h = Harness::new(c);
+    h.source
+        .add(PrincipalKind::User, "alice", vec![phc("alice-pw", 2000)]);
+    h.source
+        .add(PrincipalKind::User, "bot", vec![phc("bot-pw", 2000)]);
+    let total = Arc::new(AtomicUsize::new(0));
+    const TARGET: usize = 600;
+    let mut attackers = Vec::new();
+    for _ in 0..40 {
+        let (v, total) = (h.v.clone(), total.clone());
+        let mk = {
+            let clock = h.clock.clone();
+            move || Attempt {
+                kind: PrincipalKind::User,
+                principal: "bot".into(),
+                secret: Zeroizing::new(b"bot-pw".to_vec()),
+                source: "203.0.113.7".parse().unwrap(),
+                protocol: Protocol::Other,
+                deadline: clock.now() + Duration::from_secs(60),
+            }
+        };
+        attackers.push(tokio::spawn(async move {
+            let mut mine = 0usize;
+            while total.load(Ordering::SeqCst) < TARGET {
+                if matches!(v.verify(mk()).await, Outcome::Accepted { .. }) {
+                    mine += 1;
+                    total.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+            mine
+        }));
+    }
+    let mut user = 0usize;
+    while total.load(Ordering::SeqCst) < TARGET {
+        let o = h.v.verify(h.attempt("alice", "alice-pw", "198.51.100.9")).await;
+        if matches!(o, Outcome::Accepted { .. }) {
+            user += 1;
+            total.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let mut bot = 0;
+    for a in attackers {
+        bot += a.await.unwrap();
+    }
+    let share = user as f64 / (user + bot) as f64;
+    // FCFS: ~2.4%. Fair queuing: the user's turn comes once per round of at most five
+    // queues on two threads (~15-20%); anything under 8% means the flood got through.
+    assert!(share > 0.08, "user got {user} of {} accepts", user + bot);
+    assert_eq!(h.v.snapshot().overloaded, 0);
+}
+
+#[tokio::test]
+async fn issue_4_same_parameter_jobs_share_a_batch_call_when_queued() {
+    // One worker, held on its first job while four more with the same parameters queue
+    // up; released, it gathers them as the batch kernel prefers.
+    let mut c = config();
+    c.pool_threads = 1;
+    let (started_tx, started_rx) = std::sync::mpsc::channel::<()>();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let (go_rx, started_tx) = (Mutex::new(go_rx), Mutex::new(started_tx));
+    let hook: JobHook = Arc::new(move || {
+        let _ = started_tx.lock().send(());
+        let _ = go_rx.lock().recv();
+    });
+    let h = Harness::with(c, policy(1000), Some(hook));
+    for i in 0..5 {
+        h.source
+            .add(PrincipalKind::User, &format!("u{i}"), vec![phc(&format!("pw{i}"), 1000)]);
+    }
+    let mut tasks = Vec::new();
+    for i in 0..5 {
+        let v = h.v.clone();
+        // Odd users send a wrong password: a batch must keep results apart.
+        let secret = if i % 2 == 0 { format!("pw{i}") } else { "nope".into() };
+        let a = h.attempt(&format!("u{i}"), &secret, &format!("10.0.{i}.1"));
+        tasks.push(tokio::spawn(async move { v.verify(a).await }));
+        if i == 0 {
+            started_rx.recv().unwrap();
+        }
+    }
+    while h.v.snapshot().queued < 4 {
+        tokio::task::yield_now().await;
+    }
+    for _ in 0..5 {
+        go_tx.send(()).unwrap();
+    }
+    for (i, t) in tasks.into_iter().enumerate() {
+        let o = t.await.unwrap();
+        if i % 2 == 0 {
+            assert!(matches!(o, Outcome::Accepted { .. }), "u{i}: {o:?}");
+        } else {
+            assert_eq!(o, Outcome::Rejected, "u{i}");
+        }
+    }
+    let s = h.v.snapshot();
+    assert_eq!(s.hashes_computed, 5);
+    let preferred = portcullis_hash::batch::preferred_batch(Prf::Sha256);
+    if preferred > 1 {
+        assert!(s.batches >= 1, "preferred batch {preferred} but no batch call");
+    } else {
+        assert_eq!(s.batches, 0);
+    }
+}

@@ -1,0 +1,280 @@
+//! Failure budgets, trust, and unknown principals, on a frozen clock.
+
+use std::time::Duration;
+
+use super::*;
+use crate::config::LimitConfig;
+use crate::{Outcome, UnknownDelay};
+
+fn limits(c: &mut VerifierConfig) {
+    // (principal, prefix): 3 per 30 s; prefix: 10 per 10 s; principal: 5 per 50 s.
+    c.throttle.principal_prefix = LimitConfig {
+        burst: 3,
+        period_secs: 30,
+    };
+    c.throttle.prefix = LimitConfig {
+        burst: 10,
+        period_secs: 10,
+    };
+    c.throttle.principal = LimitConfig {
+        burst: 5,
+        period_secs: 50,
+    };
+    c.unknown_delay = UnknownDelay::None;
+}
+
+fn harness() -> Harness {
+    let mut c = config();
+    limits(&mut c);
+    let h = Harness::new(c);
+    h.source
+        .add(PrincipalKind::User, "alice", vec![phc("right", 1000)]);
+    h
+}
+
+fn is_throttled(o: Outcome) -> bool {
+    matches!(o, Outcome::Throttled { .. })
+}
+
+#[tokio::test]
+async fn issue_4_principal_prefix_budget_throttles_before_hashing() {
+    let h = harness();
+    for _ in 0..3 {
+        assert_eq!(
+            h.v.verify(h.attempt("alice", "wrong", "10.0.0.1")).await,
+            Outcome::Rejected
+        );
+    }
+    assert_eq!(h.v.snapshot().hashes_computed, 3);
+    // Budget spent: even the right password is throttled, and nothing is hashed.
+    for secret in ["wrong", "right"] {
+        match h.v.verify(h.attempt("alice", secret, "10.0.0.77")).await {
+            Outcome::Throttled { retry_after } => {
+                // One failure is forgiven every 10 s; jitter stretches by up to 50%.
+                assert!(
+                    retry_after >= Duration::from_secs(10)
+                        && retry_after <= Duration::from_secs(15),
+                    "{retry_after:?}"
+                );
+            }
+            o => panic!("expected throttled, got {o:?}"),
+        }
+    }
+    assert_eq!(h.v.snapshot().hashes_computed, 3);
+    assert_eq!(h.v.snapshot().throttled, 2);
+    // Another network is not affected by this budget.
+    assert_eq!(
+        h.v.verify(h.attempt("alice", "right", "10.0.1.1")).await,
+        Outcome::Accepted {
+            needs_rehash: false
+        }
+    );
+    // One interval later one more failure is allowed from the first network, then no more.
+    h.clock.advance(Duration::from_secs(10));
+    assert_eq!(
+        h.v.verify(h.attempt("alice", "wrong", "10.0.0.1")).await,
+        Outcome::Rejected
+    );
+    assert!(is_throttled(
+        h.v.verify(h.attempt("alice", "wrong", "10.0.0.1")).await
+    ));
+}
+
+#[tokio::test]
+async fn issue_4_prefix_budget_stops_spraying_across_principals() {
+    let h = harness();
+    for i in 0..10 {
+        let o = h
+            .v
+            .verify(h.attempt(&format!("user{i}"), "pw", &format!("10.0.0.{i}")))
+            .await;
+        assert_eq!(o, Outcome::Rejected, "attempt {i}");
+    }
+    // The /24 has used its 10 failures: a new principal from a new address in it is
+    // throttled; a neighbouring /24 is not.
+    assert!(is_throttled(
+        h.v.verify(h.attempt("user99", "pw", "10.0.0.200")).await
+    ));
+    assert_eq!(
+        h.v.verify(h.attempt("user99", "pw", "10.0.1.1")).await,
+        Outcome::Rejected
+    );
+    // IPv6: the whole /64 is one budget.
+    for i in 0..10 {
+        h.v.verify(h.attempt(&format!("v6user{i}"), "pw", &format!("2001:db8::{i:x}")))
+            .await;
+    }
+    assert!(is_throttled(
+        h.v.verify(h.attempt("other", "pw", "2001:db8::ffff:1")).await
+    ));
+    assert_eq!(
+        h.v.verify(h.attempt("other", "pw", "2001:db8:0:1::1")).await,
+        Outcome::Rejected
+    );
+    // Unknown principals: no hash was computed for any of this.
+    assert_eq!(h.v.snapshot().hashes_computed, 0);
+}
+
+#[tokio::test]
+async fn issue_4_strangers_cannot_lock_out_the_real_user() {
+    let h = harness();
+    assert_eq!(
+        h.v.verify(h.attempt("alice", "right", "192.0.2.10")).await,
+        Outcome::Accepted {
+            needs_rehash: false
+        }
+    );
+    // A distributed guess: one wrong password from each of five networks uses up the
+    // per-principal budget for untrusted sources.
+    for i in 0..5 {
+        let o = h
+            .v
+            .verify(h.attempt("alice", "guess", &format!("203.0.{i}.1")))
+            .await;
+        assert_eq!(o, Outcome::Rejected);
+    }
+    let before = h.v.snapshot().hashes_computed;
+    assert!(is_throttled(
+        h.v.verify(h.attempt("alice", "guess", "203.0.99.1")).await
+    ));
+    assert_eq!(h.v.snapshot().hashes_computed, before, "throttled = no hash");
+    // The real user, from where she logged in before, is not locked out.
+    for _ in 0..3 {
+        assert_eq!(
+            h.v.verify(h.attempt("alice", "right", "192.0.2.10")).await,
+            Outcome::Accepted {
+                needs_rehash: false
+            }
+        );
+    }
+    // From a new device she is subject to the account's budget like anyone new.
+    assert!(is_throttled(
+        h.v.verify(h.attempt("alice", "right", "198.51.100.1")).await
+    ));
+}
+
+#[tokio::test]
+async fn issue_4_trust_expires_after_its_ttl() {
+    let mut c = config();
+    limits(&mut c);
+    c.trusted_ttl_secs = 60;
+    c.throttle.principal = LimitConfig {
+        burst: 2,
+        period_secs: 7200,
+    };
+    let h = Harness::new(c);
+    h.source
+        .add(PrincipalKind::User, "alice", vec![phc("right", 1000)]);
+    assert!(matches!(
+        h.v.verify(h.attempt("alice", "right", "192.0.2.10")).await,
+        Outcome::Accepted { .. }
+    ));
+    for i in 0..2 {
+        h.v.verify(h.attempt("alice", "x", &format!("203.0.{i}.1")))
+            .await;
+    }
+    h.clock.advance(Duration::from_secs(59));
+    assert!(matches!(
+        h.v.verify(h.attempt("alice", "right", "192.0.2.10")).await,
+        Outcome::Accepted { .. }
+    ));
+    // That success renewed the mark for another 60 s from now.
+    h.clock.advance(Duration::from_secs(59));
+    assert!(matches!(
+        h.v.verify(h.attempt("alice", "right", "192.0.2.10")).await,
+        Outcome::Accepted { .. }
+    ));
+    h.clock.advance(Duration::from_secs(61));
+    assert!(is_throttled(
+        h.v.verify(h.attempt("alice", "right", "192.0.2.10")).await
+    ));
+}
+
+#[tokio::test]
+async fn issue_4_allow_listed_sources_skip_prefix_and_principal_budgets() {
+    let mut c = config();
+    limits(&mut c);
+    c.trusted_cidrs = vec!["10.9.0.0/16".parse().unwrap()];
+    let h = Harness::new(c);
+    h.source
+        .add(PrincipalKind::User, "alice", vec![phc("right", 1000)]);
+    // A RADIUS NAS relaying many users' typos is not a spraying attacker.
+    for i in 0..30 {
+        let o = h.v.verify(h.attempt(&format!("u{i}"), "pw", "10.9.1.1")).await;
+        assert_eq!(o, Outcome::Rejected, "attempt {i}");
+    }
+    // But guessing one account through it still hits the (principal, prefix) budget.
+    for _ in 0..3 {
+        h.v.verify(h.attempt("alice", "wrong", "10.9.1.1")).await;
+    }
+    assert!(is_throttled(
+        h.v.verify(h.attempt("alice", "wrong", "10.9.1.1")).await
+    ));
+}
+
+#[tokio::test]
+async fn issue_4_a_success_gives_its_charge_back() {
+    let h = harness();
+    let ip = "10.0.0.1";
+    assert_eq!(h.v.verify(h.attempt("alice", "typo", ip)).await, Outcome::Rejected);
+    assert_eq!(h.v.verify(h.attempt("alice", "typo", ip)).await, Outcome::Rejected);
+    assert!(matches!(
+        h.v.verify(h.attempt("alice", "right", ip)).await,
+        Outcome::Accepted { .. }
+    ));
+    // Three attempts charged, the success refunded: one failure of budget left.
+    assert_eq!(h.v.verify(h.attempt("alice", "typo", ip)).await, Outcome::Rejected);
+    assert!(is_throttled(h.v.verify(h.attempt("alice", "typo", ip)).await));
+}
+
+#[tokio::test]
+async fn issue_4_unknown_principal_is_indistinguishable_and_spends_no_hash() {
+    let h = harness();
+    let mut real = Vec::new();
+    let mut ghost = Vec::new();
+    for _ in 0..4 {
+        real.push(h.v.verify(h.attempt("alice", "wrong", "10.0.0.1")).await);
+        ghost.push(h.v.verify(h.attempt("ghost", "wrong", "10.0.1.1")).await);
+    }
+    let shape = |v: &[Outcome]| -> Vec<&'static str> {
+        v.iter().map(crate::metrics::outcome_label).collect()
+    };
+    assert_eq!(shape(&real), ["rejected", "rejected", "rejected", "throttled"]);
+    assert_eq!(shape(&ghost), shape(&real));
+    // Only alice's three verifications were hashed.
+    assert_eq!(h.v.snapshot().hashes_computed, 3);
+
+    // Disabled principals behave like unknown ones.
+    h.source.creds.lock().insert(
+        (PrincipalKind::User, "bob".into()),
+        StoredCredentials {
+            hashes: vec![phc("right", 1000)],
+            disabled: true,
+        },
+    );
+    assert_eq!(
+        h.v.verify(h.attempt("bob", "right", "10.0.2.1")).await,
+        Outcome::Rejected
+    );
+    assert_eq!(h.v.snapshot().hashes_computed, 3);
+}
+
+#[tokio::test]
+async fn issue_4_retry_after_values_carry_jitter() {
+    let h = harness();
+    for _ in 0..3 {
+        h.v.verify(h.attempt("alice", "wrong", "10.0.0.1")).await;
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..50 {
+        match h.v.verify(h.attempt("alice", "wrong", "10.0.0.1")).await {
+            Outcome::Throttled { retry_after } => {
+                assert!(retry_after >= Duration::from_secs(10));
+                assert!(retry_after <= Duration::from_secs(15));
+                seen.insert(retry_after);
+            }
+            o => panic!("{o:?}"),
+        }
+    }
+    assert!(seen.len() > 10, "retry-after values barely vary: {seen:?}");
+}

@@ -1,0 +1,671 @@
+//! The [`Verifier`]: the one entry point front ends call, and the path of one attempt.
+//!
+//! 1. **Classify and throttle** (no hash, no thread): mask the source to its prefix; the
+//!    attempt is *trusted* if the source is in `trusted_cidrs` or carries a trust mark
+//!    for this principal (a success within `trusted_ttl_secs`). Charge the failure
+//!    budgets atomically ([`crate::throttle`]): (principal, prefix) always, prefix unless
+//!    allow-listed, principal unless trusted. An exhausted budget answers "throttled" at
+//!    once. Otherwise the class is trusted, suspect (prefix or (principal, prefix) budget
+//!    at least `suspect_fill` used) or unknown.
+//! 2. **Look up** the stored credentials (bounded by the deadline). A store error or
+//!    timeout answers "overloaded" with a retry-after: the store is the bottleneck, not
+//!    the secret, and a panic or a hang would be worse. The charge is refunded.
+//! 3. **Unknown or disabled principal**: the same admission check a real job would face
+//!    (so overload looks the same), then "rejected" after a delay drawn from recent real
+//!    verification latencies of that principal kind, returned as `answer_after` (a timer,
+//!    never a pool slot, never a hash). Its failure stays charged like a wrong password,
+//!    so the throttle does not reveal existence either.
+//! 4. **Cheap credentials first** (peppered HMAC, salted SHA): verified inline in
+//!    microseconds. During a secret rotation a client holds a peppered secret and an older
+//!    one; a wrong secret then costs the HMAC plus at most one KDF.
+//! 5. **KDF credentials** go to the pool as one job (admission: queue capacity and
+//!    deadline feasibility from queue depth and measured hash time; shed at dequeue by
+//!    CoDel). If a principal holds two KDF hashes (a legacy import of both rotation
+//!    secrets), both are tried in that one job and the flow is charged their summed cost in
+//!    fair queuing, so a wrong secret costs two derivations *of that flow's share*; we
+//!    chose this over refusing the older secret because rotation must not lock clients out,
+//!    and new client secrets are peppered (cheap) anyway.
+//! 6. **Verdict**: success refunds the charge, marks the (principal, prefix) trusted and,
+//!    if [`Policy::needs_rehash`], queues the upgrade on the pool's background queue after
+//!    the answer is returned; the store's compare-and-set makes concurrent logins upgrade
+//!    once. Failure keeps the charge and is answered after `reject_delay_ms` (a timer).
+
+use std::collections::HashSet;
+use std::hash::BuildHasher;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use portcullis_hash::{Cost, Credential, Peppers, Policy};
+use tokio::sync::oneshot;
+use zeroize::Zeroizing;
+
+use crate::attempt::{Attempt, Outcome, PrincipalKind};
+use crate::clock::Clock;
+use crate::config::{UnknownDelay, VerifierConfig};
+use crate::error::CoreError;
+use crate::metrics;
+use crate::net::IpPrefix;
+use crate::pool::{JobHook, JobReply, Pool, Refusal, VerifyJob};
+use crate::source::CredentialSource;
+use crate::stats::{Latencies, jittered};
+use crate::throttle::{
+    Charge, Decision, GcraLimit, MemoryThrottleStore, ThrottleKey, ThrottleStore,
+};
+
+/// Priority class of an attempt (see the crate docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Class {
+    /// A source with a recent success for this principal, or in the trusted CIDRs.
+    Trusted,
+    /// Anyone else.
+    Unknown,
+    /// A source prefix with many recent failures.
+    Suspect,
+}
+
+impl Class {
+    /// Stable label for metrics.
+    pub const fn label(self) -> &'static str {
+        match self {
+            Class::Trusted => "trusted",
+            Class::Unknown => "unknown",
+            Class::Suspect => "suspect",
+        }
+    }
+}
+
+/// An outcome and when to send it: failures may be held back (reject delay,
+/// unknown-principal delay). Front ends that schedule their own replies (RADIUS) use
+/// [`Verifier::verify_deferred`]; others call [`Verifier::verify`], which waits on a timer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deferred {
+    /// The verdict.
+    pub outcome: Outcome,
+    /// Send it no earlier than this long after `verify_deferred` returned (zero = now).
+    pub answer_after: Duration,
+}
+
+/// A point-in-time view of the core for the status page and tests.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PoolSnapshot {
+    /// Hash pool threads.
+    pub threads: usize,
+    /// Threads computing a hash right now.
+    pub busy_threads: usize,
+    /// Verification jobs waiting, all classes.
+    pub queued: usize,
+    /// Waiting jobs per class: trusted, unknown, suspect.
+    pub queued_by_class: [usize; 3],
+    /// Rehash jobs waiting (lowest priority).
+    pub queued_rehash: usize,
+    /// Attempts inside `verify` right now.
+    pub in_flight: usize,
+    /// KDF derivations computed by the pool since start (verifications and rehashes).
+    pub hashes_computed: u64,
+    /// Batch-kernel calls with two or more derivations.
+    pub batches: u64,
+    /// Cheap (peppered HMAC, salted SHA) verifications done inline.
+    pub cheap_verifications: u64,
+    /// Jobs shed by admission control (at enqueue or dequeue).
+    pub shed: u64,
+    /// Attempts answered "throttled".
+    pub throttled: u64,
+    /// Attempts answered "accepted".
+    pub accepted: u64,
+    /// Attempts answered "rejected" (wrong secret, unknown or disabled principal).
+    pub rejected: u64,
+    /// Attempts answered "overloaded" (shed, infeasible deadline, store error).
+    pub overloaded: u64,
+    /// Stored hashes upgraded by rehash-on-login.
+    pub rehashed: u64,
+    /// Median recent hash time (per pool run).
+    pub median_hash_time: Duration,
+    /// Current CoDel target queue wait.
+    pub codel_target: Duration,
+    /// Current CoDel interval.
+    pub codel_interval: Duration,
+    /// `shutdown` was called.
+    pub shutting_down: bool,
+}
+
+/// The verification core. Cheap to clone: clones share one pool and one state.
+#[derive(Clone)]
+pub struct Verifier {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    /// Validated configuration.
+    config: VerifierConfig,
+    /// Stored credentials and the compare-and-set used by rehash.
+    source: Arc<dyn CredentialSource>,
+    /// Failure budgets and trust marks (shared across nodes when Redis-backed).
+    throttle: Arc<dyn ThrottleStore>,
+    /// Used while `throttle` is failing: throttling degrades to per node, never to none.
+    fallback: MemoryThrottleStore,
+    /// Pepper keys for cheap credentials (and the pool's copy for verify()).
+    peppers: Peppers,
+    /// What new hashes look like; decides rehash-on-login.
+    policy: Policy,
+    /// Every time-based rule reads this.
+    clock: Arc<dyn Clock>,
+    /// The dedicated hash threads and their scheduler.
+    pool: Pool,
+    /// GCRA parameters: (principal, prefix), prefix, principal.
+    limits: [GcraLimit; 3],
+    /// Keys the flow hash so shuffle-shard hands cannot be aimed at.
+    flow_hasher: std::collections::hash_map::RandomState,
+    /// Recent real verification latencies per principal kind (unknown-principal delay).
+    latencies: [Mutex<Latencies>; 2],
+    /// Rehashes in progress, so one node upgrades a hash once even before the CAS.
+    rehashing: Mutex<HashSet<(PrincipalKind, String, String)>>,
+    /// `shutdown` was called.
+    shutting_down: AtomicBool,
+    /// Attempts inside `verify_deferred`.
+    in_flight: AtomicUsize,
+    /// Outcome counters for [`PoolSnapshot`].
+    counts: Counts,
+}
+
+#[derive(Default)]
+struct Counts {
+    accepted: AtomicU64,
+    rejected: AtomicU64,
+    throttled: AtomicU64,
+    overloaded: AtomicU64,
+    cheap: AtomicU64,
+    rehashed: AtomicU64,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.pool.shutdown();
+    }
+}
+
+impl std::fmt::Debug for Verifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Verifier")
+            .field("snapshot", &self.snapshot())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Decrements the in-flight count even when the caller drops the future.
+struct InFlight<'a>(&'a AtomicUsize);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        let n = self.0.fetch_sub(1, Ordering::Relaxed) - 1;
+        metrics::in_flight(n);
+    }
+}
+
+/// Everything decided before the store lookup.
+struct Admitted {
+    kind: PrincipalKind,
+    principal: String,
+    pp_key: ThrottleKey,
+    charges: Vec<Charge>,
+    class: Class,
+    flow: u64,
+    start: Instant,
+    deadline: Instant,
+}
+
+impl Verifier {
+    /// Validate `config`, start the hash pool threads and return the core.
+    pub fn new(
+        config: VerifierConfig,
+        source: Arc<dyn CredentialSource>,
+        throttle: Arc<dyn ThrottleStore>,
+        peppers: Peppers,
+        policy: Policy,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, CoreError> {
+        Self::with_hook(config, source, throttle, peppers, policy, clock, None)
+    }
+
+    pub(crate) fn with_hook(
+        config: VerifierConfig,
+        source: Arc<dyn CredentialSource>,
+        throttle: Arc<dyn ThrottleStore>,
+        peppers: Peppers,
+        policy: Policy,
+        clock: Arc<dyn Clock>,
+        hook: Option<JobHook>,
+    ) -> Result<Self, CoreError> {
+        config.validate()?;
+        let pool = Pool::start(&config, peppers.clone(), Arc::clone(&clock), hook)?;
+        let t = &config.throttle;
+        let limits = [
+            GcraLimit::from_config(&t.principal_prefix),
+            GcraLimit::from_config(&t.prefix),
+            GcraLimit::from_config(&t.principal),
+        ];
+        Ok(Verifier {
+            inner: Arc::new(Inner {
+                config,
+                source,
+                throttle,
+                fallback: MemoryThrottleStore::new(1 << 16),
+                peppers,
+                policy,
+                clock,
+                pool,
+                limits,
+                flow_hasher: std::collections::hash_map::RandomState::new(),
+                latencies: [Mutex::new(Latencies::new()), Mutex::new(Latencies::new())],
+                rehashing: Mutex::new(HashSet::new()),
+                shutting_down: AtomicBool::new(false),
+                in_flight: AtomicUsize::new(0),
+                counts: Counts::default(),
+            }),
+        })
+    }
+
+    /// Check one attempt. Never panics; answers by the attempt's deadline plus the
+    /// configured failure delays.
+    pub async fn verify(&self, attempt: Attempt) -> Outcome {
+        let d = self.verify_deferred(attempt).await;
+        if !d.answer_after.is_zero() {
+            tokio::time::sleep(d.answer_after).await;
+        }
+        d.outcome
+    }
+
+    /// Like [`Verifier::verify`] but returns failure delays instead of waiting them out.
+    pub async fn verify_deferred(&self, attempt: Attempt) -> Deferred {
+        let inner = &*self.inner;
+        let n = inner.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
+        metrics::in_flight(n);
+        let _guard = InFlight(&inner.in_flight);
+        let protocol = attempt.protocol;
+        let (d, class) = self.run(attempt).await;
+        let counter = match d.outcome {
+            Outcome::Accepted { .. } => &inner.counts.accepted,
+            Outcome::Rejected => &inner.counts.rejected,
+            Outcome::Throttled { .. } => &inner.counts.throttled,
+            Outcome::Overloaded { .. } => &inner.counts.overloaded,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        metrics::attempt(&d.outcome, class, protocol);
+        d
+    }
+
+    /// Queue depth, busy threads and counters.
+    pub fn snapshot(&self) -> PoolSnapshot {
+        let i = &*self.inner;
+        let p = i.pool.stats();
+        PoolSnapshot {
+            threads: p.threads,
+            busy_threads: p.busy,
+            queued: p.queued,
+            queued_by_class: p.queued_by_class,
+            queued_rehash: p.queued_background,
+            in_flight: i.in_flight.load(Ordering::Relaxed),
+            hashes_computed: p.hashes,
+            batches: p.batches,
+            cheap_verifications: i.counts.cheap.load(Ordering::Relaxed),
+            shed: p.shed,
+            throttled: i.counts.throttled.load(Ordering::Relaxed),
+            accepted: i.counts.accepted.load(Ordering::Relaxed),
+            rejected: i.counts.rejected.load(Ordering::Relaxed),
+            overloaded: i.counts.overloaded.load(Ordering::Relaxed),
+            rehashed: i.counts.rehashed.load(Ordering::Relaxed),
+            median_hash_time: p.median,
+            codel_target: p.target,
+            codel_interval: p.interval,
+            shutting_down: p.shutdown,
+        }
+    }
+
+    /// Stop accepting work (new attempts are answered "overloaded"), let the workers drain
+    /// what is queued, then let them exit. Does not block.
+    pub fn shutdown(&self) {
+        self.inner.shutting_down.store(true, Ordering::Relaxed);
+        self.inner.pool.shutdown();
+    }
+
+    async fn run(&self, attempt: Attempt) -> (Deferred, Class) {
+        let i = &*self.inner;
+        let start = i.clock.now();
+        let Attempt {
+            kind,
+            principal,
+            secret,
+            source,
+            protocol: _,
+            deadline,
+        } = attempt;
+        if i.shutting_down.load(Ordering::Relaxed) || deadline <= start {
+            return (self.overloaded(Duration::from_secs(1)), Class::Unknown);
+        }
+
+        // 1. Classify and throttle.
+        let cfg = &i.config;
+        let prefix = IpPrefix::of(source, cfg.ipv4_prefix_len, cfg.ipv6_prefix_len);
+        let allow_listed = cfg.trusted_cidrs.iter().any(|c| c.contains(source));
+        let pp_key = ThrottleKey::PrincipalPrefix {
+            kind,
+            principal: principal.clone(),
+            prefix,
+        };
+        let trusted = allow_listed || self.is_trusted(&pp_key, start).await;
+        let mut charges = vec![Charge {
+            key: pp_key.clone(),
+            limit: i.limits[0],
+        }];
+        if !allow_listed {
+            charges.push(Charge {
+                key: ThrottleKey::Prefix(prefix),
+                limit: i.limits[1],
+            });
+        }
+        if !trusted {
+            charges.push(Charge {
+                key: ThrottleKey::Principal {
+                    kind,
+                    principal: principal.clone(),
+                },
+                limit: i.limits[2],
+            });
+        }
+        let class = match self.acquire(&charges, start).await {
+            Decision::Denied { retry_after } => {
+                let class = if trusted { Class::Trusted } else { Class::Unknown };
+                let outcome = Outcome::Throttled {
+                    retry_after: jittered(retry_after, cfg.retry_jitter),
+                };
+                return (now_answer(outcome), class);
+            }
+            Decision::Allowed { fills } => {
+                let f = cfg.throttle.suspect_fill;
+                if trusted {
+                    Class::Trusted
+                } else if fills.iter().take(2).any(|x| *x >= f) {
+                    Class::Suspect
+                } else {
+                    Class::Unknown
+                }
+            }
+        };
+        let adm = Admitted {
+            kind,
+            flow: i.flow_hasher.hash_one(prefix),
+            principal,
+            pp_key,
+            charges,
+            class,
+            start,
+            deadline,
+        };
+
+        // 2. Look up.
+        let budget = deadline.saturating_duration_since(i.clock.now());
+        let looked = tokio::time::timeout(budget, i.source.credentials(kind, &adm.principal));
+        let stored = match looked.await {
+            Ok(Ok(s)) => s,
+            Ok(Err(_)) | Err(_) => {
+                metrics::store_error("credentials");
+                self.refund(&adm.charges).await;
+                return (self.overloaded(Duration::from_secs(1)), class);
+            }
+        };
+        let mut creds: Vec<(String, Credential)> = Vec::new();
+        if let Some(s) = stored.filter(|s| !s.disabled) {
+            for h in s.hashes {
+                match Credential::parse(&h) {
+                    Ok(c) => creds.push((h, c)),
+                    // An unparseable stored hash matches nothing; the other one may.
+                    Err(_) => metrics::bad_stored_hash(),
+                }
+            }
+        }
+
+        // 3. Unknown principal.
+        if creds.is_empty() {
+            return (self.unknown(&adm).await, class);
+        }
+
+        // 4. Cheap credentials inline.
+        let (cheap, kdf): (Vec<_>, Vec<_>) = creds
+            .into_iter()
+            .partition(|(_, c)| c.cost() == Cost::Cheap);
+        for (old, c) in &cheap {
+            i.counts.cheap.fetch_add(1, Ordering::Relaxed);
+            if matches!(c.verify(&secret, &i.peppers), Ok(true)) {
+                self.record_latency(kind, start);
+                return (self.accepted(&adm, old, c, secret).await, class);
+            }
+        }
+        if kdf.is_empty() {
+            self.record_latency(kind, start);
+            return (self.rejected(&adm), class);
+        }
+
+        // 5. The pool.
+        let cost = kdf
+            .iter()
+            .map(|(_, c)| match c.cost() {
+                Cost::Work(w) => w,
+                Cost::Cheap => 1,
+            })
+            .fold(0u64, u64::saturating_add)
+            .max(1);
+        let key = match kdf.as_slice() {
+            [(_, c)] => c.batch_key(),
+            _ => None,
+        };
+        let secret = Arc::new(secret);
+        let (tx, rx) = oneshot::channel();
+        let job = VerifyJob {
+            secret: Arc::clone(&secret),
+            creds: kdf.iter().map(|(_, c)| c.clone()).collect(),
+            cost,
+            key,
+            enqueued_at: i.clock.now(),
+            deadline,
+            reply: tx,
+        };
+        if let Err(r) = i.pool.submit(class, adm.flow, job) {
+            i.pool.count_shed();
+            metrics::shed(r.label());
+            self.refund(&adm.charges).await;
+            return (self.overloaded(refusal_wait(r)), class);
+        }
+        match rx.await {
+            Ok(JobReply::Done { matched, .. }) => {
+                self.record_latency(kind, start);
+                match matched.and_then(|m| kdf.get(m)) {
+                    Some((old, c)) => {
+                        let secret = Arc::unwrap_or_clone(secret);
+                        (self.accepted(&adm, old, c, secret).await, class)
+                    }
+                    None => (self.rejected(&adm), class),
+                }
+            }
+            Ok(JobReply::Shed(_)) | Err(_) => {
+                self.refund(&adm.charges).await;
+                let wait = i.pool.params().target;
+                (self.overloaded(wait), class)
+            }
+        }
+    }
+
+    async fn accepted(
+        &self,
+        adm: &Admitted,
+        old: &str,
+        cred: &Credential,
+        secret: Zeroizing<Vec<u8>>,
+    ) -> Deferred {
+        let i = &*self.inner;
+        self.refund(&adm.charges).await;
+        let now = i.clock.now();
+        let ttl = Duration::from_secs(i.config.trusted_ttl_secs);
+        if i.throttle.mark_trusted(&adm.pp_key, now, ttl).await.is_err() {
+            metrics::store_error("throttle");
+            let _ = i.fallback.mark_trusted(&adm.pp_key, now, ttl).await;
+        }
+        let needs_rehash = i.policy.needs_rehash(cred);
+        if needs_rehash {
+            self.spawn_rehash(adm.kind, &adm.principal, old, secret);
+        }
+        now_answer(Outcome::Accepted { needs_rehash })
+    }
+
+    fn rejected(&self, adm: &Admitted) -> Deferred {
+        let i = &*self.inner;
+        let now = i.clock.now();
+        let elapsed = now.saturating_duration_since(adm.start);
+        let delay = Duration::from_millis(i.config.reject_delay_ms).saturating_sub(elapsed);
+        Deferred {
+            outcome: Outcome::Rejected,
+            answer_after: delay.min(adm.deadline.saturating_duration_since(now)),
+        }
+    }
+
+    /// An unknown or disabled principal: no hash, no pool slot; the same admission
+    /// answer a real job would get, then a rejection timed like a real one.
+    async fn unknown(&self, adm: &Admitted) -> Deferred {
+        let i = &*self.inner;
+        let now = i.clock.now();
+        let typical = i.pool.typical_cost();
+        if let Err(r) = i.pool.check(adm.class, adm.flow, typical, adm.deadline, now) {
+            self.refund(&adm.charges).await;
+            return self.overloaded(refusal_wait(r));
+        }
+        let elapsed = now.saturating_duration_since(adm.start);
+        let target = match i.config.unknown_delay {
+            UnknownDelay::Sampled => {
+                let sample = i.latencies[kind_idx(adm.kind)].lock().sample();
+                // Before any real verification: what one would take now.
+                sample.unwrap_or_else(|| i.pool.median_hash_time())
+            }
+            UnknownDelay::Fixed { ms } => Duration::from_millis(ms),
+            UnknownDelay::None => Duration::ZERO,
+        };
+        let reject = Duration::from_millis(i.config.reject_delay_ms);
+        let delay = target.max(reject).saturating_sub(elapsed);
+        Deferred {
+            outcome: Outcome::Rejected,
+            answer_after: delay.min(adm.deadline.saturating_duration_since(now)),
+        }
+    }
+
+    fn overloaded(&self, wait: Duration) -> Deferred {
+        let wait = wait.clamp(Duration::from_millis(1), Duration::from_secs(60));
+        now_answer(Outcome::Overloaded {
+            retry_after: jittered(wait, self.inner.config.retry_jitter),
+        })
+    }
+
+    fn record_latency(&self, kind: PrincipalKind, start: Instant) {
+        let i = &*self.inner;
+        let took = i.clock.now().saturating_duration_since(start);
+        i.latencies[kind_idx(kind)].lock().record(took);
+    }
+
+    async fn is_trusted(&self, key: &ThrottleKey, now: Instant) -> bool {
+        let i = &*self.inner;
+        match i.throttle.is_trusted(key, now).await {
+            Ok(t) => t,
+            Err(_) => {
+                metrics::store_error("throttle");
+                i.fallback.is_trusted(key, now).await.unwrap_or(false)
+            }
+        }
+    }
+
+    async fn acquire(&self, charges: &[Charge], now: Instant) -> Decision {
+        let i = &*self.inner;
+        match i.throttle.acquire(charges, now).await {
+            Ok(d) => d,
+            Err(_) => {
+                metrics::store_error("throttle");
+                i.fallback.acquire_now(charges, now)
+            }
+        }
+    }
+
+    async fn refund(&self, charges: &[Charge]) {
+        let i = &*self.inner;
+        let now = i.clock.now();
+        if i.throttle.refund(charges, now).await.is_err() {
+            metrics::store_error("throttle");
+            i.fallback.refund_now(charges, now);
+        }
+    }
+
+    /// Compute the policy hash on the pool's background queue, then compare-and-set it
+    /// into the store. Runs after the answer has been returned.
+    fn spawn_rehash(
+        &self,
+        kind: PrincipalKind,
+        principal: &str,
+        old: &str,
+        secret: Zeroizing<Vec<u8>>,
+    ) {
+        let i = &*self.inner;
+        let key = (kind, principal.to_owned(), old.to_owned());
+        if !i.rehashing.lock().insert(key.clone()) {
+            return;
+        }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            i.rehashing.lock().remove(&key);
+            return;
+        };
+        let (tx, rx) = oneshot::channel();
+        let policy = i.policy.clone();
+        let queued = i.pool.submit_background(Box::new(move || {
+            let _ = tx.send(policy.hash(&secret).ok());
+        }));
+        if !queued {
+            metrics::rehash("dropped");
+            i.rehashing.lock().remove(&key);
+            return;
+        }
+        let inner = Arc::clone(&self.inner);
+        rt.spawn(async move {
+            let (kind, principal, old) = &key;
+            let result = match rx.await {
+                Ok(Some(new)) => match inner.source.replace_hash(*kind, principal, old, &new).await
+                {
+                    Ok(true) => {
+                        inner.counts.rehashed.fetch_add(1, Ordering::Relaxed);
+                        "replaced"
+                    }
+                    Ok(false) => "lost_race",
+                    Err(_) => "error",
+                },
+                _ => "error",
+            };
+            metrics::rehash(result);
+            inner.rehashing.lock().remove(&key);
+        });
+    }
+}
+
+fn now_answer(outcome: Outcome) -> Deferred {
+    Deferred {
+        outcome,
+        answer_after: Duration::ZERO,
+    }
+}
+
+fn refusal_wait(r: Refusal) -> Duration {
+    match r {
+        Refusal::Shutdown => Duration::from_secs(1),
+        Refusal::Full(w) | Refusal::Infeasible(w) => w,
+    }
+}
+
+fn kind_idx(k: PrincipalKind) -> usize {
+    match k {
+        PrincipalKind::Client => 0,
+        PrincipalKind::User => 1,
+    }
+}

@@ -1,0 +1,13 @@
+//! Every `unsafe` block of the hash crate lives under this module: CPU intrinsics behind
+//! runtime feature detection.
+//!
+//! Pattern: each backend module keeps its `#[target_feature]` functions private and hands
+//! out safe function pointers only from a `detect()`-style constructor that has checked the
+//! CPU first, so no safe code can reach an instruction the CPU lacks. Callers pick a
+//! backend once per derivation and call through the pointer.
+//!
+//! Single-stream kernels: `x86_64::{sha1_ni, sha256_ni, sha512_bmi2}`. Multi-buffer
+//! (batch) kernels are added as further modules next to them.
+
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod x86_64;

@@ -1,0 +1,84 @@
+//! Client connections: a TCP socket bound to the client's own source address (so the
+//! server sees distinct sources; Linux routes all of 127.0.0.0/8 to `lo`), then a hyper 1
+//! HTTP/1.1 client connection over it. One connection per client for keep-alive; no pool
+//! layer in between, so the generator's own overhead stays small.
+
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Empty, Full};
+use hyper::body::Bytes;
+use hyper::client::conn::http1::SendRequest;
+use hyper_util::rt::TokioIo;
+use tokio::net::{TcpSocket, TcpStream};
+
+use crate::LabError;
+
+/// The request body type every driver uses.
+pub type Body = Full<Bytes>;
+
+/// Open a TCP connection to `addr`, from `source` when given.
+pub async fn connect(addr: SocketAddr, source: Option<IpAddr>) -> io::Result<TcpStream> {
+    let sock = if addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    if let Some(ip) = source {
+        sock.set_reuseaddr(true)?;
+        sock.bind(SocketAddr::new(ip, 0))?;
+    }
+    let stream = sock.connect(addr).await?;
+    stream.set_nodelay(true)?;
+    Ok(stream)
+}
+
+/// Open an HTTP/1.1 client connection; its driver task runs on the runtime until closed.
+pub async fn open(addr: SocketAddr, source: Option<IpAddr>) -> Result<SendRequest<Body>, io::Error> {
+    let stream = connect(addr, source).await?;
+    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(io::Error::other)?;
+    tokio::spawn(async move {
+        // The connection ends when the peer closes or the sender is dropped; either way
+        // the attempt that used it has already been classified.
+        let _ = conn.await;
+    });
+    Ok(sender)
+}
+
+/// One-off `GET path` (JWKS, discovery, metrics): status and body, within `timeout`.
+pub async fn get(addr: SocketAddr, host: &str, path: &str, timeout: Duration) -> Result<(u16, Bytes), LabError> {
+    let fut = async {
+        let stream = connect(addr, None)
+            .await
+            .map_err(|e| LabError::Target(format!("connect {addr}: {e}")))?;
+        let (mut sender, conn) = hyper::client::conn::http1::handshake::<_, Empty<Bytes>>(TokioIo::new(stream))
+            .await
+            .map_err(|e| LabError::Target(format!("handshake {addr}: {e}")))?;
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        let req = hyper::Request::get(path)
+            .header(hyper::header::HOST, host)
+            .header(hyper::header::CONNECTION, "close")
+            .body(Empty::new())
+            .map_err(|e| LabError::Target(format!("bad request path {path:?}: {e}")))?;
+        let resp = sender
+            .send_request(req)
+            .await
+            .map_err(|e| LabError::Target(format!("GET {path}: {e}")))?;
+        let status = resp.status().as_u16();
+        let body = resp
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| LabError::Target(format!("GET {path}: reading body: {e}")))?
+            .to_bytes();
+        Ok((status, body))
+    };
+    tokio::time::timeout(timeout, fut)
+        .await
+        .map_err(|_| LabError::Target(format!("GET {path}: no answer within {timeout:?}")))?
+}

@@ -1,0 +1,269 @@
+//! `portcullis demo`: the same built-in scenarios against the naive baseline and against
+//! Portcullis, each started fresh in-process on loopback with the same clients, reported
+//! side by side. The lab crate does not depend on the server crate: servers come in through
+//! the [`DemoServer`] trait (the binary supplies Portcullis; [`BaselineServer`] is here).
+
+use std::future::Future;
+use std::net::TcpListener;
+use std::pin::Pin;
+use std::time::{Duration, Instant};
+
+use portcullis_hash::Prf;
+use portcullis_hash::pbkdf2::pbkdf2_hmac;
+
+use crate::LabError;
+use crate::baseline::{Baseline, BaselineConfig};
+use crate::fingerprint::Fingerprint;
+use crate::report::{Report, Section};
+use crate::runner::{RunOptions, run_scenario};
+use crate::scenario::{BUILTIN, DriverSpec, Model, Principals, Scenario};
+
+/// What every demo server is started with.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    /// Delay before a failed attempt is answered.
+    pub reject_delay: Duration,
+    /// OAuth clients to provision (id, secret).
+    pub clients: Vec<(String, String)>,
+    /// PBKDF2-HMAC-SHA256 iterations for their stored secrets.
+    pub iterations: u32,
+}
+
+/// A started server.
+pub struct Started {
+    /// Base URL, `http://127.0.0.1:port`.
+    pub url: String,
+    /// Metrics path on the same port or an `http://` URL of another listener.
+    pub metrics: String,
+    /// Stops the server.
+    pub stop: Box<dyn FnOnce() -> BoxFuture<()> + Send>,
+}
+
+/// A boxed future (the trait is used as a trait object).
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// A server the demo can start with a [`Setup`].
+pub trait DemoServer: Send + Sync {
+    /// Label in the report ("baseline", "portcullis").
+    fn label(&self) -> String;
+    /// One sentence on how it is built (shown in the report).
+    fn about(&self) -> String;
+    /// Start it on a fresh loopback port.
+    fn start(&self, setup: Setup) -> BoxFuture<Result<Started, LabError>>;
+}
+
+/// The naive baseline as a demo server.
+#[derive(Debug, Clone)]
+pub struct BaselineServer {
+    /// Worker threads.
+    pub workers: usize,
+}
+
+impl DemoServer for BaselineServer {
+    fn label(&self) -> String {
+        "baseline".into()
+    }
+
+    fn about(&self) -> String {
+        format!(
+            "baseline: naive blocking server, {} worker threads, PBKDF2 and the reject delay (thread::sleep) inside the worker",
+            self.workers
+        )
+    }
+
+    fn start(&self, setup: Setup) -> BoxFuture<Result<Started, LabError>> {
+        let workers = self.workers;
+        Box::pin(async move {
+            let io = |e: std::io::Error| LabError::Baseline(e.to_string());
+            let l = TcpListener::bind("127.0.0.1:0").map_err(io)?;
+            let m = TcpListener::bind("127.0.0.1:0").map_err(io)?;
+            let cfg = BaselineConfig {
+                workers,
+                reject_delay: setup.reject_delay,
+                iterations: setup.iterations,
+                clients: setup.clients,
+                ..BaselineConfig::default()
+            };
+            // Hashing the provisioned secrets is CPU work: keep it off the runtime.
+            let b = tokio::task::spawn_blocking(move || Baseline::start(l, m, cfg))
+                .await
+                .map_err(|e| LabError::Baseline(e.to_string()))??;
+            let url = format!("http://{}", b.addr());
+            let metrics = format!("http://{}/metrics", b.metrics_addr());
+            Ok(Started {
+                url,
+                metrics,
+                stop: Box::new(move || -> BoxFuture<()> {
+                    Box::pin(async move {
+                        let _ = tokio::task::spawn_blocking(move || b.shutdown()).await;
+                    })
+                }),
+            })
+        })
+    }
+}
+
+/// Demo settings.
+#[derive(Debug, Clone)]
+pub struct DemoOptions {
+    /// Short runs (about 5 s per scenario and server).
+    pub quick: bool,
+    /// Live progress line.
+    pub progress: bool,
+    /// Target time of one PBKDF2 verification, which sets the iteration count.
+    pub verify_target: Duration,
+}
+
+/// Measured hashing speed of this machine.
+#[derive(Debug, Clone, Copy)]
+pub struct Calibration {
+    /// Iterations chosen.
+    pub iterations: u32,
+    /// Seconds per verification at that count, one core.
+    pub verify_s: f64,
+    /// Verifications per second with every core hashing.
+    pub capacity: f64,
+}
+
+/// Pick an iteration count near `target` per verification and estimate capacity.
+pub fn calibrate(target: Duration) -> Calibration {
+    let probe = 20_000u32;
+    let mut out = [0u8; 32];
+    pbkdf2_hmac(Prf::Sha256, b"warm-up", b"calibration-salt", 2_000, &mut out);
+    let t = Instant::now();
+    for _ in 0..3 {
+        pbkdf2_hmac(Prf::Sha256, b"probe", b"calibration-salt", probe, &mut out);
+    }
+    let per_iter = t.elapsed().as_secs_f64() / f64::from(3 * probe);
+    let raw = target.as_secs_f64() / per_iter.max(1e-12);
+    let iterations = ((raw / 1000.0).round() * 1000.0).clamp(1000.0, 600_000.0) as u32;
+    let verify_s = per_iter * f64::from(iterations);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    Calibration {
+        iterations,
+        verify_s,
+        capacity: cores / verify_s,
+    }
+}
+
+/// The scenarios the demo runs, adjusted for `quick` and `capacity`.
+pub fn scenarios(quick: bool, capacity: f64) -> Result<Vec<Scenario>, LabError> {
+    let mut out = Vec::new();
+    for (_, text) in BUILTIN {
+        let mut s = Scenario::parse(text, None)?;
+        if !matches!(s.driver, DriverSpec::OAuth2 { .. }) || (quick && !s.demo.quick) {
+            continue;
+        }
+        if quick {
+            s.scale_time(0.25);
+            s.run.timeout = s.run.timeout.min(Duration::from_secs(3));
+        }
+        if let Some(x) = s.demo.rate_x_capacity {
+            for g in &mut s.groups {
+                if let Model::Open { rate, rate_end, .. } = &mut g.model
+                    && g.expects_success()
+                {
+                    *rate = (capacity * x).round().max(1.0);
+                    *rate_end = *rate;
+                }
+            }
+        }
+        out.push(s);
+    }
+    Ok(out)
+}
+
+/// Run the demo against `servers` and build the report.
+pub async fn run(servers: &[&dyn DemoServer], opts: &DemoOptions) -> Result<Report, LabError> {
+    let target = opts.verify_target;
+    let cal = tokio::task::spawn_blocking(move || calibrate(target))
+        .await
+        .map_err(|e| LabError::Baseline(e.to_string()))?;
+    let scns = scenarios(opts.quick, cal.capacity)?;
+    let count = scns
+        .iter()
+        .map(|s| s.principals.len())
+        .max()
+        .unwrap_or(0);
+    let clients: Vec<(String, String)> = match scns.first().map(|s| &s.principals) {
+        Some(p @ Principals::Generated { .. }) => (0..count).filter_map(|i| p.get(i)).collect(),
+        _ => Vec::new(),
+    };
+    let mut sections = Vec::new();
+    for scn in &scns {
+        let mut results = Vec::new();
+        for srv in servers {
+            let setup = Setup {
+                reject_delay: scn.demo.reject_delay.unwrap_or(Duration::from_secs(1)),
+                clients: clients.clone(),
+                iterations: cal.iterations,
+            };
+            let started = srv.start(setup).await?;
+            let mut s = scn.clone().with_target_url(&started.url)?;
+            s.target.metrics = Some(started.metrics.clone());
+            s.raw.target.metrics = started.metrics.clone();
+            let ro = RunOptions {
+                allow_targets: Vec::new(),
+                progress: opts.progress,
+                label: srv.label(),
+            };
+            let res = run_scenario(&s, &ro).await;
+            (started.stop)().await;
+            results.push(res?);
+        }
+        sections.push(Section {
+            scenario: scn.raw.name.clone(),
+            description: scn.raw.description.clone(),
+            results,
+        });
+    }
+    let mut notes = vec![
+        format!(
+            "Client secrets are stored as PBKDF2-HMAC-SHA256 with {} iterations (demo cost, chosen so one verification takes about {:.1} ms on this machine; the production default is 600,000). Estimated hashing capacity with all {} cores: {:.0} verifications/s; the overload scenario offers twice that.",
+            cal.iterations,
+            cal.verify_s * 1000.0,
+            std::thread::available_parallelism().map_or(1, |n| n.get()),
+            cal.capacity
+        ),
+        format!(
+            "{} run: every scenario lasts {}; each server is started fresh for each scenario with the same {} clients, on loopback, while the lab runs on the same machine.",
+            if opts.quick { "Quick (--quick)" } else { "Full" },
+            if opts.quick { "about 5 s" } else { "20 s" },
+            clients.len()
+        ),
+    ];
+    for s in servers {
+        notes.push(s.about());
+    }
+    notes.extend(headlines(&sections));
+    Ok(Report {
+        title: "Portcullis demo: naive baseline vs Portcullis under the field reports' scenarios".into(),
+        fingerprint: Fingerprint::collect(),
+        notes,
+        sections,
+    })
+}
+
+/// One sentence per scenario comparing legitimate clients' experience across targets.
+pub fn headlines(sections: &[Section]) -> Vec<String> {
+    sections
+        .iter()
+        .map(|s| {
+            let parts: Vec<String> = s
+                .results
+                .iter()
+                .filter_map(|r| {
+                    let l = r.repeats.first()?.legitimate.as_ref()?;
+                    Some(format!(
+                        "{}: {:.1}% of legitimate requests succeeded, {:.1} tokens/s, p99 {:.0} ms",
+                        r.target,
+                        l.success_rate * 100.0,
+                        l.throughput,
+                        l.p99_ms
+                    ))
+                })
+                .collect();
+            format!("{}: {}.", s.scenario, parts.join("; "))
+        })
+        .collect()
+}

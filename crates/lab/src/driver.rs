@@ -1,0 +1,390 @@
+//! Drivers: how one attempt is made and what its answer means.
+//!
+//! The runner knows nothing of protocols: it asks a [`Driver`] to prepare each client once
+//! (credentials encoded, request parts built, so the hot path only clones reference-counted
+//! bytes), keeps a per-connection [`Driver::Session`], and calls [`Driver::attempt`]. The
+//! OAuth 2.0 and `http-get` drivers share the HTTP transport; a RADIUS driver would prepare
+//! a packet template per client and keep a UDP socket as its session.
+
+use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper::client::conn::http1::SendRequest;
+use hyper::header::{AUTHORIZATION, CONNECTION, CONTENT_TYPE, HOST, HeaderValue, RETRY_AFTER};
+use hyper::{Method, Request, Response};
+use serde::Deserialize;
+
+use crate::LabError;
+use crate::conn::{self, Body};
+use crate::jwt::{self, Check, Expected, Jwks};
+use crate::record::Outcome;
+use crate::scenario::{ClientAuth, ConnectionMode, Grant};
+
+/// Who one virtual client is.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    /// Principal id (client id, or user name for the password grant).
+    pub id: String,
+    /// The secret it presents (right or wrong).
+    pub secret: String,
+    /// Local address to bind, if any.
+    pub source: Option<IpAddr>,
+    /// Keep-alive or a new connection per request.
+    pub connection: ConnectionMode,
+}
+
+/// What one attempt came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttemptResult {
+    /// Classified outcome.
+    pub outcome: Outcome,
+    /// `Retry-After` of a 429/503, if given in seconds.
+    pub retry_after: Option<Duration>,
+    /// The answer was a valid token for someone else.
+    pub misdelivered: bool,
+}
+
+impl AttemptResult {
+    fn of(outcome: Outcome) -> AttemptResult {
+        AttemptResult {
+            outcome,
+            retry_after: None,
+            misdelivered: false,
+        }
+    }
+}
+
+/// A way of making attempts against a target.
+pub trait Driver: Send + Sync + 'static {
+    /// Per-client prepared data.
+    type Client: Send + Sync + 'static;
+    /// Per-connection state (kept by closed-loop clients, pooled per client in open loop).
+    type Session: Send + 'static;
+
+    /// Prepare a client once, before the run.
+    fn client(&self, who: &Identity) -> Result<Self::Client, LabError>;
+    /// A fresh, unconnected session.
+    fn session(&self) -> Self::Session;
+    /// Make one attempt. Dropping the future (timeout) must leave the session reusable
+    /// (an HTTP session then simply reconnects).
+    fn attempt<'a>(
+        &'a self,
+        client: &'a Self::Client,
+        session: &'a mut Self::Session,
+    ) -> impl Future<Output = AttemptResult> + Send + 'a;
+}
+
+/// How requests reach the target: address and `Host` header.
+#[derive(Debug, Clone)]
+pub struct Transport {
+    /// Target address.
+    pub addr: SocketAddr,
+    /// `Host` header value.
+    pub host: HeaderValue,
+}
+
+/// An HTTP session: at most one open connection.
+#[derive(Debug, Default)]
+pub struct HttpSession {
+    sender: Option<SendRequest<Body>>,
+}
+
+impl Transport {
+    /// Send `req` from `source`, reusing the session's connection when allowed.
+    async fn send(
+        &self,
+        session: &mut HttpSession,
+        source: Option<IpAddr>,
+        mode: ConnectionMode,
+        mut req: Request<Body>,
+    ) -> Result<Response<Bytes>, ()> {
+        // Taken out for the duration of the attempt: if the attempt is dropped by a timeout
+        // the half-used connection is dropped with it.
+        let mut sender = match session.sender.take() {
+            Some(s) if !s.is_closed() => s,
+            _ => conn::open(self.addr, source).await.map_err(|_| ())?,
+        };
+        sender.ready().await.map_err(|_| ())?;
+        let h = req.headers_mut();
+        h.insert(HOST, self.host.clone());
+        if mode == ConnectionMode::PerRequest {
+            // The server closes first, so TIME_WAIT lands on its side, not on our ports.
+            h.insert(CONNECTION, HeaderValue::from_static("close"));
+        }
+        let resp = sender.send_request(req).await.map_err(|_| ())?;
+        let (parts, body) = resp.into_parts();
+        let body = body.collect().await.map_err(|_| ())?.to_bytes();
+        let close = parts
+            .headers
+            .get(CONNECTION)
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"close"));
+        if mode == ConnectionMode::KeepAlive && !close {
+            session.sender = Some(sender);
+        }
+        Ok(Response::from_parts(parts, body))
+    }
+}
+
+fn retry_after(resp: &Response<Bytes>) -> Option<Duration> {
+    let v = resp.headers().get(RETRY_AFTER)?.to_str().ok()?;
+    v.trim().parse::<u64>().ok().map(|s| Duration::from_secs(s.min(3600)))
+}
+
+/// Common status classification (shared by both HTTP drivers).
+fn classify_status(resp: &Response<Bytes>) -> Option<AttemptResult> {
+    let out = match resp.status().as_u16() {
+        429 => Outcome::Throttled,
+        503 => Outcome::Shed,
+        _ => return None,
+    };
+    Some(AttemptResult {
+        outcome: out,
+        retry_after: retry_after(resp),
+        misdelivered: false,
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+
+/// `GET path`, success on 200.
+#[derive(Debug)]
+pub struct HttpGetDriver {
+    /// Transport.
+    pub transport: Transport,
+    /// Request path.
+    pub path: hyper::Uri,
+}
+
+/// A prepared `http-get` client.
+#[derive(Debug)]
+pub struct HttpGetClient {
+    source: Option<IpAddr>,
+    mode: ConnectionMode,
+}
+
+impl Driver for HttpGetDriver {
+    type Client = HttpGetClient;
+    type Session = HttpSession;
+
+    fn client(&self, who: &Identity) -> Result<HttpGetClient, LabError> {
+        Ok(HttpGetClient {
+            source: who.source,
+            mode: who.connection,
+        })
+    }
+
+    fn session(&self) -> HttpSession {
+        HttpSession::default()
+    }
+
+    async fn attempt<'a>(&'a self, client: &'a HttpGetClient, session: &'a mut HttpSession) -> AttemptResult {
+        let mut req = Request::new(Full::new(Bytes::new()));
+        *req.uri_mut() = self.path.clone();
+        let Ok(resp) = self.transport.send(session, client.source, client.mode, req).await else {
+            return AttemptResult::of(Outcome::ConnectionError);
+        };
+        if let Some(r) = classify_status(&resp) {
+            return r;
+        }
+        AttemptResult::of(if resp.status() == 200 {
+            Outcome::Success
+        } else {
+            Outcome::WrongResponse
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+
+/// OAuth 2.0 token requests (RFC 6749), tokens checked against the JWKS.
+#[derive(Debug)]
+pub struct OAuth2Driver {
+    /// Transport.
+    pub transport: Transport,
+    /// Token endpoint path.
+    pub token_path: hyper::Uri,
+    /// Grant type.
+    pub grant: Grant,
+    /// Client authentication.
+    pub auth: ClientAuth,
+    /// Scope to request.
+    pub scope: Option<String>,
+    /// Password grant: the application client (id, secret).
+    pub app_client: Option<(String, String)>,
+    /// Verification keys (fetched before each repeat).
+    pub jwks: Arc<Jwks>,
+    /// Expected `iss`.
+    pub issuer: Option<String>,
+}
+
+/// A prepared OAuth 2.0 client: its encoded request parts and who its tokens must name.
+#[derive(Debug)]
+pub struct OAuth2Client {
+    source: Option<IpAddr>,
+    mode: ConnectionMode,
+    authorization: Option<HeaderValue>,
+    body: Bytes,
+    expect_client_id: String,
+    expect_sub: String,
+}
+
+/// `application/x-www-form-urlencoded` encoding of one value.
+pub fn form_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'*' => out.push(b as char),
+            b' ' => out.push('+'),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+fn basic(id: &str, secret: &str) -> Result<HeaderValue, LabError> {
+    // RFC 6749 2.3.1: id and secret are form-encoded before the Basic encoding.
+    let raw = format!("{}:{}", form_encode(id), form_encode(secret));
+    HeaderValue::from_str(&format!("Basic {}", STANDARD.encode(raw)))
+        .map_err(|e| LabError::Scenario(format!("credentials make a bad header: {e}")))
+}
+
+#[derive(Deserialize)]
+struct TokenResponse {
+    access_token: String,
+}
+
+#[derive(Deserialize)]
+struct ErrorResponse {
+    error: String,
+}
+
+impl Driver for OAuth2Driver {
+    type Client = OAuth2Client;
+    type Session = HttpSession;
+
+    fn client(&self, who: &Identity) -> Result<OAuth2Client, LabError> {
+        let mut body = String::new();
+        let mut field = |k: &str, v: &str| {
+            if !body.is_empty() {
+                body.push('&');
+            }
+            body.push_str(k);
+            body.push('=');
+            body.push_str(&form_encode(v));
+        };
+        // Who authenticates as the OAuth client, and who the token must name.
+        let (client_id, client_secret, sub) = match (self.grant, &self.app_client) {
+            (Grant::Password, Some((cid, cs))) => {
+                field("grant_type", "password");
+                field("username", &who.id);
+                field("password", &who.secret);
+                (cid.as_str(), cs.as_str(), who.id.as_str())
+            }
+            _ => {
+                field("grant_type", "client_credentials");
+                (who.id.as_str(), who.secret.as_str(), who.id.as_str())
+            }
+        };
+        if let Some(s) = &self.scope {
+            field("scope", s);
+        }
+        let authorization = match self.auth {
+            ClientAuth::ClientSecretBasic => Some(basic(client_id, client_secret)?),
+            ClientAuth::ClientSecretPost => {
+                field("client_id", client_id);
+                field("client_secret", client_secret);
+                None
+            }
+        };
+        Ok(OAuth2Client {
+            source: who.source,
+            mode: who.connection,
+            authorization,
+            body: Bytes::from(body),
+            expect_client_id: client_id.to_string(),
+            expect_sub: sub.to_string(),
+        })
+    }
+
+    fn session(&self) -> HttpSession {
+        HttpSession::default()
+    }
+
+    async fn attempt<'a>(&'a self, client: &'a OAuth2Client, session: &'a mut HttpSession) -> AttemptResult {
+        let mut req = Request::new(Full::new(client.body.clone()));
+        *req.method_mut() = Method::POST;
+        *req.uri_mut() = self.token_path.clone();
+        let h = req.headers_mut();
+        h.insert(CONTENT_TYPE, HeaderValue::from_static("application/x-www-form-urlencoded"));
+        if let Some(a) = &client.authorization {
+            h.insert(AUTHORIZATION, a.clone());
+        }
+        let Ok(resp) = self.transport.send(session, client.source, client.mode, req).await else {
+            return AttemptResult::of(Outcome::ConnectionError);
+        };
+        if let Some(r) = classify_status(&resp) {
+            return r;
+        }
+        match resp.status().as_u16() {
+            200 => {
+                let Ok(t) = serde_json::from_slice::<TokenResponse>(resp.body()) else {
+                    return AttemptResult::of(Outcome::WrongResponse);
+                };
+                let expected = Expected {
+                    client_id: &client.expect_client_id,
+                    sub: &client.expect_sub,
+                    issuer: self.issuer.as_deref(),
+                };
+                match jwt::check(&t.access_token, &self.jwks, expected, unix_now()) {
+                    Check::Valid => AttemptResult::of(Outcome::Success),
+                    Check::Invalid(_) => AttemptResult::of(Outcome::WrongResponse),
+                    Check::Misdelivered => AttemptResult {
+                        outcome: Outcome::WrongResponse,
+                        retry_after: None,
+                        misdelivered: true,
+                    },
+                }
+            }
+            401 => AttemptResult::of(Outcome::AuthFailure),
+            400 => match serde_json::from_slice::<ErrorResponse>(resp.body()) {
+                Ok(e) if matches!(e.error.as_str(), "invalid_client" | "invalid_grant" | "unauthorized_client") => {
+                    AttemptResult::of(Outcome::AuthFailure)
+                }
+                _ => AttemptResult::of(Outcome::WrongResponse),
+            },
+            _ => AttemptResult::of(Outcome::WrongResponse),
+        }
+    }
+}
+
+/// Seconds since the Unix epoch.
+pub fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn form_encoding_matches_the_html_spec() {
+        assert_eq!(form_encode("a b&c=d/é"), "a+b%26c%3Dd%2F%C3%A9");
+        assert_eq!(form_encode("AZaz09-._*"), "AZaz09-._*");
+    }
+
+    #[test]
+    fn basic_header_form_encodes_before_base64() {
+        // "a:b" -> YTpi ; "x y:p%" -> "x+y:p%25" -> eCt5OnAlMjU=
+        assert_eq!(basic("a", "b").unwrap(), "Basic YTpi");
+        assert_eq!(basic("x y", "p%").unwrap(), "Basic eCt5OnAlMjU=");
+    }
+}

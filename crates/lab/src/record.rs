@@ -1,0 +1,425 @@
+//! Measurement: what happened to every attempt, per group, overall and per second.
+//!
+//! Latencies go into HdrHistograms (microseconds) so percentiles are exact to 3 significant
+//! digits overall and 2 per second, however many requests a run makes. Completions are
+//! bucketed by the second they finished in; the number of requests in flight is sampled once
+//! a second by the runner's ticker. The recorder is shared by every task of a group behind a
+//! short `parking_lot` lock: recording is a few array increments.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+
+/// What one attempt came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// A token (or 200 for `http-get`) that passed every check.
+    Success,
+    /// The server refused the credentials (400 invalid_client/invalid_grant, 401).
+    AuthFailure,
+    /// 429 Too Many Requests.
+    Throttled,
+    /// 503 Service Unavailable (load shed).
+    Shed,
+    /// No complete answer within the timeout (counted from the intended send time).
+    Timeout,
+    /// Connect, write or read failed.
+    ConnectionError,
+    /// Any other status, a malformed body, or a token that failed verification.
+    WrongResponse,
+}
+
+/// Every outcome, in report order.
+pub const OUTCOMES: [Outcome; 7] = [
+    Outcome::Success,
+    Outcome::AuthFailure,
+    Outcome::Throttled,
+    Outcome::Shed,
+    Outcome::Timeout,
+    Outcome::ConnectionError,
+    Outcome::WrongResponse,
+];
+
+impl Outcome {
+    /// Index into count arrays.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// snake_case name used in JSON and CSV.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Success => "success",
+            Outcome::AuthFailure => "auth_failure",
+            Outcome::Throttled => "throttled",
+            Outcome::Shed => "shed",
+            Outcome::Timeout => "timeout",
+            Outcome::ConnectionError => "connection_error",
+            Outcome::WrongResponse => "wrong_response",
+        }
+    }
+}
+
+const HIGHEST_US: u64 = 3_600_000_000;
+
+fn hist(sigfig: u8) -> Histogram<u64> {
+    // Bounds are constants within hdrhistogram's limits, so construction cannot fail;
+    // fall back to an auto-resizing histogram rather than panic.
+    Histogram::new_with_bounds(1, HIGHEST_US, sigfig).unwrap_or_else(|_| {
+        let mut h = Histogram::new(sigfig.min(5)).unwrap_or_else(|_| unreachable_hist());
+        h.auto(true);
+        h
+    })
+}
+
+#[allow(clippy::expect_used)] // sigfig 2 is always valid for hdrhistogram
+fn unreachable_hist() -> Histogram<u64> {
+    Histogram::new(2).expect("2 significant figures is valid")
+}
+
+/// One second of one group.
+#[derive(Debug)]
+struct Second {
+    counts: [u64; 7],
+    hist: Histogram<u64>,
+    outstanding: i64,
+}
+
+impl Second {
+    fn new() -> Second {
+        Second {
+            counts: [0; 7],
+            hist: hist(2),
+            outstanding: 0,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Data {
+    hist: Histogram<u64>,
+    counts: [u64; 7],
+    seconds: Vec<Second>,
+}
+
+/// The recorder of one group.
+#[derive(Debug)]
+pub struct GroupRecorder {
+    /// Group name.
+    pub name: String,
+    /// Whether its clients should get tokens.
+    pub expects_success: bool,
+    /// Length of the group's active time (throughput denominator).
+    pub active: Duration,
+    /// Requests in flight now.
+    pub outstanding: AtomicI64,
+    /// Tokens for the wrong client (fails the run).
+    pub misdelivered: AtomicU64,
+    /// Successes for credentials that should have failed (fails the run).
+    pub breaches: AtomicU64,
+    /// Open-loop arrivals skipped while honouring a Retry-After.
+    pub skipped: AtomicU64,
+    data: Mutex<Data>,
+}
+
+impl GroupRecorder {
+    /// A recorder for a group.
+    pub fn new(name: &str, expects_success: bool, active: Duration) -> GroupRecorder {
+        GroupRecorder {
+            name: name.to_string(),
+            expects_success,
+            active,
+            outstanding: AtomicI64::new(0),
+            misdelivered: AtomicU64::new(0),
+            breaches: AtomicU64::new(0),
+            skipped: AtomicU64::new(0),
+            data: Mutex::new(Data {
+                hist: hist(3),
+                counts: [0; 7],
+                seconds: Vec::new(),
+            }),
+        }
+    }
+
+    /// Record one completed attempt that finished `at_second` seconds into the run.
+    pub fn record(&self, at_second: usize, outcome: Outcome, latency: Duration) {
+        let us = (latency.as_micros() as u64).clamp(1, HIGHEST_US);
+        if outcome == Outcome::Success && !self.expects_success {
+            self.breaches.fetch_add(1, Ordering::Relaxed);
+        }
+        let mut d = self.data.lock();
+        d.hist.saturating_record(us);
+        d.counts[outcome.index()] += 1;
+        let s = second_mut(&mut d.seconds, at_second);
+        s.counts[outcome.index()] += 1;
+        s.hist.saturating_record(us);
+    }
+
+    /// Store the sampled number of requests in flight for `second`.
+    pub fn sample_outstanding(&self, second: usize) {
+        let n = self.outstanding.load(Ordering::Relaxed);
+        let mut d = self.data.lock();
+        second_mut(&mut d.seconds, second).outstanding = n;
+    }
+
+    /// Completed attempts so far.
+    pub fn completed(&self) -> u64 {
+        self.data.lock().counts.iter().sum()
+    }
+
+    /// Summarise into the serialisable result.
+    pub fn finish(&self) -> GroupResult {
+        let d = self.data.lock();
+        let series = d
+            .seconds
+            .iter()
+            .enumerate()
+            .map(|(i, s)| SecondRow {
+                second: i as u64,
+                completed: s.counts.iter().sum(),
+                outstanding: s.outstanding,
+                p50_ms: pct_ms(&s.hist, 50.0),
+                p99_ms: pct_ms(&s.hist, 99.0),
+                outcomes: outcome_map(&s.counts),
+            })
+            .collect();
+        let mut r = summarize(
+            &self.name,
+            self.expects_success,
+            &d.hist,
+            &d.counts,
+            self.active,
+        );
+        r.misdelivered = self.misdelivered.load(Ordering::Relaxed);
+        r.breaches = self.breaches.load(Ordering::Relaxed);
+        r.skipped_retry_after = self.skipped.load(Ordering::Relaxed);
+        r.series = series;
+        r
+    }
+
+    /// The overall histogram and counts (for merging legitimate groups).
+    pub fn raw(&self) -> (Histogram<u64>, [u64; 7]) {
+        let d = self.data.lock();
+        (d.hist.clone(), d.counts)
+    }
+}
+
+fn second_mut(seconds: &mut Vec<Second>, i: usize) -> &mut Second {
+    while seconds.len() <= i {
+        seconds.push(Second::new());
+    }
+    &mut seconds[i]
+}
+
+fn pct_ms(h: &Histogram<u64>, p: f64) -> f64 {
+    if h.is_empty() {
+        0.0
+    } else {
+        h.value_at_percentile(p) as f64 / 1000.0
+    }
+}
+
+fn outcome_map(counts: &[u64; 7]) -> BTreeMap<Outcome, u64> {
+    OUTCOMES.iter().map(|o| (*o, counts[o.index()])).collect()
+}
+
+/// Summary figures of a set of attempts.
+pub fn summarize(
+    name: &str,
+    expects_success: bool,
+    h: &Histogram<u64>,
+    counts: &[u64; 7],
+    active: Duration,
+) -> GroupResult {
+    let completed: u64 = counts.iter().sum();
+    let rate = |n: u64| if completed == 0 { 0.0 } else { n as f64 / completed as f64 };
+    let secs = active.as_secs_f64().max(1e-9);
+    GroupResult {
+        name: name.to_string(),
+        expects_success,
+        completed,
+        outcomes: outcome_map(counts),
+        success_rate: rate(counts[Outcome::Success.index()]),
+        timeout_rate: rate(counts[Outcome::Timeout.index()]),
+        throughput: counts[Outcome::Success.index()] as f64 / secs,
+        completed_per_s: completed as f64 / secs,
+        mean_ms: if h.is_empty() { 0.0 } else { h.mean() / 1000.0 },
+        p50_ms: pct_ms(h, 50.0),
+        p90_ms: pct_ms(h, 90.0),
+        p99_ms: pct_ms(h, 99.0),
+        p999_ms: pct_ms(h, 99.9),
+        max_ms: if h.is_empty() { 0.0 } else { h.max() as f64 / 1000.0 },
+        misdelivered: 0,
+        breaches: 0,
+        skipped_retry_after: 0,
+        series: Vec::new(),
+    }
+}
+
+/// Merge groups (the "legitimate" aggregate used by thresholds and headlines).
+pub fn merge(name: &str, parts: &[(Histogram<u64>, [u64; 7])], active: Duration) -> GroupResult {
+    let mut h = hist(3);
+    let mut counts = [0u64; 7];
+    for (ph, pc) in parts {
+        // Same bounds everywhere, so adding cannot fail; saturate rather than panic.
+        if h.add(ph).is_err() {
+            for v in ph.iter_recorded() {
+                h.saturating_record_n(v.value_iterated_to(), v.count_at_value());
+            }
+        }
+        for i in 0..7 {
+            counts[i] += pc[i];
+        }
+    }
+    summarize(name, true, &h, &counts, active)
+}
+
+/// One row of a group's per-second series.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SecondRow {
+    /// Seconds since the run started.
+    pub second: u64,
+    /// Attempts completed in this second.
+    pub completed: u64,
+    /// Requests in flight when the second ended.
+    pub outstanding: i64,
+    /// Median latency of this second's completions (ms).
+    pub p50_ms: f64,
+    /// 99th percentile (ms).
+    pub p99_ms: f64,
+    /// Completions by outcome.
+    pub outcomes: BTreeMap<Outcome, u64>,
+}
+
+/// What a group experienced.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct GroupResult {
+    /// Group name.
+    pub name: String,
+    /// Whether its clients should have got tokens.
+    pub expects_success: bool,
+    /// Attempts completed (all outcomes).
+    pub completed: u64,
+    /// Completions by outcome.
+    pub outcomes: BTreeMap<Outcome, u64>,
+    /// successes / completed.
+    pub success_rate: f64,
+    /// timeouts / completed.
+    pub timeout_rate: f64,
+    /// Successes per second of the group's active time.
+    pub throughput: f64,
+    /// Completions per second of the group's active time.
+    pub completed_per_s: f64,
+    /// Mean latency (ms).
+    pub mean_ms: f64,
+    /// Percentiles (ms), all outcomes, from the intended send time in open loop.
+    pub p50_ms: f64,
+    /// 90th percentile.
+    pub p90_ms: f64,
+    /// 99th percentile.
+    pub p99_ms: f64,
+    /// 99.9th percentile.
+    pub p999_ms: f64,
+    /// Maximum.
+    pub max_ms: f64,
+    /// Tokens delivered for another client.
+    pub misdelivered: u64,
+    /// Successes for credentials that should fail.
+    pub breaches: u64,
+    /// Open-loop arrivals skipped while honouring Retry-After.
+    pub skipped_retry_after: u64,
+    /// Per-second series.
+    pub series: Vec<SecondRow>,
+}
+
+/// The run's clock: second index of an instant.
+#[derive(Debug, Clone, Copy)]
+pub struct RunClock {
+    /// When the run (second 0) started.
+    pub t0: Instant,
+}
+
+impl RunClock {
+    /// Whole seconds from t0 to `at` (0 before t0).
+    pub fn second(&self, at: Instant) -> usize {
+        at.saturating_duration_since(self.t0).as_secs() as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(v: u64) -> Duration {
+        Duration::from_millis(v)
+    }
+
+    #[test]
+    fn counts_percentiles_and_series_follow_the_recorded_attempts() {
+        let g = GroupRecorder::new("legit", true, Duration::from_secs(2));
+        // Second 0: 99 successes at 10 ms and one timeout at 2000 ms.
+        for _ in 0..99 {
+            g.record(0, Outcome::Success, ms(10));
+        }
+        g.record(0, Outcome::Timeout, ms(2000));
+        // Second 1: 50 auth failures at 1 ms, 50 sheds at 3 ms.
+        for _ in 0..50 {
+            g.record(1, Outcome::AuthFailure, ms(1));
+            g.record(1, Outcome::Shed, ms(3));
+        }
+        g.outstanding.store(7, Ordering::Relaxed);
+        g.sample_outstanding(1);
+        let r = g.finish();
+        assert_eq!(r.completed, 200);
+        assert_eq!(r.outcomes[&Outcome::Success], 99);
+        assert_eq!(r.outcomes[&Outcome::Timeout], 1);
+        assert_eq!(r.outcomes[&Outcome::AuthFailure], 50);
+        assert_eq!(r.outcomes[&Outcome::Shed], 50);
+        assert_eq!(r.outcomes[&Outcome::WrongResponse], 0);
+        assert!((r.success_rate - 0.495).abs() < 1e-12);
+        assert!((r.timeout_rate - 0.005).abs() < 1e-12);
+        assert!((r.throughput - 49.5).abs() < 1e-9);
+        // 200 values sorted: 50 x 1 ms, 50 x 3 ms, 99 x 10 ms, 1 x 2000 ms.
+        assert!((r.p50_ms - 3.0).abs() < 0.01, "{}", r.p50_ms);
+        assert!((r.p90_ms - 10.0).abs() < 0.01);
+        assert!((r.max_ms - 2000.0).abs() < 2.0);
+        assert_eq!(r.series.len(), 2);
+        assert_eq!(r.series[0].completed, 100);
+        assert!((r.series[0].p99_ms - 10.0).abs() < 0.1);
+        assert_eq!(r.series[1].completed, 100);
+        assert_eq!(r.series[1].outstanding, 7);
+        assert_eq!(r.series[1].outcomes[&Outcome::Shed], 50);
+    }
+
+    #[test]
+    fn a_success_for_wrong_credentials_is_a_breach() {
+        let g = GroupRecorder::new("attackers", false, Duration::from_secs(1));
+        g.record(0, Outcome::AuthFailure, ms(1));
+        g.record(0, Outcome::Success, ms(1));
+        let r = g.finish();
+        assert_eq!(r.breaches, 1);
+        let ok = GroupRecorder::new("legit", true, Duration::from_secs(1));
+        ok.record(0, Outcome::Success, ms(1));
+        assert_eq!(ok.finish().breaches, 0);
+    }
+
+    #[test]
+    fn merging_adds_counts_and_histograms() {
+        let a = GroupRecorder::new("a", true, Duration::from_secs(1));
+        let b = GroupRecorder::new("b", true, Duration::from_secs(1));
+        for _ in 0..3 {
+            a.record(0, Outcome::Success, ms(5));
+        }
+        b.record(0, Outcome::Shed, ms(500));
+        let m = merge("legitimate", &[a.raw(), b.raw()], Duration::from_secs(1));
+        assert_eq!(m.completed, 4);
+        assert!((m.success_rate - 0.75).abs() < 1e-12);
+        assert!((m.max_ms - 500.0).abs() < 1.0);
+        assert!((m.p50_ms - 5.0).abs() < 0.01);
+    }
+}

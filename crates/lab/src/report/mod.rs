@@ -1,0 +1,128 @@
+//! Outputs of a run in `--out DIR`: `summary.json` (everything, machine-readable),
+//! `timeseries.csv` (one row per group or server per second) and `report.html`
+//! (self-contained: inline SVG charts drawn here, no scripts, no network).
+//!
+//! A [`Report`] holds sections, one per scenario; a section holds one result per target,
+//! so `portcullis demo` shows the naive baseline and Portcullis side by side.
+
+mod html;
+mod svg;
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::LabError;
+use crate::fingerprint::Fingerprint;
+use crate::record::OUTCOMES;
+use crate::runner::ScenarioResult;
+
+/// Everything a report shows.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Report {
+    /// Title.
+    pub title: String,
+    /// Machine, commit, seed context.
+    pub fingerprint: Fingerprint,
+    /// Sentences shown under the title (e.g. which hash cost the demo used).
+    pub notes: Vec<String>,
+    /// One per scenario.
+    pub sections: Vec<Section>,
+}
+
+/// One scenario run against one or more targets.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Section {
+    /// Scenario name.
+    pub scenario: String,
+    /// Its description.
+    pub description: String,
+    /// One result per target, shown side by side.
+    pub results: Vec<ScenarioResult>,
+}
+
+impl Report {
+    /// Whether every result passed.
+    pub fn passed(&self) -> bool {
+        self.sections.iter().all(|s| s.results.iter().all(|r| r.passed))
+    }
+
+    /// Write the three files into `dir` (created if missing); returns the HTML path.
+    pub fn write(&self, dir: &Path) -> Result<PathBuf, LabError> {
+        let err = |p: &Path, e: std::io::Error| LabError::Output(format!("{}: {e}", p.display()));
+        std::fs::create_dir_all(dir).map_err(|e| err(dir, e))?;
+        let json = serde_json::to_string_pretty(self).map_err(|e| LabError::Output(e.to_string()))?;
+        let p = dir.join("summary.json");
+        std::fs::write(&p, json).map_err(|e| err(&p, e))?;
+        let p = dir.join("timeseries.csv");
+        std::fs::write(&p, self.csv()).map_err(|e| err(&p, e))?;
+        let p = dir.join("report.html");
+        std::fs::write(&p, html::render(self)).map_err(|e| err(&p, e))?;
+        Ok(p)
+    }
+
+    /// The CSV text: a header, then per scenario, target, repeat and second one row per
+    /// group and one `server` row (server columns empty on group rows and vice versa).
+    pub fn csv(&self) -> String {
+        let mut out = String::from("scenario,target,repeat,series,second,completed,outstanding,p50_ms,p99_ms");
+        for o in OUTCOMES {
+            out.push(',');
+            out.push_str(o.name());
+        }
+        out.push_str(",queue_wait_mean_ms,queue_wait_p99_ms,server_shed,server_throttled,pool_busy,server_attempts\n");
+        let opt = |v: Option<f64>| v.filter(|x| x.is_finite()).map(|x| format!("{x:.3}")).unwrap_or_default();
+        for s in &self.sections {
+            for r in &s.results {
+                for rep in &r.repeats {
+                    let lead = format!("{},{},{}", csv_field(&r.scenario), csv_field(&r.target), rep.repeat);
+                    for g in &rep.groups {
+                        for row in &g.series {
+                            out.push_str(&format!(
+                                "{lead},{},{},{},{},{:.3},{:.3}",
+                                csv_field(&g.name),
+                                row.second,
+                                row.completed,
+                                row.outstanding,
+                                row.p50_ms,
+                                row.p99_ms
+                            ));
+                            for o in OUTCOMES {
+                                out.push_str(&format!(",{}", row.outcomes.get(&o).copied().unwrap_or(0)));
+                            }
+                            out.push_str(",,,,,,\n");
+                        }
+                    }
+                    for row in &rep.server {
+                        out.push_str(&format!("{lead},server,{},,,,", row.second));
+                        out.push_str(&",".repeat(OUTCOMES.len()));
+                        if row.scraped {
+                            out.push_str(&format!(
+                                ",{},{},{},{},{},{}\n",
+                                opt(row.queue_wait_mean_ms),
+                                opt(row.queue_wait_p99_ms),
+                                row.shed,
+                                row.throttled,
+                                opt(row.pool_busy),
+                                row.attempts.values().sum::<f64>()
+                            ));
+                        } else {
+                            out.push_str(",,,,,,\n");
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,168 @@
+//! Report generation from known inputs: the files are parsed back and compared with what
+//! was recorded, not with the generator's own output.
+
+use std::time::Duration;
+
+use super::*;
+use crate::record::{GroupRecorder, Outcome};
+use crate::runner::{RepeatResult, ScenarioResult};
+use crate::scrape::ServerSecond;
+
+fn known_result() -> ScenarioResult {
+    let legit = GroupRecorder::new("legit", true, Duration::from_secs(2));
+    for _ in 0..8 {
+        legit.record(0, Outcome::Success, Duration::from_millis(4));
+    }
+    legit.record(1, Outcome::Success, Duration::from_millis(4));
+    legit.record(1, Outcome::Timeout, Duration::from_secs(5));
+    let bad = GroupRecorder::new("attackers, \"evil\"", false, Duration::from_secs(2));
+    for _ in 0..3 {
+        bad.record(1, Outcome::AuthFailure, Duration::from_millis(1000));
+    }
+    let groups = vec![legit.finish(), bad.finish()];
+    let legitimate = Some(crate::record::merge("legitimate", &[legit.raw()], Duration::from_secs(2)));
+    let server = vec![
+        ServerSecond {
+            second: 0,
+            scraped: true,
+            pool_busy: Some(3.0),
+            ..ServerSecond::default()
+        },
+        ServerSecond {
+            second: 1,
+            scraped: true,
+            queue_wait_mean_ms: Some(12.5),
+            shed: 4.0,
+            throttled: 2.0,
+            pool_busy: Some(16.0),
+            ..ServerSecond::default()
+        },
+        ServerSecond {
+            second: 2,
+            ..ServerSecond::default()
+        },
+    ];
+    ScenarioResult {
+        scenario: "known".into(),
+        description: "known <inputs>".into(),
+        target: "baseline".into(),
+        driver: "oauth2 client_credentials client_secret_basic".into(),
+        scenario_toml: "name = \"known\"".into(),
+        seed: 42,
+        repeats: vec![RepeatResult {
+            repeat: 0,
+            started_unix: 1_700_000_000,
+            duration_s: 2.0,
+            requests: 13,
+            capped: false,
+            groups,
+            legitimate,
+            server,
+            misdelivered: 0,
+            breaches: 0,
+        }],
+        thresholds: Vec::new(),
+        failures: vec!["threshold x".into()],
+        passed: false,
+    }
+}
+
+fn report() -> Report {
+    Report {
+        title: "Known report".into(),
+        fingerprint: crate::fingerprint::Fingerprint {
+            cpu: "Test CPU".into(),
+            cores: 2,
+            git_commit: "abc123".into(),
+            os: "linux x86_64".into(),
+            version: "0.1.0".into(),
+            created_unix: 1_700_000_000,
+        },
+        notes: vec!["PBKDF2-SHA256 at 10000 iterations".into()],
+        sections: vec![Section {
+            scenario: "known".into(),
+            description: "known <inputs>".into(),
+            results: vec![known_result()],
+        }],
+    }
+}
+
+#[test]
+fn summary_json_round_trips_the_recorded_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = report().write(dir.path()).unwrap();
+    assert_eq!(html, dir.path().join("report.html"));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.path().join("summary.json")).unwrap()).unwrap();
+    let rep = &v["sections"][0]["results"][0]["repeats"][0];
+    let legit = &rep["groups"][0];
+    assert_eq!(legit["name"], "legit");
+    assert_eq!(legit["completed"], 10);
+    assert_eq!(legit["outcomes"]["success"], 9);
+    assert_eq!(legit["outcomes"]["timeout"], 1);
+    assert_eq!(legit["success_rate"], 0.9);
+    assert_eq!(rep["groups"][1]["outcomes"]["auth_failure"], 3);
+    assert_eq!(rep["legitimate"]["completed"], 10);
+    assert_eq!(v["fingerprint"]["git_commit"], "abc123");
+    assert_eq!(v["sections"][0]["results"][0]["seed"], 42);
+    assert_eq!(v["sections"][0]["results"][0]["passed"], false);
+}
+
+#[test]
+fn timeseries_csv_has_one_row_per_group_second_and_server_second() {
+    let csv = report().csv();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(header.len(), 9 + 7 + 6);
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    // Quoted fields contain commas, so split with a tiny CSV reader.
+    let rows: Vec<Vec<String>> = lines.map(split_csv).collect();
+    assert!(rows.iter().all(|r| r.len() == header.len()), "{csv}");
+    let legit: Vec<_> = rows.iter().filter(|r| r[col("series")] == "legit").collect();
+    assert_eq!(legit.len(), 2);
+    assert_eq!(legit[0][col("completed")], "8");
+    assert_eq!(legit[1][col("success")], "1");
+    assert_eq!(legit[1][col("timeout")], "1");
+    let bad: Vec<_> = rows.iter().filter(|r| r[col("series")] == "attackers, \"evil\"").collect();
+    assert_eq!(bad.len(), 2);
+    assert_eq!(bad[1][col("auth_failure")], "3");
+    let server: Vec<_> = rows.iter().filter(|r| r[col("series")] == "server").collect();
+    assert_eq!(server.len(), 3);
+    assert_eq!(server[1][col("server_shed")], "4");
+    assert_eq!(server[1][col("pool_busy")], "16.000");
+    assert_eq!(server[1][col("queue_wait_mean_ms")], "12.500");
+    assert_eq!(server[2][col("pool_busy")], "");
+}
+
+fn split_csv(line: &str) -> Vec<String> {
+    let mut out = vec![String::new()];
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                chars.next();
+                out.last_mut().unwrap().push('"');
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => out.push(String::new()),
+            (c, _) => out.last_mut().unwrap().push(c),
+        }
+    }
+    out
+}
+
+#[test]
+fn html_is_self_contained_and_escapes_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = report().write(dir.path()).unwrap();
+    let html = std::fs::read_to_string(path).unwrap();
+    assert!(html.starts_with("<!doctype html>"));
+    assert!(!html.contains("<script"));
+    assert!(!html.contains("http://") || !html.contains("src=\"http"));
+    assert!(html.matches("<svg").count() >= 5, "throughput, p99, 2 outcome stacks, server");
+    assert!(html.contains("known &lt;inputs&gt;"));
+    assert!(html.contains("attackers, &quot;evil&quot;"));
+    assert!(html.contains("90.0%"), "legit success rate 9/10");
+    assert!(html.contains("Test CPU") && html.contains("abc123"));
+    assert!(html.contains("1 scrape(s) of /metrics got no answer"));
+}

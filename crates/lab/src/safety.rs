@@ -1,0 +1,85 @@
+//! Safety rails: the lab generates real load, so it only aims at loopback unless a person
+//! names another host with `--allow-target`, and every run is bounded by hard ceilings that
+//! no scenario or flag can raise.
+
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::time::Duration;
+
+use crate::LabError;
+
+/// Longest a repeat (or any duration in a scenario) may last.
+pub const MAX_DURATION: Duration = Duration::from_secs(3600);
+/// Most requests one repeat may send.
+pub const MAX_REQUESTS: u64 = 20_000_000;
+/// Most repeats.
+pub const MAX_REPEATS: u32 = 100;
+/// Most clients (closed-loop connections, open-loop outstanding) across all groups.
+pub const MAX_CLIENTS: usize = 20_000;
+/// Highest open-loop arrival rate per group (per second).
+pub const MAX_RATE: f64 = 500_000.0;
+
+/// Split `http://host:port[/]` into host and port (https is not supported by the lab yet).
+pub fn parse_http_url(url: &str) -> Result<(String, u16), LabError> {
+    let rest = url.strip_prefix("http://").ok_or_else(|| {
+        LabError::Scenario(format!("target url {url:?} must start with http://"))
+    })?;
+    let rest = rest.trim_end_matches('/');
+    if rest.contains('/') || rest.contains('@') || rest.is_empty() {
+        return Err(LabError::Scenario(format!(
+            "target url {url:?} must be http://host[:port] with no path"
+        )));
+    }
+    let (host, port) = if let Some(inner) = rest.strip_prefix('[') {
+        let (h, p) = inner
+            .split_once(']')
+            .ok_or_else(|| LabError::Scenario(format!("target url {url:?}: bad IPv6 literal")))?;
+        (h.to_string(), p.strip_prefix(':').unwrap_or(""))
+    } else {
+        match rest.rsplit_once(':') {
+            Some((h, p)) => (h.to_string(), p),
+            None => (rest.to_string(), ""),
+        }
+    };
+    let port = if port.is_empty() {
+        80
+    } else {
+        port.parse()
+            .map_err(|_| LabError::Scenario(format!("target url {url:?}: bad port {port:?}")))?
+    };
+    Ok((host, port))
+}
+
+/// Resolve the target and refuse anything that is not loopback unless `allowed` names the
+/// host exactly. Returns the address to connect to.
+pub fn check_target(host: &str, port: u16, allowed: &[String]) -> Result<SocketAddr, LabError> {
+    let addrs: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| LabError::Target(format!("cannot resolve {host}: {e}")))?
+        .collect();
+    let first = *addrs
+        .first()
+        .ok_or_else(|| LabError::Target(format!("{host} resolves to no address")))?;
+    let all_loopback = addrs.iter().all(|a| a.ip().is_loopback());
+    if all_loopback || allowed.iter().any(|a| a == host) {
+        Ok(first)
+    } else {
+        Err(LabError::Target(format!(
+            "{host} ({}) is not a loopback address; the lab only loads loopback targets \
+             unless you pass --allow-target {host}",
+            first.ip()
+        )))
+    }
+}
+
+/// Refuse source addresses that cannot reach a loopback target (non-loopback sources are
+/// allowed only with an allowed remote target).
+pub fn check_sources(sources: &[IpAddr], target: SocketAddr) -> Result<(), LabError> {
+    if target.ip().is_loopback()
+        && let Some(s) = sources.iter().find(|s| !s.is_loopback())
+    {
+        return Err(LabError::Scenario(format!(
+            "source address {s} is not loopback but the target is"
+        )));
+    }
+    Ok(())
+}

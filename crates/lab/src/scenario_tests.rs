@@ -1,0 +1,168 @@
+//! Scenario parsing and validation, and the safety caps.
+
+use super::*;
+
+const MINIMAL: &str = r#"
+name = "t"
+[target]
+url = "http://127.0.0.1:9"
+[driver]
+kind = "oauth2"
+[principals]
+count = 4
+[[group]]
+name = "g"
+size = 2
+"#;
+
+fn err(text: &str) -> String {
+    Scenario::parse(text, None).unwrap_err().to_string()
+}
+
+#[test]
+fn every_builtin_scenario_parses() {
+    for (name, text) in BUILTIN {
+        let s = Scenario::parse(text, None).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(&s.raw.name, name);
+        assert!(!s.raw.description.is_empty());
+    }
+}
+
+#[test]
+fn minimal_scenario_gets_documented_defaults() {
+    let s = Scenario::parse(MINIMAL, None).unwrap();
+    assert_eq!(s.target.port, 9);
+    assert_eq!(s.target.token_path, "/oauth2/token");
+    assert_eq!(s.target.jwks, JwksSource::Discover);
+    assert_eq!(s.target.metrics.as_deref(), Some("/metrics"));
+    assert_eq!(s.run.duration, Duration::from_secs(10));
+    assert_eq!(s.run.repeats, 1);
+    let g = &s.groups[0];
+    assert_eq!(g.model, Model::Closed { think: Duration::ZERO });
+    assert_eq!(g.connection, ConnectionMode::KeepAlive);
+    assert!(g.honour_retry_after);
+    assert_eq!(g.duration, Duration::from_secs(10));
+    assert!(g.expects_success());
+    assert_eq!(s.principals.get(1), Some(("lab-client-1".into(), "lab-secret-1".into())));
+}
+
+#[test]
+fn unknown_keys_are_rejected_with_the_key_named() {
+    let e = err(&format!("{MINIMAL}\nfrobnicate = 1\n"));
+    assert!(e.contains("frobnicate"), "{e}");
+    let e = err(&MINIMAL.replace("size = 2", "size = 2\nthinktime = \"1s\""));
+    assert!(e.contains("thinktime"), "{e}");
+    let e = err(&MINIMAL.replace("[principals]", "[run]\nrepeat = 2\n[principals]"));
+    assert!(e.contains("repeat"), "{e}");
+    let e = err(&MINIMAL.replace("kind = \"oauth2\"", "kind = \"oauth2\"\ngrnat = \"password\""));
+    assert!(e.contains("grnat"), "{e}");
+}
+
+#[test]
+fn open_loop_groups_need_a_rate_and_reject_closed_loop_keys() {
+    let open = MINIMAL.replace("size = 2", "size = 2\nmodel = \"open\"\nrate = 50.0\nrate_end = 100.0\narrival = \"poisson\"");
+    let s = Scenario::parse(&open, None).unwrap();
+    assert_eq!(
+        s.groups[0].model,
+        Model::Open {
+            rate: 50.0,
+            rate_end: 100.0,
+            poisson: true,
+            max_outstanding: 4096
+        }
+    );
+    assert!(err(&MINIMAL.replace("size = 2", "size = 2\nmodel = \"open\"")).contains("needs rate"));
+    assert!(err(&open.replace("rate = 50.0", "rate = 50.0\nthink = \"1s\"")).contains("think is for"));
+    assert!(err(&MINIMAL.replace("size = 2", "size = 2\nrate = 5.0")).contains("are for model"));
+}
+
+#[test]
+fn group_timing_and_principals_are_checked() {
+    let e = err(&MINIMAL.replace("size = 2", "size = 5"));
+    assert!(e.contains("principals 0..5") && e.contains("has 4"), "{e}");
+    let e = err(&MINIMAL.replace("size = 2", "size = 2\nstart = \"9s\"\nduration = \"2s\""));
+    assert!(e.contains("fit in run.duration"), "{e}");
+    let e = err(&MINIMAL.replace("size = 2", "size = 2\nstart = \"2 s\""));
+    assert!(e.contains("unit"), "{e}");
+    let two = format!("{MINIMAL}\n[[group]]\nname = \"h\"\nsize = 2\n");
+    let s = Scenario::parse(&two, None).unwrap();
+    assert_eq!(s.groups[1].principal_offset, 2, "groups get consecutive principals");
+    assert!(err(&two.replace("name = \"h\"", "name = \"g\"")).contains("unique"));
+}
+
+#[test]
+fn durations_and_source_ranges_parse() {
+    assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+    assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
+    assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+    assert!(parse_duration("5").is_err());
+    assert!(parse_duration("5h").is_err());
+    assert!(parse_duration("61m").is_err(), "beyond the hard ceiling of one hour");
+    let s = parse_sources("127.0.0.2-127.0.0.250").unwrap();
+    assert_eq!(s.len(), 249);
+    assert_eq!(s[0], "127.0.0.2".parse::<IpAddr>().unwrap());
+    assert_eq!(s[248], "127.0.0.250".parse::<IpAddr>().unwrap());
+    assert_eq!(parse_sources("127.0.0.7, ::1").unwrap().len(), 2);
+    assert!(parse_sources("127.0.0.9-127.0.0.2").is_err());
+    assert!(parse_sources("localhost").is_err());
+}
+
+#[test]
+fn credentials_from_a_file_are_read_relative_to_the_scenario() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("creds.csv"), "# id,secret\nalice,s3cret,with,commas\nbob,pw\n").unwrap();
+    let text = MINIMAL.replace(
+        "size = 2",
+        "size = 2\ncredentials = \"file\"\ncredentials_file = \"creds.csv\"\nexpect = \"failure\"",
+    );
+    let s = Scenario::parse(&text, Some(dir.path())).unwrap();
+    match &s.groups[0].credentials {
+        Credentials::File { pairs, expect_success } => {
+            assert_eq!(pairs[0], ("alice".to_string(), "s3cret,with,commas".to_string()));
+            assert_eq!(pairs.len(), 2);
+            assert!(!expect_success);
+        }
+        c => panic!("{c:?}"),
+    }
+    assert!(!s.groups[0].expects_success());
+    assert!(err(&MINIMAL.replace("size = 2", "size = 2\ncredentials_file = \"x\"")).contains("only for"));
+}
+
+#[test]
+fn thresholds_name_known_groups_and_metrics() {
+    let t = format!("{MINIMAL}\n[[threshold]]\nmetric = \"p99_ms\"\nmax = 200.0\n");
+    assert_eq!(Scenario::parse(&t, None).unwrap().thresholds[0].metric, Metric::P99Ms);
+    assert!(err(&t.replace("metric = \"p99_ms\"", "group = \"nope\"\nmetric = \"p99_ms\"")).contains("nope"));
+    assert!(err(&t.replace("p99_ms", "p98_ms")).contains("p98_ms"));
+    assert!(err(&t.replace("max = 200.0", "")).contains("min and/or max"));
+}
+
+#[test]
+fn caps_cannot_be_raised_past_the_hard_ceilings() {
+    let e = err(&MINIMAL.replace("[principals]", "[run]\nmax_requests = 50000000\n[principals]"));
+    assert!(e.contains("max_requests"), "{e}");
+    let e = err(&MINIMAL.replace("[principals]", "[run]\nrepeats = 0\n[principals]"));
+    assert!(e.contains("repeats"), "{e}");
+    let e = err(&MINIMAL.replace("[principals]", "[run]\nduration = \"2h\"\n[principals]"));
+    assert!(e.contains("unit") || e.contains("range"), "{e}");
+    let big = MINIMAL.replace("count = 4", "count = 30000").replace("size = 2", "size = 25000");
+    assert!(err(&big).contains("ceiling"));
+    let fast = MINIMAL.replace("size = 2", "size = 2\nmodel = \"open\"\nrate = 1e9");
+    assert!(err(&fast).contains("rate must be"));
+}
+
+#[test]
+fn only_loopback_targets_unless_explicitly_allowed() {
+    assert!(safety::check_target("127.0.0.1", 80, &[]).is_ok());
+    assert!(safety::check_target("127.0.0.9", 80, &[]).is_ok());
+    assert!(safety::check_target("localhost", 80, &[]).is_ok());
+    let e = safety::check_target("192.0.2.1", 80, &[]).unwrap_err().to_string();
+    assert!(e.contains("--allow-target 192.0.2.1"), "{e}");
+    assert!(safety::check_target("192.0.2.1", 80, &["192.0.2.1".into()]).is_ok());
+    assert!(safety::check_target("192.0.2.1", 80, &["192.0.2.2".into()]).is_err());
+    let lo: std::net::SocketAddr = "127.0.0.1:80".parse().unwrap();
+    assert!(safety::check_sources(&["10.0.0.1".parse().unwrap()], lo).is_err());
+    assert!(safety::parse_http_url("https://127.0.0.1").is_err());
+    assert!(safety::parse_http_url("http://127.0.0.1:8080/x").is_err());
+    assert_eq!(safety::parse_http_url("http://[::1]:81").unwrap(), ("::1".into(), 81));
+}

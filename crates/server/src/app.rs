@@ -1,0 +1,164 @@
+//! The shared state of a running server ([`App`]) and how it is assembled from a
+//! configuration and a store.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::time::Instant;
+
+use metrics_exporter_prometheus::PrometheusHandle;
+use portcullis_core::{CredentialSource, MemoryThrottleStore, SystemClock, Verifier};
+use portcullis_hash::Peppers;
+use portcullis_store::{DataDir, MasterKey, Store};
+use thiserror::Error;
+
+use crate::cache::ClientCache;
+use crate::config::Config;
+use crate::keys::{KeyError, KeyManager, unix_now};
+
+/// The server could not be assembled or started.
+#[derive(Debug, Error)]
+pub enum ServerError {
+    /// Configuration problem (including TLS files and certificate checks).
+    #[error("{0}")]
+    Config(String),
+    /// The data directory or store failed.
+    #[error("store: {0}")]
+    Store(#[from] portcullis_store::StoreError),
+    /// Signing keys could not be loaded or created.
+    #[error(transparent)]
+    Keys(#[from] KeyError),
+    /// The verification core refused its configuration or could not start.
+    #[error("verifier: {0}")]
+    Core(#[from] portcullis_core::CoreError),
+    /// Binding or serving failed.
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Counters for the status page that Prometheus does not give cheaply.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Requests being handled right now.
+    pub in_flight: AtomicU64,
+    /// Access tokens issued since start.
+    pub tokens_issued: AtomicU64,
+    /// Requests answered since start.
+    pub requests: AtomicU64,
+}
+
+/// Everything a request handler needs. One per server; shared behind an `Arc`.
+pub struct App {
+    /// The validated configuration.
+    pub config: Config,
+    /// `iss` of our tokens and base of the metadata URLs (no trailing slash).
+    pub issuer: String,
+    /// `aud` of our tokens.
+    pub audience: String,
+    /// The verification core: every secret is checked through it.
+    pub verifier: Verifier,
+    /// The identity store (clients, users, keys, revocations).
+    pub store: Arc<dyn Store>,
+    /// Client records, cached briefly (also the core's credential source).
+    pub clients: Arc<ClientCache>,
+    /// Signing keys and their rotation.
+    pub keys: KeyManager,
+    /// Renders `/metrics`.
+    pub metrics: PrometheusHandle,
+    /// Status page counters.
+    pub stats: Stats,
+    /// Start time, for uptime.
+    pub started: Instant,
+    /// The discovery document (RFC 8414), rendered once.
+    pub metadata: Vec<u8>,
+    /// TLS settings, checked against the certificate at assembly (not at first handshake).
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+}
+
+impl std::fmt::Debug for App {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("App")
+            .field("issuer", &self.issuer)
+            .field("keys", &self.keys)
+            .finish_non_exhaustive()
+    }
+}
+
+impl App {
+    /// Assemble a server over an opened data directory. `bound` is the listener's address,
+    /// used to derive the issuer when the configuration does not set one.
+    pub async fn from_data_dir(
+        config: Config,
+        data_dir: &DataDir,
+        bound: SocketAddr,
+    ) -> Result<Arc<App>, ServerError> {
+        let store: Arc<dyn Store> = data_dir.store();
+        App::new(
+            config,
+            store,
+            data_dir.peppers(),
+            data_dir.master_key().clone(),
+            bound,
+        )
+        .await
+    }
+
+    /// Assemble a server over any [`Store`] backend.
+    pub async fn new(
+        config: Config,
+        store: Arc<dyn Store>,
+        peppers: Peppers,
+        master_key: MasterKey,
+        bound: SocketAddr,
+    ) -> Result<Arc<App>, ServerError> {
+        let tls = match &config.tls {
+            Some(t) => Some(
+                crate::tls::server_config(t).map_err(|e| ServerError::Config(e.to_string()))?,
+            ),
+            None => None,
+        };
+        let metrics = crate::metrics::install();
+        let scheme = if config.tls.is_some() { "https" } else { "http" };
+        let issuer = config
+            .issuer
+            .clone()
+            .unwrap_or_else(|| format!("{scheme}://{bound}"));
+        let audience = config.audience.clone().unwrap_or_else(|| issuer.clone());
+        let clients = Arc::new(ClientCache::new(
+            Arc::clone(&store),
+            config.client_cache_ttl,
+        ));
+        let keys = KeyManager::load(
+            Arc::clone(&store),
+            master_key,
+            config.key_rotation,
+            config.token_lifetime,
+            unix_now(),
+        )
+        .await?;
+        let source: Arc<dyn CredentialSource> = clients.clone();
+        let verifier = Verifier::new(
+            config.verifier.clone(),
+            source,
+            Arc::new(MemoryThrottleStore::default()),
+            peppers,
+            config.policy.clone(),
+            Arc::new(SystemClock),
+        )?;
+        let metadata = crate::routes::metadata(&issuer);
+        Ok(Arc::new(App {
+            config,
+            issuer,
+            audience,
+            verifier,
+            store,
+            clients,
+            keys,
+            metrics,
+            stats: Stats::default(),
+            started: Instant::now(),
+            metadata,
+            tls,
+        }))
+    }
+}

@@ -1,0 +1,544 @@
+//! Configuration: the TOML file (`portcullis serve --config FILE`), its documented example
+//! (`portcullis config example`) and validation into the typed [`Config`] the server runs on.
+//!
+//! Two layers: `File*` structs mirror the TOML exactly (every section
+//! `#[serde(deny_unknown_fields)]`, so a typo is an error naming the key and line), and
+//! [`Config`] holds validated, typed values. Every field has a default, so an empty file
+//! (or no file at all) is a working configuration.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use portcullis_hash::{Policy, Prf};
+use serde::Deserialize;
+use thiserror::Error;
+
+use crate::tls::{TlsSettings, TlsVersion};
+
+/// A configuration that cannot be used.
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Not valid TOML or an unknown/mistyped key (toml's message names key and line).
+    #[error("{0}")]
+    Parse(#[from] toml::de::Error),
+    /// A value is out of range or inconsistent.
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+}
+
+fn invalid(msg: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid(msg.into())
+}
+
+/// The whole file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FileConfig {
+    /// `[server]`
+    pub server: FileServer,
+    /// `[tls]` (absent: plain HTTP)
+    pub tls: Option<FileTls>,
+    /// `[tokens]`
+    pub tokens: FileTokens,
+    /// `[verifier]`: the verification core's own configuration, embedded as is.
+    pub verifier: portcullis_core::VerifierConfig,
+    /// `[policy]`
+    pub policy: FilePolicy,
+    /// `[store]`
+    pub store: FileStore,
+}
+
+/// `[server]`
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FileServer {
+    /// Listen address.
+    pub http: String,
+    /// Issuer URL; default derived from the listen address.
+    pub issuer: Option<String>,
+    /// Largest accepted request body in bytes.
+    pub body_limit: usize,
+    /// Deadline for a whole request, in milliseconds.
+    pub request_timeout_ms: u64,
+    /// Deadline for receiving request headers, in milliseconds.
+    pub header_timeout_ms: u64,
+    /// Simultaneous connections accepted; further ones wait in the kernel backlog.
+    pub max_connections: usize,
+}
+
+impl Default for FileServer {
+    fn default() -> Self {
+        FileServer {
+            http: "127.0.0.1:8080".into(),
+            issuer: None,
+            body_limit: 16 * 1024,
+            request_timeout_ms: 10_000,
+            header_timeout_ms: 10_000,
+            max_connections: 10_000,
+        }
+    }
+}
+
+/// `[tls]`
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileTls {
+    /// PEM certificate chain, leaf first.
+    pub cert: PathBuf,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1).
+    pub key: PathBuf,
+    /// Protocol versions: "1.2", "1.3".
+    #[serde(default = "default_tls_versions")]
+    pub versions: Vec<String>,
+    /// Cipher suites by IANA name; empty: every suite compatible with the key.
+    #[serde(default)]
+    pub cipher_suites: Vec<String>,
+}
+
+fn default_tls_versions() -> Vec<String> {
+    vec!["1.2".into(), "1.3".into()]
+}
+
+/// `[tokens]`
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FileTokens {
+    /// `aud` claim; default: the issuer URL.
+    pub audience: Option<String>,
+    /// Access token lifetime in seconds.
+    pub lifetime_secs: u64,
+    /// Signing key rotation period in seconds.
+    pub key_rotation_secs: u64,
+}
+
+impl Default for FileTokens {
+    fn default() -> Self {
+        FileTokens {
+            audience: None,
+            lifetime_secs: 3600,
+            key_rotation_secs: 30 * 24 * 3600,
+        }
+    }
+}
+
+/// `[policy]`
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FilePolicy {
+    /// "pbkdf2-sha256", "pbkdf2-sha512" or "pbkdf2-sha1".
+    pub algorithm: String,
+    /// PBKDF2 iterations.
+    pub iterations: u32,
+}
+
+impl Default for FilePolicy {
+    fn default() -> Self {
+        FilePolicy {
+            algorithm: "pbkdf2-sha256".into(),
+            iterations: 600_000,
+        }
+    }
+}
+
+/// `[store]`
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FileStore {
+    /// Data directory (SQLite database, secrets file).
+    pub data_dir: PathBuf,
+    /// How long client records (secret hashes, scopes, grants) are cached, in milliseconds.
+    pub client_cache_ttl_ms: u64,
+}
+
+impl Default for FileStore {
+    fn default() -> Self {
+        FileStore {
+            data_dir: PathBuf::from("./portcullis-data"),
+            client_cache_ttl_ms: 1000,
+        }
+    }
+}
+
+/// The validated configuration the server runs on.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Listen address (`--http` overrides).
+    pub http: SocketAddr,
+    /// Issuer URL without trailing slash; `None`: derived from the bound address at start.
+    pub issuer: Option<String>,
+    /// Largest accepted request body.
+    pub body_limit: usize,
+    /// Deadline for a whole request; also the deadline handed to the core.
+    pub request_timeout: Duration,
+    /// Deadline for request headers (slow-loris defence).
+    pub header_timeout: Duration,
+    /// Simultaneous connections.
+    pub max_connections: usize,
+    /// TLS, if enabled.
+    pub tls: Option<TlsSettings>,
+    /// `aud` claim; `None`: the issuer.
+    pub audience: Option<String>,
+    /// Access token lifetime.
+    pub token_lifetime: Duration,
+    /// Signing key rotation period.
+    pub key_rotation: Duration,
+    /// The verification core's configuration.
+    pub verifier: portcullis_core::VerifierConfig,
+    /// Hash policy for new password hashes and rehash-on-login.
+    pub policy: Policy,
+    /// Data directory.
+    pub data_dir: PathBuf,
+    /// Client record cache lifetime (0 disables the cache).
+    pub client_cache_ttl: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        // The defaults are valid by construction (tested below).
+        match Config::from_file(FileConfig::default()) {
+            Ok(c) => c,
+            Err(e) => unreachable!("default configuration is invalid: {e}"),
+        }
+    }
+}
+
+impl Config {
+    /// Parse and validate TOML text.
+    pub fn parse(text: &str) -> Result<Config, ConfigError> {
+        let file: FileConfig = toml::from_str(text)?;
+        Config::from_file(file)
+    }
+
+    /// Read, parse and validate a file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Config::parse(&text)
+    }
+
+    /// Validate the file layer into a typed configuration.
+    pub fn from_file(f: FileConfig) -> Result<Config, ConfigError> {
+        let http: SocketAddr = f.server.http.parse().map_err(|_| {
+            invalid(format!(
+                "server.http: '{}' is not an address like 127.0.0.1:8080",
+                f.server.http
+            ))
+        })?;
+        let issuer = f.server.issuer.map(|i| validate_issuer(&i)).transpose()?;
+        if !(256..=1 << 20).contains(&f.server.body_limit) {
+            return Err(invalid("server.body_limit must be between 256 and 1048576"));
+        }
+        let ms = |v: u64, name: &str| {
+            if (1..=600_000).contains(&v) {
+                Ok(Duration::from_millis(v))
+            } else {
+                Err(invalid(format!("{name} must be between 1 and 600000")))
+            }
+        };
+        let request_timeout = ms(f.server.request_timeout_ms, "server.request_timeout_ms")?;
+        let header_timeout = ms(f.server.header_timeout_ms, "server.header_timeout_ms")?;
+        if f.server.max_connections == 0 {
+            return Err(invalid("server.max_connections must be at least 1"));
+        }
+        let tls = f.tls.map(validate_tls).transpose()?;
+        if f.tokens.lifetime_secs == 0 || f.tokens.lifetime_secs > 24 * 3600 {
+            return Err(invalid("tokens.lifetime_secs must be between 1 and 86400"));
+        }
+        if f.tokens.key_rotation_secs < 60 {
+            return Err(invalid("tokens.key_rotation_secs must be at least 60"));
+        }
+        if let Some(a) = &f.tokens.audience
+            && a.is_empty()
+        {
+            return Err(invalid("tokens.audience must not be empty"));
+        }
+        f.verifier
+            .validate()
+            .map_err(|e| invalid(format!("[verifier] {e}")))?;
+        let policy = validate_policy(&f.policy)?;
+        if f.store.client_cache_ttl_ms > 60_000 {
+            return Err(invalid(
+                "store.client_cache_ttl_ms must be at most 60000 (changes must take effect)",
+            ));
+        }
+        Ok(Config {
+            http,
+            issuer,
+            body_limit: f.server.body_limit,
+            request_timeout,
+            header_timeout,
+            max_connections: f.server.max_connections,
+            tls,
+            audience: f.tokens.audience,
+            token_lifetime: Duration::from_secs(f.tokens.lifetime_secs),
+            key_rotation: Duration::from_secs(f.tokens.key_rotation_secs),
+            verifier: f.verifier,
+            policy,
+            data_dir: f.store.data_dir,
+            client_cache_ttl: Duration::from_millis(f.store.client_cache_ttl_ms),
+        })
+    }
+}
+
+/// RFC 8414 2: the issuer is an http(s) URL with no query or fragment.
+fn validate_issuer(i: &str) -> Result<String, ConfigError> {
+    let rest = i
+        .strip_prefix("https://")
+        .or_else(|| i.strip_prefix("http://"))
+        .ok_or_else(|| invalid("server.issuer must start with https:// or http://"))?;
+    if rest.is_empty() || rest.starts_with('/') {
+        return Err(invalid("server.issuer has no host"));
+    }
+    if i.contains(['?', '#']) || i.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(invalid(
+            "server.issuer must not contain a query, fragment or whitespace",
+        ));
+    }
+    Ok(i.trim_end_matches('/').to_owned())
+}
+
+fn validate_tls(t: FileTls) -> Result<TlsSettings, ConfigError> {
+    if t.versions.is_empty() {
+        return Err(invalid("tls.versions must name at least one version"));
+    }
+    let mut versions = Vec::new();
+    for v in &t.versions {
+        let v = match v.as_str() {
+            "1.2" => TlsVersion::Tls12,
+            "1.3" => TlsVersion::Tls13,
+            other => {
+                return Err(invalid(format!(
+                    "tls.versions: unsupported version '{other}' (use \"1.2\" and/or \"1.3\")"
+                )));
+            }
+        };
+        if !versions.contains(&v) {
+            versions.push(v);
+        }
+    }
+    Ok(TlsSettings {
+        cert: t.cert,
+        key: t.key,
+        versions,
+        cipher_suites: t.cipher_suites,
+    })
+}
+
+fn validate_policy(p: &FilePolicy) -> Result<Policy, ConfigError> {
+    let prf = match p.algorithm.as_str() {
+        "pbkdf2-sha256" => Prf::Sha256,
+        "pbkdf2-sha512" => Prf::Sha512,
+        "pbkdf2-sha1" => Prf::Sha1,
+        other => {
+            return Err(invalid(format!(
+                "policy.algorithm: unsupported '{other}' (pbkdf2-sha256, pbkdf2-sha512, pbkdf2-sha1)"
+            )));
+        }
+    };
+    if p.iterations < 10_000 {
+        return Err(invalid("policy.iterations must be at least 10000"));
+    }
+    Ok(Policy::Pbkdf2 {
+        prf,
+        iterations: p.iterations,
+    })
+}
+
+/// The documented example printed by `portcullis config example`. Every key is present
+/// with its default value (a test checks that this text parses to the defaults).
+pub fn example() -> String {
+    format!("{EXAMPLE_HEAD}{EXAMPLE_VERIFIER}{EXAMPLE_TAIL}")
+}
+
+const EXAMPLE_HEAD: &str = r#"# Portcullis configuration (portcullis serve --config FILE).
+# Every key is optional; the values shown are the defaults. Unknown keys are errors.
+
+[server]
+# Address to listen on. `portcullis serve --http ADDR` overrides it.
+http = "127.0.0.1:8080"
+# Issuer URL (the `iss` claim and the base of the discovery metadata). Default:
+# http://<http address> (https:// with [tls]). Set it when behind a proxy or on 0.0.0.0.
+# issuer = "https://auth.example.com"
+# Largest accepted request body in bytes; larger bodies get 413.
+body_limit = 16384
+# Deadline for a whole request in milliseconds, also handed to the verification core so
+# it refuses work it cannot finish in time (answered 503 with Retry-After, never a hang).
+request_timeout_ms = 10000
+# Deadline for receiving the request headers in milliseconds (slow-loris defence).
+header_timeout_ms = 10000
+# Simultaneous connections; further ones wait in the kernel's accept backlog.
+max_connections = 10000
+
+# [tls]
+# Serve HTTPS. Without this section the server speaks plain HTTP.
+# PEM certificate chain (leaf first) and private key (PKCS#8, PKCS#1 or SEC1).
+# cert = "/etc/portcullis/cert.pem"
+# key = "/etc/portcullis/key.pem"
+# Protocol versions to enable: "1.2", "1.3". Default: both.
+# versions = ["1.2", "1.3"]
+# Cipher suites by IANA name. Default (empty): every suite compatible with the key. At
+# start-up the certificate's key type, key usage and extended key usage are checked
+# against the enabled suites; a mismatch is a start-up error, not sporadic handshake
+# failures. TLS 1.3: TLS13_AES_256_GCM_SHA384, TLS13_AES_128_GCM_SHA256,
+# TLS13_CHACHA20_POLY1305_SHA256. TLS 1.2: TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+# TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256
+# (ECDSA or Ed25519 keys), TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+# TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256
+# (RSA keys).
+# cipher_suites = []
+
+[tokens]
+# The `aud` claim of access tokens. Default: the issuer URL.
+# audience = "https://api.example.com"
+# Access token lifetime in seconds (at most 86400).
+lifetime_secs = 3600
+# Signing key rotation period in seconds (at least 60). Retired keys stay in the JWKS
+# until every token they signed has expired.
+key_rotation_secs = 2592000
+
+"#;
+
+/// The `[verifier]` section: the core's `VerifierConfig` (documented in crates/core).
+const EXAMPLE_VERIFIER: &str = r#"
+# The verification core: dedicated hash pool, fair queuing, admission control, throttling.
+[verifier]
+# Dedicated hash threads; 0 = one per available core.
+pool_threads = 0
+# Most verification jobs waiting for the pool; beyond it attempts are answered
+# "overloaded" (503 with Retry-After) at once.
+queue_capacity = 4096
+# Fair-queuing queues per priority class (shuffle-sharding deck size).
+queues_per_class = 64
+# Queues dealt to each source (shuffle-sharding hand size).
+hand_size = 4
+# Hash time assumed before any has been measured, in milliseconds.
+initial_hash_estimate_ms = 250
+# Prefix lengths grouping IPv4 / IPv6 sources for throttling and fairness.
+ipv4_prefix_len = 24
+ipv6_prefix_len = 64
+# Sources always trusted (exempt from per-prefix and per-principal limits), e.g.
+# ["10.0.0.0/8", "fd00::/8"].
+trusted_cidrs = []
+# How long a success makes its (principal, source prefix) trusted, in seconds.
+trusted_ttl_secs = 604800
+# Answer failures no earlier than this many milliseconds after arrival (0 = off).
+reject_delay_ms = 0
+# Retry-After values are multiplied by a random factor in [1, 1 + retry_jitter].
+retry_jitter = 0.5
+# Most rehash-on-login jobs waiting for the pool (more are dropped; next login retries).
+rehash_queue_capacity = 64
+
+# Weights of the priority classes while they compete for the pool.
+[verifier.shares]
+trusted = 90
+unknown = 8
+suspect = 2
+
+# Queue-wait (CoDel-style) shedding. Absent values are automatic: target = median measured
+# hash time, interval = ten times the target.
+[verifier.codel]
+# target_ms = 250
+# interval_ms = 2500
+
+# Failure budgets, enforced before any hash is spent: `burst` failures at once, refilled
+# evenly over `period_secs`.
+[verifier.throttle]
+# Per (principal, source prefix).
+principal_prefix = { burst = 5, period_secs = 300 }
+# Per source prefix, any principal (password spraying).
+prefix = { burst = 100, period_secs = 60 }
+# Per principal from untrusted sources (never applied to its trusted sources).
+principal = { burst = 20, period_secs = 600 }
+# A prefix that used this fraction of its budget is "suspect" (lowest class).
+suspect_fill = 0.5
+
+# How long an unknown principal waits before its rejection (a timer, no hash):
+# "sampled" (like real verifications), { strategy = "fixed", ms = N } or "none".
+[verifier.unknown_delay]
+strategy = "sampled"
+"#;
+
+const EXAMPLE_TAIL: &str = r#"
+[policy]
+# Algorithm for newly stored password hashes and for upgrading weaker ones at login:
+# "pbkdf2-sha256", "pbkdf2-sha512" or "pbkdf2-sha1".
+algorithm = "pbkdf2-sha256"
+# PBKDF2 iterations (OWASP 2023: 600000 for SHA-256, 210000 for SHA-512).
+iterations = 600000
+
+[store]
+# Data directory: SQLite database, the 0600 secrets file (peppers, master key).
+# `portcullis serve --data-dir DIR` overrides it.
+data_dir = "./portcullis-data"
+# How long client records (secret hashes, allowed scopes and grants) are cached in
+# milliseconds (at most 60000; 0 disables). A changed or disabled client takes up to this
+# long to take effect.
+client_cache_ttl_ms = 1000
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issue_5_example_parses_to_the_defaults() {
+        let from_example = Config::parse(&example()).unwrap();
+        let defaults = Config::parse("").unwrap();
+        assert_eq!(format!("{from_example:?}"), format!("{defaults:?}"));
+        assert_eq!(defaults.http, "127.0.0.1:8080".parse().unwrap());
+        assert_eq!(defaults.data_dir, PathBuf::from("./portcullis-data"));
+    }
+
+    #[test]
+    fn issue_5_unknown_key_is_an_error_naming_the_key() {
+        for (text, key) in [
+            ("[server]\nhttp = \"127.0.0.1:1\"\nbogus_key = 1\n", "bogus_key"),
+            ("[tokens]\nlifetime = 5\n", "lifetime"),
+            ("[store]\ndatadir = \"x\"\n", "datadir"),
+            ("[sever]\n", "sever"),
+            ("[policy]\nalgo = \"x\"\n", "algo"),
+            ("[verifier]\nnot_a_verifier_key = 1\n", "not_a_verifier_key"),
+            (
+                "[tls]\ncert = \"a\"\nkey = \"b\"\nciphers = []\n",
+                "ciphers",
+            ),
+        ] {
+            let err = Config::parse(text).unwrap_err().to_string();
+            assert!(err.contains(key), "{text:?}: {err}");
+            assert!(err.contains("line"), "{text:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn invalid_values_are_rejected_with_the_field_name() {
+        for (text, needle) in [
+            ("[server]\nhttp = \"nope\"\n", "server.http"),
+            ("[server]\nissuer = \"ftp://x\"\n", "server.issuer"),
+            ("[server]\nissuer = \"https://x/?a\"\n", "server.issuer"),
+            ("[server]\nbody_limit = 1\n", "server.body_limit"),
+            ("[tokens]\nlifetime_secs = 0\n", "tokens.lifetime_secs"),
+            ("[policy]\nalgorithm = \"md5\"\n", "policy.algorithm"),
+            ("[tls]\ncert = \"a\"\nkey = \"b\"\nversions = [\"1.1\"]\n", "tls.versions"),
+        ] {
+            let err = Config::parse(text).unwrap_err().to_string();
+            assert!(err.contains(needle), "{text:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn issuer_trailing_slash_is_trimmed() {
+        let c = Config::parse("[server]\nissuer = \"https://auth.example.com/\"\n").unwrap();
+        assert_eq!(c.issuer.as_deref(), Some("https://auth.example.com"));
+    }
+}

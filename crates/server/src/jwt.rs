@@ -1,0 +1,328 @@
+//! JWT access tokens (RFC 9068) signed with Ed25519 (RFC 8037 `EdDSA`), and the JWKS that
+//! publishes their public keys.
+//!
+//! The compact JWS is assembled here with serde_json and base64url rather than through a
+//! JWT library: it is forty lines, there is exactly one algorithm, and the verifier below
+//! accepts only that algorithm with a known `kid` (no `alg: none`, no key confusion).
+//! The header of each key is encoded once when the key is loaded, so issuing a token costs
+//! one JSON serialisation, two base64 encodings and one signature.
+
+use std::sync::Arc;
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+use zeroize::Zeroizing;
+
+/// Claims of an access token (RFC 9068 section 2.2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccessClaims {
+    /// Issuer: the server's issuer URL.
+    pub iss: String,
+    /// Subject: client id (client_credentials) or username (password grant).
+    pub sub: String,
+    /// Audience: the configured resource identifier.
+    pub aud: String,
+    /// The client the token was issued to.
+    pub client_id: String,
+    /// Granted scopes, space-separated (RFC 8693 style); absent when none.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub scope: String,
+    /// Unique token id, used for revocation.
+    pub jti: String,
+    /// Issued at, seconds since the Unix epoch.
+    pub iat: u64,
+    /// Expiry, seconds since the Unix epoch.
+    pub exp: u64,
+}
+
+/// Why a presented token is not one of ours or no longer valid.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum JwtError {
+    /// Not three base64url segments of JSON.
+    #[error("malformed token")]
+    Malformed,
+    /// Header names an algorithm, type or key we do not issue.
+    #[error("unsupported token header")]
+    Header,
+    /// Signature does not verify.
+    #[error("bad signature")]
+    Signature,
+    /// `exp` has passed.
+    #[error("token expired")]
+    Expired,
+    /// Issued by someone else.
+    #[error("wrong issuer")]
+    Issuer,
+}
+
+/// One Ed25519 key pair with its id.
+pub struct KeyPair {
+    kid: String,
+    key: SigningKey,
+    /// base64url of the JOSE header, computed once.
+    header_b64: String,
+}
+
+impl std::fmt::Debug for KeyPair {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeyPair")
+            .field("kid", &self.kid)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct Header<'a> {
+    alg: &'a str,
+    typ: &'a str,
+    kid: &'a str,
+}
+
+impl KeyPair {
+    /// A key pair from its 32-byte secret seed.
+    pub fn from_seed(kid: &str, seed: &Zeroizing<[u8; 32]>) -> Self {
+        let key = SigningKey::from_bytes(seed);
+        let header = serde_json::json!({"alg": "EdDSA", "typ": "at+jwt", "kid": kid});
+        KeyPair {
+            kid: kid.to_owned(),
+            key,
+            header_b64: URL_SAFE_NO_PAD.encode(header.to_string()),
+        }
+    }
+
+    /// The key id (`kid`).
+    pub fn kid(&self) -> &str {
+        &self.kid
+    }
+
+    /// The public half.
+    pub fn public(&self) -> PublicKey {
+        PublicKey::new(&self.kid, self.key.verifying_key())
+    }
+
+    /// Sign `claims` into a compact JWS.
+    pub fn sign(&self, claims: &AccessClaims) -> Result<String, serde_json::Error> {
+        let payload = serde_json::to_vec(claims)?;
+        let b64_len = |n: usize| n.div_ceil(3) * 4;
+        let mut token =
+            String::with_capacity(self.header_b64.len() + b64_len(payload.len()) + 90);
+        token.push_str(&self.header_b64);
+        token.push('.');
+        URL_SAFE_NO_PAD.encode_string(&payload, &mut token);
+        let sig = self.key.sign(token.as_bytes());
+        token.push('.');
+        URL_SAFE_NO_PAD.encode_string(sig.to_bytes(), &mut token);
+        Ok(token)
+    }
+}
+
+/// A public key as published in the JWKS and used to verify presented tokens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublicKey {
+    /// Key id.
+    pub kid: String,
+    /// The Ed25519 public key.
+    pub key: VerifyingKey,
+}
+
+impl PublicKey {
+    /// Wrap a verifying key.
+    pub fn new(kid: &str, key: VerifyingKey) -> Self {
+        PublicKey {
+            kid: kid.to_owned(),
+            key,
+        }
+    }
+
+    /// The JWK (RFC 8037 section 2) of this key.
+    pub fn to_jwk(&self) -> serde_json::Value {
+        serde_json::json!({
+            "kty": "OKP",
+            "crv": "Ed25519",
+            "x": URL_SAFE_NO_PAD.encode(self.key.as_bytes()),
+            "kid": self.kid,
+            "use": "sig",
+            "alg": "EdDSA",
+        })
+    }
+}
+
+/// The keys in force: the one that signs new tokens and every key whose tokens may still
+/// be alive. Immutable; rotation swaps in a new `KeySet`.
+#[derive(Debug)]
+pub struct KeySet {
+    /// Signs new tokens.
+    pub current: Arc<KeyPair>,
+    /// Published in the JWKS and accepted on introspection (includes `current`).
+    pub published: Vec<PublicKey>,
+}
+
+impl KeySet {
+    /// The JWKS document.
+    pub fn jwks(&self) -> serde_json::Value {
+        let keys: Vec<_> = self.published.iter().map(PublicKey::to_jwk).collect();
+        serde_json::json!({ "keys": keys })
+    }
+
+    /// Verify a token we issued: header, signature, issuer and expiry (at `now`, Unix
+    /// seconds). Audience is not checked: introspection answers for all our tokens.
+    pub fn verify(&self, token: &str, issuer: &str, now: u64) -> Result<AccessClaims, JwtError> {
+        if token.len() > 8192 {
+            return Err(JwtError::Malformed);
+        }
+        let mut parts = token.split('.');
+        let (Some(h), Some(p), Some(s), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(JwtError::Malformed);
+        };
+        let header_raw = URL_SAFE_NO_PAD.decode(h).map_err(|_| JwtError::Malformed)?;
+        let header: Header<'_> =
+            serde_json::from_slice(&header_raw).map_err(|_| JwtError::Malformed)?;
+        if header.alg != "EdDSA" || header.typ != "at+jwt" {
+            return Err(JwtError::Header);
+        }
+        let key = self
+            .published
+            .iter()
+            .find(|k| k.kid == header.kid)
+            .ok_or(JwtError::Header)?;
+        let sig_raw = URL_SAFE_NO_PAD.decode(s).map_err(|_| JwtError::Malformed)?;
+        let sig = Signature::from_slice(&sig_raw).map_err(|_| JwtError::Malformed)?;
+        let signing_input = &token[..h.len() + 1 + p.len()];
+        key.key
+            .verify_strict(signing_input.as_bytes(), &sig)
+            .map_err(|_| JwtError::Signature)?;
+        let payload = URL_SAFE_NO_PAD.decode(p).map_err(|_| JwtError::Malformed)?;
+        let claims: AccessClaims =
+            serde_json::from_slice(&payload).map_err(|_| JwtError::Malformed)?;
+        if claims.iss != issuer {
+            return Err(JwtError::Issuer);
+        }
+        if claims.exp <= now {
+            return Err(JwtError::Expired);
+        }
+        Ok(claims)
+    }
+}
+
+/// A fresh random token id (128 bits, base64url).
+pub fn new_jti() -> Result<String, portcullis_hash::error::RandomError> {
+    let mut b = [0u8; 16];
+    portcullis_hash::os_random(&mut b)?;
+    Ok(URL_SAFE_NO_PAD.encode(b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claims(exp: u64) -> AccessClaims {
+        AccessClaims {
+            iss: "https://issuer.test".into(),
+            sub: "alice".into(),
+            aud: "api".into(),
+            client_id: "c1".into(),
+            scope: "read write".into(),
+            jti: "j1".into(),
+            iat: 1000,
+            exp,
+        }
+    }
+
+    fn set(kp: KeyPair) -> KeySet {
+        let published = vec![kp.public()];
+        KeySet {
+            current: Arc::new(kp),
+            published,
+        }
+    }
+
+    #[test]
+    fn rfc8032_test_vector_1_signs_identically() {
+        // RFC 8032 7.1 TEST 1: empty message.
+        let seed = hex::decode("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60")
+            .unwrap();
+        let seed: [u8; 32] = seed.try_into().unwrap();
+        let kp = KeyPair::from_seed("k", &Zeroizing::new(seed));
+        assert_eq!(
+            hex::encode(kp.key.verifying_key().as_bytes()),
+            "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a"
+        );
+        assert_eq!(
+            hex::encode(kp.key.sign(b"").to_bytes()),
+            "e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e06522490155\
+             5fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b"
+        );
+    }
+
+    #[test]
+    fn round_trip_and_header() {
+        let ks = set(KeyPair::from_seed("kid-1", &Zeroizing::new([7u8; 32])));
+        let token = ks.current.sign(&claims(2000)).unwrap();
+        let header: serde_json::Value = serde_json::from_slice(
+            &URL_SAFE_NO_PAD
+                .decode(token.split('.').next().unwrap())
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(header["alg"], "EdDSA");
+        assert_eq!(header["typ"], "at+jwt");
+        assert_eq!(header["kid"], "kid-1");
+        assert_eq!(
+            ks.verify(&token, "https://issuer.test", 1500).unwrap(),
+            claims(2000)
+        );
+        assert_eq!(
+            ks.verify(&token, "https://issuer.test", 2000),
+            Err(JwtError::Expired)
+        );
+        assert_eq!(ks.verify(&token, "https://other", 1500), Err(JwtError::Issuer));
+    }
+
+    #[test]
+    fn tampering_and_foreign_keys_are_rejected() {
+        let ks = set(KeyPair::from_seed("k", &Zeroizing::new([1u8; 32])));
+        let other = KeyPair::from_seed("k", &Zeroizing::new([2u8; 32]));
+        let forged = other.sign(&claims(2000)).unwrap();
+        assert_eq!(
+            ks.verify(&forged, "https://issuer.test", 1500),
+            Err(JwtError::Signature)
+        );
+        let mut c = claims(2000);
+        let good = ks.current.sign(&c).unwrap();
+        c.sub = "mallory".into();
+        let evil_payload = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&c).unwrap());
+        let parts: Vec<&str> = good.split('.').collect();
+        let tampered = format!("{}.{}.{}", parts[0], evil_payload, parts[2]);
+        assert_eq!(
+            ks.verify(&tampered, "https://issuer.test", 1500),
+            Err(JwtError::Signature)
+        );
+        let none_alg = format!(
+            "{}.{}.",
+            URL_SAFE_NO_PAD.encode(r#"{"alg":"none","typ":"at+jwt","kid":"k"}"#),
+            parts[1]
+        );
+        assert_eq!(
+            ks.verify(&none_alg, "https://issuer.test", 1500),
+            Err(JwtError::Header)
+        );
+        for junk in ["", "a.b", "a.b.c.d", "!!.!!.!!", &"x".repeat(10_000)] {
+            assert!(ks.verify(junk, "https://issuer.test", 1500).is_err());
+        }
+    }
+
+    #[test]
+    fn jwk_has_rfc8037_shape() {
+        let kp = KeyPair::from_seed("k", &Zeroizing::new([3u8; 32]));
+        let jwk = kp.public().to_jwk();
+        assert_eq!(jwk["kty"], "OKP");
+        assert_eq!(jwk["crv"], "Ed25519");
+        let x = URL_SAFE_NO_PAD.decode(jwk["x"].as_str().unwrap()).unwrap();
+        assert_eq!(x, kp.key.verifying_key().as_bytes());
+    }
+}

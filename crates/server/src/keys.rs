@@ -1,0 +1,238 @@
+//! Token signing keys: created on first start, persisted through the [`Store`] with the
+//! private half sealed under the data directory's master key, rotated on a period, and
+//! published in the JWKS until every token they signed has expired.
+//!
+//! Lifecycle of a key (times in Unix seconds):
+//! - created at `c`; signs new tokens until `c + rotation`;
+//! - `not_after = c + rotation + max_lifetime + SKEW`: no token it signed lives past it, so
+//!   it is published (JWKS, introspection) until then and removed after;
+//! - rotation retires it in the store (`retired_at`) and inserts a successor.
+//!
+//! The decoded keys live in an immutable [`KeySet`] behind a lock that is only written on
+//! rotation; issuing a token clones one `Arc`.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use ed25519_dalek::VerifyingKey;
+use parking_lot::RwLock;
+use portcullis_store::{MasterKey, SigningKeyRecord, Store, StoreError};
+use thiserror::Error;
+use zeroize::Zeroizing;
+
+use crate::jwt::{KeyPair, KeySet, PublicKey};
+
+/// Clock skew allowance added to key retention.
+const SKEW: i64 = 300;
+
+/// Key management failed.
+#[derive(Debug, Error)]
+pub enum KeyError {
+    /// The store failed.
+    #[error("signing keys: {0}")]
+    Store(#[from] StoreError),
+    /// A stored key cannot be used (wrong master key, corrupt row).
+    #[error("signing key {kid}: {reason}")]
+    Corrupt {
+        /// Which key.
+        kid: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The OS random generator failed.
+    #[error("signing keys: {0}")]
+    Random(String),
+}
+
+/// Seconds since the Unix epoch (0 if the clock is before 1970).
+pub fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+/// Owns the key set and its rotation.
+pub struct KeyManager {
+    /// Where keys are persisted.
+    store: Arc<dyn Store>,
+    /// Seals private halves at rest.
+    master: MasterKey,
+    /// How long a key signs new tokens.
+    rotation: i64,
+    /// Longest token lifetime, for retention.
+    max_lifetime: i64,
+    /// The keys in force.
+    current: RwLock<Arc<KeySet>>,
+}
+
+impl std::fmt::Debug for KeyManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeyManager")
+            .field("rotation", &self.rotation)
+            .field("current", &self.current.read().current.kid())
+            .finish_non_exhaustive()
+    }
+}
+
+fn secs(d: Duration) -> i64 {
+    i64::try_from(d.as_secs()).unwrap_or(i64::MAX / 4)
+}
+
+impl KeyManager {
+    /// Load the stored keys, creating or rotating the signing key if needed.
+    pub async fn load(
+        store: Arc<dyn Store>,
+        master: MasterKey,
+        rotation: Duration,
+        max_lifetime: Duration,
+        now: i64,
+    ) -> Result<KeyManager, KeyError> {
+        let rotation = secs(rotation);
+        let max_lifetime = secs(max_lifetime);
+        let set = build(&*store, &master, rotation, max_lifetime, now).await?;
+        Ok(KeyManager {
+            store,
+            master,
+            rotation,
+            max_lifetime,
+            current: RwLock::new(Arc::new(set)),
+        })
+    }
+
+    /// The keys in force.
+    pub fn keys(&self) -> Arc<KeySet> {
+        Arc::clone(&self.current.read())
+    }
+
+    /// Rotate if the current key is due at `now` (called periodically); also drops keys
+    /// whose tokens have all expired. Returns whether the key set changed.
+    pub async fn maintain(&self, now: i64) -> Result<bool, KeyError> {
+        let set = build(&*self.store, &self.master, self.rotation, self.max_lifetime, now).await?;
+        let changed = {
+            let cur = self.current.read();
+            cur.current.kid() != set.current.kid() || cur.published != set.published
+        };
+        if changed {
+            tracing::info!(kid = set.current.kid(), "signing key set changed");
+            *self.current.write() = Arc::new(set);
+        }
+        Ok(changed)
+    }
+
+    /// How often [`KeyManager::maintain`] should run.
+    pub fn maintenance_interval(&self) -> Duration {
+        let r = u64::try_from(self.rotation / 10).unwrap_or(60);
+        Duration::from_secs(r.clamp(1, 60))
+    }
+}
+
+/// Read the keys, make sure an unretired key younger than `rotation` exists, retire and
+/// delete what is due, and decode the result.
+async fn build(
+    store: &dyn Store,
+    master: &MasterKey,
+    rotation: i64,
+    max_lifetime: i64,
+    now: i64,
+) -> Result<KeySet, KeyError> {
+    let mut records = store.list_signing_keys().await?;
+    // Newest usable key: not retired, still inside its signing period.
+    let active = records
+        .iter()
+        .rev()
+        .find(|r| {
+            r.alg == "EdDSA"
+                && r.retired_at.is_none()
+                && now < r.created_at + rotation
+                // A token signed now must expire before the key stops being published
+                // (guards against a rotation period raised after the key was made).
+                && now + max_lifetime < r.not_after
+        })
+        .map(|r| r.kid.clone());
+    let active_kid = match active {
+        Some(kid) => kid,
+        None => {
+            let rec = generate(master, now, rotation, max_lifetime)?;
+            store.insert_signing_key(&rec).await?;
+            let kid = rec.kid.clone();
+            records.push(rec);
+            kid
+        }
+    };
+    for r in &mut records {
+        if r.kid != active_kid && r.retired_at.is_none() {
+            store.retire_signing_key(&r.kid, now).await?;
+            r.retired_at = Some(now);
+        }
+    }
+    let mut published = Vec::new();
+    let mut current = None;
+    for r in &records {
+        if r.not_after <= now && r.kid != active_kid {
+            store.remove_signing_key(&r.kid).await?;
+            continue;
+        }
+        let public = decode_public(r)?;
+        if r.kid == active_kid {
+            let sealed = master
+                .open(&r.private_key_sealed, r.kid.as_bytes())
+                .map_err(|e| corrupt(&r.kid, format!("cannot unseal private key: {e}")))?;
+            let seed: [u8; 32] = sealed
+                .as_slice()
+                .try_into()
+                .map_err(|_| corrupt(&r.kid, "private key is not 32 bytes"))?;
+            let pair = KeyPair::from_seed(&r.kid, &Zeroizing::new(seed));
+            if pair.public() != public {
+                return Err(corrupt(&r.kid, "private key does not match public key"));
+            }
+            current = Some(Arc::new(pair));
+        }
+        published.push(public);
+    }
+    let current = current.ok_or_else(|| corrupt(&active_kid, "active key disappeared"))?;
+    Ok(KeySet { current, published })
+}
+
+fn corrupt(kid: &str, reason: impl Into<String>) -> KeyError {
+    KeyError::Corrupt {
+        kid: kid.to_owned(),
+        reason: reason.into(),
+    }
+}
+
+fn decode_public(r: &SigningKeyRecord) -> Result<PublicKey, KeyError> {
+    let bytes: [u8; 32] = r
+        .public_key
+        .as_slice()
+        .try_into()
+        .map_err(|_| corrupt(&r.kid, "public key is not 32 bytes"))?;
+    let key = VerifyingKey::from_bytes(&bytes)
+        .map_err(|e| corrupt(&r.kid, format!("invalid Ed25519 public key: {e}")))?;
+    Ok(PublicKey::new(&r.kid, key))
+}
+
+fn generate(
+    master: &MasterKey,
+    now: i64,
+    rotation: i64,
+    max_lifetime: i64,
+) -> Result<SigningKeyRecord, KeyError> {
+    let mut seed = Zeroizing::new([0u8; 32]);
+    portcullis_hash::os_random(&mut seed[..]).map_err(|e| KeyError::Random(e.to_string()))?;
+    let mut kid_raw = [0u8; 12];
+    portcullis_hash::os_random(&mut kid_raw).map_err(|e| KeyError::Random(e.to_string()))?;
+    let kid = URL_SAFE_NO_PAD.encode(kid_raw);
+    let pair = KeyPair::from_seed(&kid, &seed);
+    let sealed = master.seal(&seed[..], kid.as_bytes())?;
+    Ok(SigningKeyRecord {
+        public_key: pair.public().key.as_bytes().to_vec(),
+        kid,
+        alg: "EdDSA".into(),
+        private_key_sealed: sealed,
+        created_at: now,
+        not_after: now + rotation + max_lifetime + SKEW,
+        retired_at: None,
+    })
+}

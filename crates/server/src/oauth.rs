@@ -1,0 +1,375 @@
+//! The OAuth 2.0 endpoints: token (RFC 6749 4.3 password and 4.4 client_credentials, JWT
+//! access tokens per RFC 9068), introspection (RFC 7662) and revocation (RFC 7009).
+//!
+//! Every secret (client secret, user password) is checked by the verification core; a
+//! handler never hashes and never waits on a hash except through `Verifier::verify`. The
+//! core's outcomes and store failures become [`OAuthError`]s here and nowhere else.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use portcullis_core::{Attempt, Outcome, PrincipalKind, Protocol};
+use portcullis_store::{ClientRecord, Grant, StoreError};
+use serde::Serialize;
+use zeroize::Zeroizing;
+
+use crate::app::App;
+use crate::error::{OAuthError, no_store};
+use crate::form::{self, ClientCredentials, Form};
+use crate::jwt::{AccessClaims, new_jti};
+use crate::keys::unix_now;
+use crate::metrics::{OAUTH_ERRORS, STORE_ERRORS, TOKENS_ISSUED};
+
+/// The remote address of the connection a request came on (set by the accept loop).
+#[derive(Debug, Clone, Copy)]
+pub struct Peer(pub SocketAddr);
+
+/// How long clients are told to wait after a store failure.
+const STORE_RETRY: Duration = Duration::from_secs(1);
+
+/// Log a store failure and answer 503 (never 500: the client may retry).
+pub fn store_failed(what: &str, e: &dyn std::fmt::Display) -> OAuthError {
+    tracing::error!("store failure while {what}: {e}");
+    metrics::counter!(STORE_ERRORS).increment(1);
+    OAuthError::unavailable(STORE_RETRY)
+}
+
+fn finish(result: Result<Response, OAuthError>) -> Response {
+    match result {
+        Ok(r) => r,
+        Err(e) => {
+            metrics::counter!(OAUTH_ERRORS, "error" => e.code.as_str()).increment(1);
+            e.into_response()
+        }
+    }
+}
+
+/// Read the body within the configured limit and decode it as a form.
+async fn read_form(app: &App, req: Request) -> Result<(Parts, Form), OAuthError> {
+    let (parts, body) = req.into_parts();
+    let limit = app.config.body_limit;
+    form::check_content_type(&parts.headers)?;
+    if let Some(len) = parts.headers.get(header::CONTENT_LENGTH)
+        && len
+            .to_str()
+            .ok()
+            .and_then(|l| l.parse::<u64>().ok())
+            .is_some_and(|l| l > limit as u64)
+    {
+        return Err(OAuthError::too_large(limit));
+    }
+    let bytes: Bytes = match Limited::new(body, limit).collect().await {
+        Ok(c) => c.to_bytes(),
+        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
+            return Err(OAuthError::too_large(limit));
+        }
+        Err(_) => return Err(OAuthError::invalid_request("could not read the request body")),
+    };
+    let form = Form::parse(&bytes)?;
+    Ok((parts, form))
+}
+
+fn source_of(parts: &Parts) -> IpAddr {
+    parts
+        .extensions
+        .get::<Peer>()
+        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |p| p.0.ip())
+}
+
+/// Map a non-accepting outcome to its answer.
+fn refused(outcome: Outcome, rejected: OAuthError) -> Result<(), OAuthError> {
+    match outcome {
+        Outcome::Accepted { .. } => Ok(()),
+        Outcome::Rejected => Err(rejected),
+        Outcome::Throttled { retry_after } => Err(OAuthError::throttled(retry_after)),
+        Outcome::Overloaded { retry_after } => Err(OAuthError::overloaded(retry_after)),
+    }
+}
+
+/// Authenticate the client through the core and load its record.
+async fn authenticate(
+    app: &App,
+    creds: ClientCredentials,
+    source: IpAddr,
+    deadline: Instant,
+) -> Result<Arc<ClientRecord>, OAuthError> {
+    let ClientCredentials {
+        client_id, secret, ..
+    } = creds;
+    let outcome = app
+        .verifier
+        .verify(Attempt {
+            kind: PrincipalKind::Client,
+            principal: client_id.clone(),
+            secret,
+            source,
+            protocol: Protocol::OAuthClient,
+            deadline,
+        })
+        .await;
+    refused(
+        outcome,
+        OAuthError::invalid_client("client authentication failed"),
+    )?;
+    match app.clients.get(&client_id).await {
+        Ok(Some(c)) => Ok(c),
+        // Removed between verification and now.
+        Ok(None) => Err(OAuthError::invalid_client("client authentication failed")),
+        Err(e) => Err(store_failed("loading a client", &e)),
+    }
+}
+
+/// Granted scope: the requested scopes (a subset of the client's) or all of them.
+pub fn grant_scope(requested: Option<&str>, allowed: &[String]) -> Result<String, OAuthError> {
+    let Some(requested) = requested else {
+        return Ok(allowed.join(" "));
+    };
+    let mut granted: Vec<&str> = Vec::new();
+    for s in requested.split(' ') {
+        let valid = !s.is_empty()
+            && s.len() <= portcullis_store::record::MAX_SCOPE_LEN
+            && s.bytes()
+                .all(|b| b == 0x21 || (0x23..=0x5b).contains(&b) || (0x5d..=0x7e).contains(&b));
+        if !valid {
+            return Err(OAuthError::invalid_scope("malformed scope"));
+        }
+        if !allowed.iter().any(|a| a == s) {
+            return Err(OAuthError::invalid_scope(format!(
+                "scope '{s}' is not allowed for this client"
+            )));
+        }
+        if !granted.contains(&s) {
+            granted.push(s);
+        }
+    }
+    Ok(granted.join(" "))
+}
+
+#[derive(Serialize)]
+struct TokenResponse<'a> {
+    access_token: &'a str,
+    token_type: &'static str,
+    expires_in: u64,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    scope: &'a str,
+}
+
+fn json_no_store(status: StatusCode, body: Vec<u8>) -> Response {
+    let mut resp = (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response();
+    no_store(&mut resp);
+    resp
+}
+
+/// `POST /oauth2/token`
+pub async fn token(State(app): State<Arc<App>>, req: Request) -> Response {
+    finish(token_inner(&app, req).await)
+}
+
+async fn token_inner(app: &App, req: Request) -> Result<Response, OAuthError> {
+    let arrived = Instant::now();
+    let deadline = arrived + app.config.request_timeout;
+    let (parts, form) = read_form(app, req).await?;
+    let grant = match form.require("grant_type")? {
+        "client_credentials" => Grant::ClientCredentials,
+        "password" => Grant::Password,
+        _ => {
+            return Err(OAuthError::unsupported_grant_type(
+                "supported grant types: client_credentials, password",
+            ));
+        }
+    };
+    let creds = form::client_credentials(&parts.headers, &form)?;
+    // Syntax of the password grant is checked before any secret is verified.
+    let user = if grant == Grant::Password {
+        let username = form.require("username")?;
+        form::check_principal(username)
+            .map_err(|e| OAuthError::invalid_request(format!("username: {e}")))?;
+        let password = form.require("password")?;
+        if password.len() > form::MAX_SECRET_LEN {
+            return Err(OAuthError::invalid_grant("invalid resource owner credentials"));
+        }
+        Some((username, password))
+    } else {
+        None
+    };
+    let source = source_of(&parts);
+    let client = authenticate(app, creds, source, deadline).await?;
+    if !client.allows(grant) {
+        return Err(OAuthError::unauthorized_client(format!(
+            "this client may not use the {} grant",
+            grant.as_str()
+        )));
+    }
+    let scope = grant_scope(form.get("scope"), &client.scopes)?;
+    let sub = match user {
+        None => client.id.clone(),
+        Some((username, password)) => {
+            let outcome = app
+                .verifier
+                .verify(Attempt {
+                    kind: PrincipalKind::User,
+                    principal: username.to_owned(),
+                    secret: Zeroizing::new(password.as_bytes().to_vec()),
+                    source,
+                    protocol: Protocol::OAuthPassword,
+                    deadline,
+                })
+                .await;
+            refused(
+                outcome,
+                OAuthError::invalid_grant("invalid resource owner credentials"),
+            )?;
+            username.to_owned()
+        }
+    };
+    let lifetime = u64::from(client.token_lifetime).min(app.config.token_lifetime.as_secs());
+    let iat = u64::try_from(unix_now()).unwrap_or(0);
+    let jti = new_jti().map_err(|e| store_failed("generating a token id", &e))?;
+    let claims = AccessClaims {
+        iss: app.issuer.clone(),
+        sub,
+        aud: app.audience.clone(),
+        client_id: client.id.clone(),
+        scope,
+        jti,
+        iat,
+        exp: iat + lifetime,
+    };
+    let keys = app.keys.keys();
+    let access_token = keys
+        .current
+        .sign(&claims)
+        .map_err(|e| store_failed("encoding a token", &e))?;
+    let body = serde_json::to_vec(&TokenResponse {
+        access_token: &access_token,
+        token_type: "Bearer",
+        expires_in: lifetime,
+        scope: &claims.scope,
+    })
+    .map_err(|e| store_failed("encoding a token response", &e))?;
+    metrics::counter!(TOKENS_ISSUED, "grant_type" => grant.as_str()).increment(1);
+    app.stats.tokens_issued.fetch_add(1, Ordering::Relaxed);
+    Ok(json_no_store(StatusCode::OK, body))
+}
+
+/// A presented token that verifies, is unexpired and not revoked.
+async fn active_claims(app: &App, token: &str) -> Result<Option<AccessClaims>, OAuthError> {
+    let now = u64::try_from(unix_now()).unwrap_or(0);
+    let Ok(claims) = app.keys.keys().verify(token, &app.issuer, now) else {
+        return Ok(None);
+    };
+    match app.store.is_revoked(&claims.jti).await {
+        Ok(true) => Ok(None),
+        Ok(false) => Ok(Some(claims)),
+        Err(e) => Err(store_failed("checking a revocation", &e)),
+    }
+}
+
+/// `POST /oauth2/introspect` (RFC 7662): any authenticated client may ask.
+pub async fn introspect(State(app): State<Arc<App>>, req: Request) -> Response {
+    finish(introspect_inner(&app, req).await)
+}
+
+async fn introspect_inner(app: &App, req: Request) -> Result<Response, OAuthError> {
+    let deadline = Instant::now() + app.config.request_timeout;
+    let (parts, form) = read_form(app, req).await?;
+    let creds = form::client_credentials(&parts.headers, &form)?;
+    let token = form.require("token")?.to_owned();
+    authenticate(app, creds, source_of(&parts), deadline).await?;
+    let body = match active_claims(app, &token).await? {
+        None => serde_json::json!({ "active": false }),
+        Some(c) => {
+            let mut v = serde_json::json!({
+                "active": true,
+                "token_type": "Bearer",
+                "client_id": c.client_id,
+                "sub": c.sub,
+                "aud": c.aud,
+                "iss": c.iss,
+                "jti": c.jti,
+                "iat": c.iat,
+                "exp": c.exp,
+            });
+            if !c.scope.is_empty() {
+                v["scope"] = serde_json::Value::String(c.scope);
+            }
+            v
+        }
+    };
+    Ok(json_no_store(StatusCode::OK, body.to_string().into_bytes()))
+}
+
+/// `POST /oauth2/revoke` (RFC 7009): a client may revoke the tokens issued to it.
+pub async fn revoke(State(app): State<Arc<App>>, req: Request) -> Response {
+    finish(revoke_inner(&app, req).await)
+}
+
+async fn revoke_inner(app: &App, req: Request) -> Result<Response, OAuthError> {
+    let deadline = Instant::now() + app.config.request_timeout;
+    let (parts, form) = read_form(app, req).await?;
+    let creds = form::client_credentials(&parts.headers, &form)?;
+    let token = form.require("token")?.to_owned();
+    let client = authenticate(app, creds, source_of(&parts), deadline).await?;
+    // RFC 7009 2.2: an invalid or expired token is not an error (nothing to revoke).
+    if let Some(claims) = active_claims(app, &token).await? {
+        if claims.client_id != client.id {
+            return Err(OAuthError::unauthorized_client(
+                "the token was not issued to this client",
+            ));
+        }
+        let exp = i64::try_from(claims.exp).unwrap_or(i64::MAX);
+        app.store
+            .revoke_token(&claims.jti, exp)
+            .await
+            .map_err(|e: StoreError| store_failed("revoking a token", &e))?;
+    }
+    let mut resp = (StatusCode::OK, Body::empty()).into_response();
+    no_store(&mut resp);
+    Ok(resp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorCode;
+
+    fn allowed() -> Vec<String> {
+        vec!["read".into(), "write".into(), "admin:all".into()]
+    }
+
+    #[test]
+    fn default_scope_is_everything_allowed() {
+        assert_eq!(grant_scope(None, &allowed()).unwrap(), "read write admin:all");
+        assert_eq!(grant_scope(None, &[]).unwrap(), "");
+    }
+
+    #[test]
+    fn requested_scope_must_be_a_subset() {
+        assert_eq!(grant_scope(Some("write read read"), &allowed()).unwrap(), "write read");
+        let e = grant_scope(Some("read delete"), &allowed()).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidScope);
+        for bad in ["read  write", " read", "re\"ad", "r\\d"] {
+            assert_eq!(
+                grant_scope(Some(bad), &allowed()).unwrap_err().code,
+                ErrorCode::InvalidScope,
+                "{bad:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! The HTTP surface: the router, discovery metadata (RFC 8414 and its OpenID Connect
+//! twin), JWKS, health, readiness, metrics and the live status page.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodRouter, get, post};
+
+use crate::app::App;
+use crate::error::OAuthError;
+use crate::oauth;
+
+/// The router of one server.
+pub fn router(app: Arc<App>) -> Router {
+    Router::new()
+        .route("/oauth2/token", oauth_post(post(oauth::token)))
+        .route("/oauth2/introspect", oauth_post(post(oauth::introspect)))
+        .route("/oauth2/revoke", oauth_post(post(oauth::revoke)))
+        .route("/oauth2/jwks", get(jwks))
+        .route("/.well-known/oauth-authorization-server", get(discovery))
+        .route("/.well-known/openid-configuration", get(discovery))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .route("/status", get(crate::status::page))
+        .route("/status.json", get(crate::status::json))
+        .fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&app),
+            deadline,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&app),
+            track,
+        ))
+        .with_state(app)
+}
+
+/// OAuth endpoints answer a wrong method with an OAuth error body too.
+fn oauth_post(m: MethodRouter<Arc<App>>) -> MethodRouter<Arc<App>> {
+    m.fallback(|| async {
+        let mut r = OAuthError::invalid_request("use POST").into_response();
+        *r.status_mut() = StatusCode::METHOD_NOT_ALLOWED;
+        r.headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("POST"));
+        r
+    })
+}
+
+async fn not_found() -> Response {
+    (StatusCode::NOT_FOUND, "not found\n").into_response()
+}
+
+/// Count the request for the status page and Prometheus.
+async fn track(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+    app.stats.in_flight.fetch_add(1, Ordering::Relaxed);
+    let _guard = Decrement(&app);
+    let resp = crate::metrics::track(req, next).await;
+    app.stats.requests.fetch_add(1, Ordering::Relaxed);
+    resp
+}
+
+struct Decrement<'a>(&'a App);
+
+impl Drop for Decrement<'_> {
+    fn drop(&mut self) {
+        self.0.stats.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// The whole-request deadline: a request that somehow outlives it gets a 503 with
+/// Retry-After rather than holding the client until its own timeout. (The core receives
+/// the same deadline and normally answers "overloaded" long before this fires.)
+async fn deadline(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+    match tokio::time::timeout(app.config.request_timeout, next.run(req)).await {
+        Ok(r) => r,
+        Err(_) => {
+            tracing::warn!("request exceeded the {:?} deadline", app.config.request_timeout);
+            OAuthError::overloaded(std::time::Duration::from_secs(1)).into_response()
+        }
+    }
+}
+
+/// The RFC 8414 metadata document for `issuer`.
+pub fn metadata(issuer: &str) -> Vec<u8> {
+    serde_json::json!({
+        "issuer": issuer,
+        "token_endpoint": format!("{issuer}/oauth2/token"),
+        "jwks_uri": format!("{issuer}/oauth2/jwks"),
+        "introspection_endpoint": format!("{issuer}/oauth2/introspect"),
+        "revocation_endpoint": format!("{issuer}/oauth2/revoke"),
+        "grant_types_supported": ["client_credentials", "password"],
+        "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
+        "introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
+        "revocation_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
+        // No authorization endpoint, so no response types (RFC 8414 makes the field
+        // required; an empty list states that truthfully).
+        "response_types_supported": [],
+        "token_endpoint_auth_signing_alg_values_supported": ["EdDSA"],
+        "access_token_signing_alg_values_supported": ["EdDSA"],
+    })
+    .to_string()
+    .into_bytes()
+}
+
+fn json(body: Vec<u8>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response()
+}
+
+async fn discovery(State(app): State<Arc<App>>) -> Response {
+    json(app.metadata.clone())
+}
+
+async fn jwks(State(app): State<Arc<App>>) -> Response {
+    let mut r = json(app.keys.keys().jwks().to_string().into_bytes());
+    // Short caching: clients refetch soon enough to see a rotation.
+    r.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=300"),
+    );
+    r
+}
+
+/// Liveness: the process answers HTTP. Deliberately does nothing else.
+async fn healthz() -> &'static str {
+    "ok\n"
+}
+
+/// Readiness: the store answers and the hash pool is running.
+async fn readyz(State(app): State<Arc<App>>) -> Response {
+    if app.verifier.snapshot().shutting_down {
+        return (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response();
+    }
+    match app.store.ping().await {
+        Ok(()) => (StatusCode::OK, "ready\n").into_response(),
+        Err(e) => {
+            tracing::warn!("readiness: store unavailable: {e}");
+            let mut r = (StatusCode::SERVICE_UNAVAILABLE, "store unavailable\n").into_response();
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            r
+        }
+    }
+}
+
+async fn metrics(State(app): State<Arc<App>>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+        )],
+        app.metrics.render(),
+    )
+        .into_response()
+}

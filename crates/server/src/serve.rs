@@ -1,0 +1,241 @@
+//! The accept loop and connection handling (mini-redis style): [`run`] takes a bound
+//! listener, the assembled [`App`] and a shutdown future, and returns once every
+//! connection has finished. [`Server`] wraps it for embedding (tests, `portcullis demo`).
+//!
+//! Shutdown: when the future resolves the listener is dropped (no new connections), every
+//! connection is told to finish its in-flight request and close (idle keep-alive
+//! connections close at once), and `run` waits for them; then the core's pool is stopped.
+//! Connections are bounded by a semaphore: beyond `max_connections` new ones wait in the
+//! kernel backlog instead of exhausting memory or file descriptors.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
+use tokio_rustls::TlsAcceptor;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tower::ServiceExt;
+
+use crate::app::{App, ServerError};
+use crate::config::Config;
+use crate::keys::unix_now;
+use crate::oauth::Peer;
+
+/// Serve `app` on `listener` until `shutdown` resolves, then drain and return.
+pub async fn run(
+    listener: TcpListener,
+    app: Arc<App>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), ServerError> {
+    let tls = app.tls.clone().map(TlsAcceptor::from);
+    let router = crate::routes::router(Arc::clone(&app));
+    let stop = CancellationToken::new();
+    let tracker = TaskTracker::new();
+    tracker.spawn(crate::metrics::upkeep(app.metrics.clone(), stop.clone()));
+    tracker.spawn(maintenance(Arc::clone(&app), stop.clone()));
+    let limit = Arc::new(Semaphore::new(app.config.max_connections));
+    tokio::pin!(shutdown);
+    let mut backoff = Duration::from_millis(5);
+    loop {
+        let permit = tokio::select! {
+            p = Arc::clone(&limit).acquire_owned() => match p {
+                Ok(p) => p,
+                Err(_) => break,
+            },
+            () = &mut shutdown => break,
+        };
+        let (stream, peer) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(x) => x,
+                Err(e) => {
+                    // EMFILE and friends: back off instead of spinning, keep serving.
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(1));
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        backoff = Duration::from_millis(5);
+        let _ = stream.set_nodelay(true);
+        let router = router.clone();
+        let stop = stop.clone();
+        let tls = tls.clone();
+        let header_timeout = app.config.header_timeout;
+        tracker.spawn(async move {
+            let _permit = permit;
+            match tls {
+                None => serve_connection(stream, peer, router, header_timeout, stop).await,
+                Some(acceptor) => {
+                    match tokio::time::timeout(header_timeout, acceptor.accept(stream)).await {
+                        Ok(Ok(s)) => serve_connection(s, peer, router, header_timeout, stop).await,
+                        Ok(Err(e)) => tracing::debug!(%peer, "TLS handshake failed: {e}"),
+                        Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
+                    }
+                }
+            }
+        });
+    }
+    drop(listener);
+    tracing::info!("shutting down: draining connections");
+    stop.cancel();
+    tracker.close();
+    tracker.wait().await;
+    app.verifier.shutdown();
+    Ok(())
+}
+
+async fn serve_connection<S>(
+    io: S,
+    peer: SocketAddr,
+    router: axum::Router,
+    header_timeout: Duration,
+    stop: CancellationToken,
+) where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let svc = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
+        req.extensions_mut().insert(Peer(peer));
+        router.clone().oneshot(req.map(axum::body::Body::new))
+    });
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_timeout)
+        .keep_alive(true);
+    let conn = builder.serve_connection(TokioIo::new(io), svc);
+    tokio::pin!(conn);
+    let result = tokio::select! {
+        r = conn.as_mut() => r,
+        () = stop.cancelled() => {
+            conn.as_mut().graceful_shutdown();
+            conn.await
+        }
+    };
+    if let Err(e) = result {
+        tracing::debug!(%peer, "connection ended with error: {e}");
+    }
+}
+
+/// Periodic housekeeping: signing key rotation and purging expired revocations.
+async fn maintenance(app: Arc<App>, stop: CancellationToken) {
+    let mut tick = tokio::time::interval(app.keys.maintenance_interval());
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            () = stop.cancelled() => return,
+        }
+        let now = unix_now();
+        if let Err(e) = app.keys.maintain(now).await {
+            tracing::error!("signing key maintenance failed: {e}");
+        }
+        if let Err(e) = app.store.purge_revocations(now).await {
+            tracing::error!("purging expired revocations failed: {e}");
+        }
+    }
+}
+
+/// A server running on a background task, for embedding (tests, `portcullis demo`).
+#[derive(Debug)]
+pub struct Server {
+    /// The address it listens on.
+    addr: SocketAddr,
+    /// Issuer URL (base URL of the endpoints).
+    issuer: String,
+    /// The shared state (store access for provisioning, metrics).
+    app: Arc<App>,
+    /// Cancelled to begin graceful shutdown.
+    stop: CancellationToken,
+    /// The task running [`run`].
+    task: JoinHandle<Result<(), ServerError>>,
+}
+
+impl Server {
+    /// Open the data directory named by `config.data_dir` and serve on `listener`.
+    /// Returns once the server is accepting.
+    pub async fn start(config: Config, listener: TcpListener) -> Result<Server, ServerError> {
+        let data_dir = portcullis_store::DataDir::open(&config.data_dir).await?;
+        let addr = listener.local_addr()?;
+        let app = App::from_data_dir(config, &data_dir, addr).await?;
+        Ok(Server::spawn(listener, app))
+    }
+
+    /// Serve an already assembled [`App`] on `listener`.
+    pub fn spawn(listener: TcpListener, app: Arc<App>) -> Server {
+        let addr = listener.local_addr().unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+        let stop = CancellationToken::new();
+        let signal = stop.clone();
+        let task = tokio::spawn(run(listener, Arc::clone(&app), async move {
+            signal.cancelled().await;
+        }));
+        Server {
+            addr,
+            issuer: app.issuer.clone(),
+            app,
+            stop,
+            task,
+        }
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The issuer URL, e.g. `http://127.0.0.1:41234`; endpoints hang off it.
+    pub fn issuer(&self) -> &str {
+        &self.issuer
+    }
+
+    /// The shared state (e.g. `app().store` to provision clients).
+    pub fn app(&self) -> &Arc<App> {
+        &self.app
+    }
+
+    /// Stop accepting, finish in-flight requests, and wait until everything has closed.
+    pub async fn shutdown(self) -> Result<(), ServerError> {
+        self.stop.cancel();
+        match self.task.await {
+            Ok(r) => r,
+            Err(e) => Err(ServerError::Io(std::io::Error::other(e))),
+        }
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM (the process's shutdown signal for [`run`]).
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::error!("cannot listen for SIGINT: {e}");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                tracing::error!("cannot listen for SIGTERM: {e}");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => tracing::info!("SIGINT received"),
+        () = term => tracing::info!("SIGTERM received"),
+    }
+}

@@ -1,0 +1,514 @@
+//! [`SqliteStore`]: the embedded backend. SQLite through sqlx with WAL (readers never
+//! block the writer), foreign keys on, a busy timeout so concurrent writers (the server
+//! and a CLI command) wait instead of failing, and the schema migrations compiled into the
+//! binary (`migrations/sqlite/*.sql`).
+//!
+//! Queries are plain `sqlx::query` with binds (no compile-time checked macros, which would
+//! need a database at build time). Every write validates its record first.
+
+use std::path::Path;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::future::BoxFuture;
+use portcullis_core::{CredentialSource, PrincipalKind, SourceError, StoredCredentials};
+use sqlx::SqlitePool;
+use sqlx::migrate::Migrator;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+
+use crate::error::StoreError;
+use crate::record::{
+    ClientRecord, Grant, SigningKeyRecord, UserRecord, validate_hash, validate_name,
+    validate_secret_hashes,
+};
+use crate::store::Store;
+
+static MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
+
+/// How long a statement waits for another connection's write lock before failing.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// Pool size: WAL lets readers run in parallel with the one writer; credential look-ups
+/// are reads, so a handful of connections covers a 2-8 core server.
+const MAX_CONNECTIONS: u32 = 8;
+
+/// The SQLite identity store. Cheap to share (`Arc`); the pool inside is thread-safe.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    /// Connection pool over one database file.
+    pool: SqlitePool,
+}
+
+type ClientRow = (String, String, Option<String>, String, String, i64, i64);
+type UserRow = (String, String, bool, i64);
+type KeyRow = (String, String, Vec<u8>, Vec<u8>, i64, i64, Option<i64>);
+
+const CLIENT_COLUMNS: &str =
+    "id, secret_hash, previous_secret_hash, grants, scopes, token_lifetime, created_at";
+const USER_COLUMNS: &str = "username, password_hash, disabled, created_at";
+const KEY_COLUMNS: &str =
+    "kid, alg, public_key, private_key_sealed, created_at, not_after, retired_at";
+
+impl SqliteStore {
+    /// Open (creating if missing) the database file at `path` and bring its schema up to
+    /// date. Prefer [`DataDir::open`](crate::DataDir::open), which also sets file modes.
+    pub async fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        let options = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(BUSY_TIMEOUT);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(MAX_CONNECTIONS)
+            .connect_with(options)
+            .await
+            .map_err(|e| StoreError::Backend(format!("opening {}: {e}", path.display())))?;
+        // Two processes opening a fresh database at once both try to apply migration 1;
+        // SQLite serialises them and the loser fails on "table exists". Running again
+        // then finds it applied.
+        if MIGRATOR.run(&pool).await.is_err() {
+            MIGRATOR
+                .run(&pool)
+                .await
+                .map_err(|e| StoreError::Backend(format!("migrating {}: {e}", path.display())))?;
+        }
+        Ok(SqliteStore { pool })
+    }
+
+    /// Close every connection (checkpoints the WAL).
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+fn backend(e: sqlx::Error) -> StoreError {
+    StoreError::Backend(e.to_string())
+}
+
+/// Map a failed insert: a unique violation means `what` exists already.
+fn insert_error(e: sqlx::Error, what: impl FnOnce() -> String) -> StoreError {
+    match &e {
+        sqlx::Error::Database(db) if db.is_unique_violation() => StoreError::AlreadyExists(what()),
+        _ => backend(e),
+    }
+}
+
+fn corrupt(what: &str) -> StoreError {
+    StoreError::Backend(format!("corrupt row in database: {what}"))
+}
+
+fn join<T: AsRef<str>>(items: impl IntoIterator<Item = T>) -> String {
+    items
+        .into_iter()
+        .map(|s| s.as_ref().to_owned())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn client_from_row(row: ClientRow) -> Result<ClientRecord, StoreError> {
+    let (id, current, previous, grants, scopes, lifetime, created_at) = row;
+    let grants = grants
+        .split(' ')
+        .filter(|g| !g.is_empty())
+        .map(Grant::from_str)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|_| corrupt("client grants"))?;
+    let scopes = scopes
+        .split(' ')
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect();
+    Ok(ClientRecord {
+        id,
+        secret_hashes: std::iter::once(current).chain(previous).collect(),
+        grants,
+        scopes,
+        token_lifetime: u32::try_from(lifetime).map_err(|_| corrupt("token lifetime"))?,
+        created_at,
+    })
+}
+
+fn user_from_row((username, password_hash, disabled, created_at): UserRow) -> UserRecord {
+    UserRecord {
+        username,
+        password_hash,
+        disabled,
+        created_at,
+    }
+}
+
+fn key_from_row(row: KeyRow) -> SigningKeyRecord {
+    let (kid, alg, public_key, private_key_sealed, created_at, not_after, retired_at) = row;
+    SigningKeyRecord {
+        kid,
+        alg,
+        public_key,
+        private_key_sealed,
+        created_at,
+        not_after,
+        retired_at,
+    }
+}
+
+fn client_label(id: &str) -> String {
+    format!("client {id:?}")
+}
+
+fn user_label(name: &str) -> String {
+    format!("user {name:?}")
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1")
+            .execute(&self.pool)
+            .await
+            .map(|_| ())
+            .map_err(backend)
+    }
+
+    async fn get_client(&self, id: &str) -> Result<Option<ClientRecord>, StoreError> {
+        let row: Option<ClientRow> = sqlx::query_as(&format!(
+            "SELECT {CLIENT_COLUMNS} FROM clients WHERE id = ?1"
+        ))
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(backend)?;
+        row.map(client_from_row).transpose()
+    }
+
+    async fn put_client(&self, client: &ClientRecord) -> Result<(), StoreError> {
+        client.validate()?;
+        sqlx::query(&format!(
+            "INSERT INTO clients ({CLIENT_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+        ))
+        .bind(&client.id)
+        .bind(&client.secret_hashes[0])
+        .bind(client.secret_hashes.get(1))
+        .bind(join(client.grants.iter().map(|g| g.as_str())))
+        .bind(join(&client.scopes))
+        .bind(i64::from(client.token_lifetime))
+        .bind(client.created_at)
+        .execute(&self.pool)
+        .await
+        .map_err(|e| insert_error(e, || client_label(&client.id)))?;
+        Ok(())
+    }
+
+    async fn update_client_secrets(&self, id: &str, hashes: Vec<String>) -> Result<(), StoreError> {
+        validate_secret_hashes(&hashes)?;
+        let done = sqlx::query(
+            "UPDATE clients SET secret_hash = ?2, previous_secret_hash = ?3 WHERE id = ?1",
+        )
+        .bind(id)
+        .bind(&hashes[0])
+        .bind(hashes.get(1))
+        .execute(&self.pool)
+        .await
+        .map_err(backend)?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound(client_label(id)));
+        }
+        Ok(())
+    }
+
+    async fn remove_client(&self, id: &str) -> Result<bool, StoreError> {
+        let done = sqlx::query("DELETE FROM clients WHERE id = ?1")
+            .bind(id)
+            .execute(&self.pool)
+            .await
+            .map_err(backend)?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn list_clients(&self) -> Result<Vec<ClientRecord>, StoreError> {
+        let rows: Vec<ClientRow> =
+            sqlx::query_as(&format!("SELECT {CLIENT_COLUMNS} FROM clients ORDER BY id"))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(backend)?;
+        rows.into_iter().map(client_from_row).collect()
+    }
+
+    async fn get_user(&self, username: &str) -> Result<Option<UserRecord>, StoreError> {
+        let row: Option<UserRow> = sqlx::query_as(&format!(
+            "SELECT {USER_COLUMNS} FROM users WHERE username = ?1"
+        ))
+        .bind(username)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(backend)?;
+        Ok(row.map(user_from_row))
+    }
+
+    async fn put_user(&self, user: &UserRecord) -> Result<(), StoreError> {
+        user.validate()?;
+        sqlx::query(&format!(
+            "INSERT INTO users ({USER_COLUMNS}) VALUES (?1, ?2, ?3, ?4)"
+        ))
+        .bind(&user.username)
+        .bind(&user.password_hash)
+        .bind(user.disabled)
+        .bind(user.created_at)
+        .execute(&self.pool)
+        .await
+        .map_err(|e| insert_error(e, || user_label(&user.username)))?;
+        Ok(())
+    }
+
+    async fn put_users(&self, users: &[UserRecord]) -> Result<Vec<bool>, StoreError> {
+        for u in users {
+            u.validate()?;
+        }
+        // One transaction: one fsync for the whole import instead of one per user.
+        let mut tx = self.pool.begin().await.map_err(backend)?;
+        let mut inserted = Vec::with_capacity(users.len());
+        for u in users {
+            let done = sqlx::query(&format!(
+                "INSERT INTO users ({USER_COLUMNS}) VALUES (?1, ?2, ?3, ?4) \
+                 ON CONFLICT (username) DO NOTHING"
+            ))
+            .bind(&u.username)
+            .bind(&u.password_hash)
+            .bind(u.disabled)
+            .bind(u.created_at)
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
+            inserted.push(done.rows_affected() == 1);
+        }
+        tx.commit().await.map_err(backend)?;
+        Ok(inserted)
+    }
+
+    async fn set_user_password(&self, username: &str, hash: &str) -> Result<(), StoreError> {
+        validate_hash(hash)?;
+        let done = sqlx::query("UPDATE users SET password_hash = ?2 WHERE username = ?1")
+            .bind(username)
+            .bind(hash)
+            .execute(&self.pool)
+            .await
+            .map_err(backend)?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound(user_label(username)));
+        }
+        Ok(())
+    }
+
+    async fn set_user_disabled(&self, username: &str, disabled: bool) -> Result<(), StoreError> {
+        let done = sqlx::query("UPDATE users SET disabled = ?2 WHERE username = ?1")
+            .bind(username)
+            .bind(disabled)
+            .execute(&self.pool)
+            .await
+            .map_err(backend)?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound(user_label(username)));
+        }
+        Ok(())
+    }
+
+    async fn remove_user(&self, username: &str) -> Result<bool, StoreError> {
+        let done = sqlx::query("DELETE FROM users WHERE username = ?1")
+            .bind(username)
+            .execute(&self.pool)
+            .await
+            .map_err(backend)?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn list_users(&self) -> Result<Vec<UserRecord>, StoreError> {
+        let rows: Vec<UserRow> = sqlx::query_as(&format!(
+            "SELECT {USER_COLUMNS} FROM users ORDER BY username"
+        ))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(backend)?;
+        Ok(rows.into_iter().map(user_from_row).collect())
+    }
+
+    async fn insert_signing_key(&self, key: &SigningKeyRecord) -> Result<(), StoreError> {
+        key.validate()?;
+        sqlx::query(&format!(
+            "INSERT INTO signing_keys ({KEY_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+        ))
+        .bind(&key.kid)
+        .bind(&key.alg)
+        .bind(&key.public_key)
+        .bind(&key.private_key_sealed)
+        .bind(key.created_at)
+        .bind(key.not_after)
+        .bind(key.retired_at)
+        .execute(&self.pool)
+        .await
+        .map_err(|e| insert_error(e, || format!("signing key {:?}", key.kid)))?;
+        Ok(())
+    }
+
+    async fn list_signing_keys(&self) -> Result<Vec<SigningKeyRecord>, StoreError> {
+        let rows: Vec<KeyRow> = sqlx::query_as(&format!(
+            "SELECT {KEY_COLUMNS} FROM signing_keys ORDER BY created_at, kid"
+        ))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(backend)?;
+        Ok(rows.into_iter().map(key_from_row).collect())
+    }
+
+    async fn retire_signing_key(&self, kid: &str, at: i64) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE signing_keys SET retired_at = ?2 WHERE kid = ?1 AND retired_at IS NULL",
+        )
+        .bind(kid)
+        .bind(at)
+        .execute(&self.pool)
+        .await
+        .map_err(backend)?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn remove_signing_key(&self, kid: &str) -> Result<bool, StoreError> {
+        let done = sqlx::query("DELETE FROM signing_keys WHERE kid = ?1")
+            .bind(kid)
+            .execute(&self.pool)
+            .await
+            .map_err(backend)?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn revoke_token(&self, jti: &str, expires_at: i64) -> Result<(), StoreError> {
+        validate_name("token id", jti)?;
+        sqlx::query(
+            "INSERT INTO revoked_tokens (jti, expires_at) VALUES (?1, ?2) \
+             ON CONFLICT (jti) DO UPDATE SET expires_at = max(expires_at, excluded.expires_at)",
+        )
+        .bind(jti)
+        .bind(expires_at)
+        .execute(&self.pool)
+        .await
+        .map_err(backend)?;
+        Ok(())
+    }
+
+    async fn is_revoked(&self, jti: &str) -> Result<bool, StoreError> {
+        let row: Option<(i64,)> = sqlx::query_as("SELECT 1 FROM revoked_tokens WHERE jti = ?1")
+            .bind(jti)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(backend)?;
+        Ok(row.is_some())
+    }
+
+    async fn purge_revocations(&self, now: i64) -> Result<u64, StoreError> {
+        let done = sqlx::query("DELETE FROM revoked_tokens WHERE expires_at <= ?1")
+            .bind(now)
+            .execute(&self.pool)
+            .await
+            .map_err(backend)?;
+        Ok(done.rows_affected())
+    }
+
+    fn as_credential_source(self: Arc<Self>) -> Arc<dyn CredentialSource> {
+        self
+    }
+}
+
+impl SqliteStore {
+    async fn stored_credentials(
+        &self,
+        kind: PrincipalKind,
+        principal: &str,
+    ) -> Result<Option<StoredCredentials>, StoreError> {
+        match kind {
+            PrincipalKind::Client => {
+                let row: Option<(String, Option<String>)> = sqlx::query_as(
+                    "SELECT secret_hash, previous_secret_hash FROM clients WHERE id = ?1",
+                )
+                .bind(principal)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(backend)?;
+                Ok(row.map(|(current, previous)| StoredCredentials {
+                    hashes: std::iter::once(current).chain(previous).collect(),
+                    disabled: false,
+                }))
+            }
+            PrincipalKind::User => {
+                let row: Option<(String, bool)> =
+                    sqlx::query_as("SELECT password_hash, disabled FROM users WHERE username = ?1")
+                        .bind(principal)
+                        .fetch_optional(&self.pool)
+                        .await
+                        .map_err(backend)?;
+                Ok(row.map(|(hash, disabled)| StoredCredentials {
+                    hashes: vec![hash],
+                    disabled,
+                }))
+            }
+        }
+    }
+
+    async fn compare_and_replace(
+        &self,
+        kind: PrincipalKind,
+        principal: &str,
+        old: &str,
+        new: &str,
+    ) -> Result<bool, StoreError> {
+        validate_hash(new)?;
+        let done = match kind {
+            // One statement, so the check and both slot updates are atomic; only the slot
+            // holding `old` changes, and only if `old` is still stored.
+            PrincipalKind::Client => sqlx::query(
+                "UPDATE clients SET \
+                   secret_hash = CASE WHEN secret_hash = ?2 THEN ?3 ELSE secret_hash END, \
+                   previous_secret_hash = CASE WHEN previous_secret_hash = ?2 THEN ?3 \
+                                          ELSE previous_secret_hash END \
+                 WHERE id = ?1 AND (secret_hash = ?2 OR previous_secret_hash = ?2)",
+            ),
+            PrincipalKind::User => sqlx::query(
+                "UPDATE users SET password_hash = ?3 WHERE username = ?1 AND password_hash = ?2",
+            ),
+        }
+        .bind(principal)
+        .bind(old)
+        .bind(new)
+        .execute(&self.pool)
+        .await
+        .map_err(backend)?;
+        Ok(done.rows_affected() > 0)
+    }
+}
+
+impl CredentialSource for SqliteStore {
+    fn credentials<'a>(
+        &'a self,
+        kind: PrincipalKind,
+        principal: &'a str,
+    ) -> BoxFuture<'a, Result<Option<StoredCredentials>, SourceError>> {
+        Box::pin(async move {
+            self.stored_credentials(kind, principal)
+                .await
+                .map_err(SourceError::from)
+        })
+    }
+
+    fn replace_hash<'a>(
+        &'a self,
+        kind: PrincipalKind,
+        principal: &'a str,
+        old: &'a str,
+        new: &'a str,
+    ) -> BoxFuture<'a, Result<bool, SourceError>> {
+        Box::pin(async move {
+            self.compare_and_replace(kind, principal, old, new)
+                .await
+                .map_err(SourceError::from)
+        })
+    }
+}

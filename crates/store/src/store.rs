@@ -1,0 +1,91 @@
+//! The [`Store`] trait: everything the server and the CLI read and write, independent of
+//! the backend. It is dyn-compatible (`Arc<dyn Store>`) so the backend is chosen at run
+//! time; SQLite ([`crate::SqliteStore`]) is the embedded default and a PostgreSQL backend
+//! will implement the same trait and pass the same [`conformance`](crate) suite.
+//!
+//! Rules every backend follows:
+//! - Times are unix seconds supplied by the caller; a backend never reads a clock.
+//! - Records are validated (`validate()`) before any write; bad input is
+//!   [`StoreError::Invalid`] and nothing is written.
+//! - "Not there" is `Ok(None)` / `Ok(false)` for reads and removals, and
+//!   [`StoreError::NotFound`] for updates of something that must exist.
+//! - Stored hash replacement is compare-and-set (see
+//!   [`CredentialSource::replace_hash`]), so rehash-on-login upgrades exactly once.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use portcullis_core::CredentialSource;
+
+use crate::error::StoreError;
+use crate::record::{ClientRecord, SigningKeyRecord, UserRecord};
+
+/// The identity store. Also a [`CredentialSource`] for the verification core: clients
+/// answer with their one or two secret hashes (never disabled), users with their password
+/// hash and disabled flag.
+#[async_trait]
+pub trait Store: CredentialSource {
+    /// Check that the backend answers (readiness probes).
+    async fn ping(&self) -> Result<(), StoreError>;
+
+    // ---- clients ----
+
+    /// The client `id`, if it exists.
+    async fn get_client(&self, id: &str) -> Result<Option<ClientRecord>, StoreError>;
+    /// Insert a new client; [`StoreError::AlreadyExists`] if the id is taken.
+    async fn put_client(&self, client: &ClientRecord) -> Result<(), StoreError>;
+    /// Replace a client's secret hashes (1 or 2, current first), e.g. for rotation;
+    /// [`StoreError::NotFound`] if there is no such client.
+    async fn update_client_secrets(&self, id: &str, hashes: Vec<String>) -> Result<(), StoreError>;
+    /// Remove a client; returns whether it existed.
+    async fn remove_client(&self, id: &str) -> Result<bool, StoreError>;
+    /// Every client, ordered by id.
+    async fn list_clients(&self) -> Result<Vec<ClientRecord>, StoreError>;
+
+    // ---- users ----
+
+    /// The user `username`, if it exists.
+    async fn get_user(&self, username: &str) -> Result<Option<UserRecord>, StoreError>;
+    /// Insert a new user; [`StoreError::AlreadyExists`] if the name is taken.
+    async fn put_user(&self, user: &UserRecord) -> Result<(), StoreError>;
+    /// Insert many users in one transaction (imports). Users whose name is taken are left
+    /// unchanged; the answer says, per input user, whether it was inserted. Any invalid
+    /// record fails the whole call before anything is written.
+    async fn put_users(&self, users: &[UserRecord]) -> Result<Vec<bool>, StoreError>;
+    /// Set a user's password hash (administrative reset, not rehash-on-login: that is
+    /// [`CredentialSource::replace_hash`]); [`StoreError::NotFound`] if no such user.
+    async fn set_user_password(&self, username: &str, hash: &str) -> Result<(), StoreError>;
+    /// Enable or disable a user; [`StoreError::NotFound`] if no such user.
+    async fn set_user_disabled(&self, username: &str, disabled: bool) -> Result<(), StoreError>;
+    /// Remove a user; returns whether it existed.
+    async fn remove_user(&self, username: &str) -> Result<bool, StoreError>;
+    /// Every user, ordered by username.
+    async fn list_users(&self) -> Result<Vec<UserRecord>, StoreError>;
+
+    // ---- token signing keys ----
+
+    /// Insert a signing key; [`StoreError::AlreadyExists`] if the kid is taken.
+    async fn insert_signing_key(&self, key: &SigningKeyRecord) -> Result<(), StoreError>;
+    /// Every signing key, oldest first (by `created_at`, then kid).
+    async fn list_signing_keys(&self) -> Result<Vec<SigningKeyRecord>, StoreError>;
+    /// Mark a key retired at `at` (no new tokens are signed with it). Returns whether this
+    /// call retired it: `false` if it was already retired (the first time is kept) or
+    /// does not exist.
+    async fn retire_signing_key(&self, kid: &str, at: i64) -> Result<bool, StoreError>;
+    /// Delete a key (once no unexpired token can carry its kid); returns whether it existed.
+    async fn remove_signing_key(&self, kid: &str) -> Result<bool, StoreError>;
+
+    // ---- token revocation ----
+
+    /// Record that the token `jti` is revoked until it expires at `expires_at` (unix
+    /// seconds). Idempotent; revoking again keeps the later expiry.
+    async fn revoke_token(&self, jti: &str, expires_at: i64) -> Result<(), StoreError>;
+    /// Whether `jti` was revoked (and not yet purged).
+    async fn is_revoked(&self, jti: &str) -> Result<bool, StoreError>;
+    /// Forget revocations of tokens that expired at or before `now` (they are rejected
+    /// for being expired anyway); returns how many were removed.
+    async fn purge_revocations(&self, now: i64) -> Result<u64, StoreError>;
+
+    /// This store as the verification core's credential source.
+    fn as_credential_source(self: Arc<Self>) -> Arc<dyn CredentialSource>;
+}

@@ -1,0 +1,238 @@
+//! Tests of the SQLite backend and the data directory on a real file system: the
+//! conformance suite, file modes, migrations on reopen, and what the database must never
+//! contain.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use portcullis_hash::pepper::PepperedHmac;
+use sqlx::Connection;
+
+use crate::conformance::{self, test_client};
+use crate::datadir::{DB_FILE, SECRETS_FILE};
+use crate::{DataDir, SigningKeyRecord, Store, StoreError};
+
+fn mode(p: &Path) -> u32 {
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+}
+
+/// Every byte SQLite wrote (main file and WAL), where a leak would show.
+fn db_bytes(dir: &Path) -> Vec<u8> {
+    let mut all = std::fs::read(dir.join(DB_FILE)).unwrap();
+    if let Ok(wal) = std::fs::read(dir.join(format!("{DB_FILE}-wal"))) {
+        all.extend(wal);
+    }
+    all
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_5_sqlite_passes_the_conformance_suite() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = DataDir::open(tmp.path().join("data")).await.unwrap();
+    conformance::run_all(dir.store().as_ref()).await;
+    // And through the trait object the server will hold.
+    let shared: std::sync::Arc<dyn Store> = dir.store();
+    conformance::cas_race_exactly_one_wins(shared.as_ref()).await;
+}
+
+#[tokio::test]
+async fn issue_5_fresh_data_dir_is_private() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("nested").join("data");
+    let dir = DataDir::open(&path).await.unwrap();
+    dir.store().put_client(&test_client("c")).await.unwrap();
+    assert_eq!(mode(&path), 0o700);
+    assert_eq!(mode(&path.join(SECRETS_FILE)), 0o600);
+    assert_eq!(mode(&path.join(DB_FILE)), 0o600);
+    // WAL mode is on (the -wal file exists while open) and inherits the 0600 mode.
+    let wal = path.join(format!("{DB_FILE}-wal"));
+    assert!(wal.exists(), "WAL journal expected");
+    assert_eq!(mode(&wal), 0o600);
+    assert!(dir.peppers().current().is_some());
+}
+
+#[tokio::test]
+async fn issue_5_lax_permissions_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("data");
+    DataDir::open(&path).await.unwrap().close().await;
+
+    let secrets = path.join(SECRETS_FILE);
+    std::fs::set_permissions(&secrets, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let err = DataDir::open(&path).await.unwrap_err();
+    assert!(matches!(err, StoreError::Invalid(_)), "{err}");
+    assert!(err.to_string().contains("chmod 600"), "{err}");
+    std::fs::set_permissions(&secrets, std::fs::Permissions::from_mode(0o600)).unwrap();
+
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let err = DataDir::open(&path).await.unwrap_err();
+    assert!(err.to_string().contains("chmod 700"), "{err}");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700)).unwrap();
+
+    let db = path.join(DB_FILE);
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o640)).unwrap();
+    assert!(DataDir::open(&path).await.is_err());
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o600)).unwrap();
+    DataDir::open(&path).await.unwrap();
+}
+
+#[tokio::test]
+async fn issue_5_reopen_keeps_data_secrets_and_applies_migrations_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("data");
+    let first = DataDir::open(&path).await.unwrap();
+    let pepper = first.peppers().current().unwrap().clone();
+    let sealed = first.master_key().seal(b"ed25519 seed", b"k1").unwrap();
+    first
+        .store()
+        .put_client(&test_client("kept"))
+        .await
+        .unwrap();
+    first.close().await;
+
+    for _ in 0..2 {
+        let again = DataDir::open(&path).await.unwrap();
+        let p = again.peppers();
+        let cur = p.current().unwrap();
+        assert_eq!(cur.id(), pepper.id());
+        assert_eq!(cur.key_bytes(), pepper.key_bytes());
+        assert_eq!(
+            &again.master_key().open(&sealed, b"k1").unwrap()[..],
+            b"ed25519 seed"
+        );
+        assert!(again.store().get_client("kept").await.unwrap().is_some());
+        again.close().await;
+    }
+
+    // Independent look at the migration table: one successful row per migration file.
+    let url = format!("sqlite://{}", path.join(DB_FILE).display());
+    let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
+    let rows: Vec<(i64, bool)> =
+        sqlx::query_as("SELECT version, success FROM _sqlx_migrations ORDER BY version")
+            .fetch_all(&mut conn)
+            .await
+            .unwrap();
+    let files = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations/sqlite"))
+        .unwrap()
+        .count();
+    assert_eq!(rows.len(), files);
+    assert!(rows.iter().all(|(_, ok)| *ok));
+    let (mode,): (String,) = sqlx::query_as("PRAGMA journal_mode")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(mode, "wal");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_5_concurrent_first_open_agrees_on_secrets() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("data");
+    let (a, b) = tokio::join!(DataDir::open(&path), DataDir::open(&path));
+    let (a, b) = (a.unwrap(), b.unwrap());
+    let (pa, pb) = (a.peppers(), b.peppers());
+    assert_eq!(
+        pa.current().unwrap().key_bytes(),
+        pb.current().unwrap().key_bytes()
+    );
+    let sealed = a.master_key().seal(b"x", b"").unwrap();
+    assert_eq!(&b.master_key().open(&sealed, b"").unwrap()[..], b"x");
+}
+
+#[tokio::test]
+async fn issue_5_database_holds_no_pepper_secret_or_private_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("data");
+    let dir = DataDir::open(&path).await.unwrap();
+    let secret = crate::generate_client_secret().unwrap();
+    let peppers = dir.peppers();
+    let pepper = peppers.current().unwrap();
+    let mut c = test_client("leak-check");
+    let stored = PepperedHmac::create(pepper, secret.as_bytes());
+    c.secret_hashes = vec![stored.clone()];
+    dir.store().put_client(&c).await.unwrap();
+    let private = [0x5au8; 32];
+    dir.store()
+        .insert_signing_key(&SigningKeyRecord {
+            kid: "k1".into(),
+            alg: "EdDSA".into(),
+            public_key: vec![1; 32],
+            private_key_sealed: dir.master_key().seal(&private, b"k1").unwrap(),
+            created_at: 1,
+            not_after: 2,
+            retired_at: None,
+        })
+        .await
+        .unwrap();
+
+    let bytes = db_bytes(&path);
+    // The search is over the right bytes: the stored hash is there.
+    assert!(contains(&bytes, stored.as_bytes()));
+    assert!(!contains(&bytes, secret.as_bytes()));
+    assert!(!contains(&bytes, pepper.key_bytes()));
+    assert!(!contains(
+        &bytes,
+        STANDARD.encode(pepper.key_bytes()).as_bytes()
+    ));
+    assert!(!contains(&bytes, &private));
+    // And the secrets file is where the pepper lives.
+    let secrets = std::fs::read_to_string(path.join(SECRETS_FILE)).unwrap();
+    assert!(secrets.contains(&STANDARD.encode(pepper.key_bytes())));
+}
+
+#[tokio::test]
+async fn issue_5_rotated_pepper_is_current_and_old_one_still_verifies() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("data");
+    let mut dir = DataDir::open(&path).await.unwrap();
+    let old = PepperedHmac::create(dir.peppers().current().unwrap(), b"s");
+    let new_id = dir.rotate_pepper().unwrap();
+    assert_eq!(new_id, "p2");
+    dir.close().await;
+    let dir = DataDir::open(&path).await.unwrap();
+    let peppers = dir.peppers();
+    assert_eq!(peppers.current().unwrap().id(), "p2");
+    let parsed = PepperedHmac::parse(&old).unwrap();
+    assert_eq!(parsed.key_id, "p1");
+    assert!(parsed.verify(b"s", &peppers).unwrap());
+    assert_eq!(mode(&path.join(SECRETS_FILE)), 0o600);
+}
+
+#[tokio::test]
+async fn issue_5_bad_secrets_file_is_a_clear_error_without_key_material() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("data");
+    DataDir::open(&path).await.unwrap().close().await;
+    let file = path.join(SECRETS_FILE);
+    let good = std::fs::read_to_string(&file).unwrap();
+    let key_line = good
+        .lines()
+        .find(|l| l.starts_with("master_key"))
+        .unwrap()
+        .to_owned();
+    let cases = [
+        good.replace("version = 1", "version = 9"),
+        good.replace("current_pepper = \"p1\"", "current_pepper = \"p7\""),
+        format!("{good}\nsurprise = 1\n"),
+        good.replace(&key_line, "master_key = \"c2hvcnQ\""),
+        // Broken syntax on the line holding the key: the message must not quote it.
+        good.replace(&key_line, &format!("{key_line} !")),
+    ];
+    for text in cases {
+        std::fs::write(&file, &text).unwrap();
+        let err = DataDir::open(&path).await.unwrap_err();
+        let msg = err.to_string();
+        assert!(matches!(err, StoreError::Invalid(_)), "{msg}");
+        assert!(msg.contains(SECRETS_FILE), "{msg}");
+        assert!(
+            !msg.contains(key_line.trim_start_matches("master_key = ")),
+            "{msg}"
+        );
+    }
+}
