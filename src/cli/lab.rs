@@ -36,6 +36,10 @@ pub struct RunArgs {
     /// Override the scenario's target base URL (http://host:port).
     #[arg(long, value_name = "URL")]
     pub target: Option<String>,
+    /// Override where server metrics are scraped: a path on the target, an http:// URL,
+    /// or "off".
+    #[arg(long, value_name = "URL")]
+    pub metrics: Option<String>,
     /// Allow a non-loopback target host (repeatable). Without it only 127.0.0.0/8 and ::1.
     #[arg(long, value_name = "HOST")]
     pub allow_target: Vec<String>,
@@ -126,6 +130,10 @@ fn run_scenario(a: RunArgs) -> ExitCode {
             Ok(s) => s,
             Err(e) => return super::fail(e),
         };
+    }
+    if let Some(m) = &a.metrics {
+        scn.target.metrics = (m != "off").then(|| m.clone());
+        scn.raw.target.metrics = m.clone();
     }
     if let Some(d) = &a.duration {
         match parse_duration(d) {

@@ -3,3 +3,9 @@
 //! issue (`issue_N_...`).
 
 mod store_cli;
+mod hash_cli;
+mod server;
+mod server_interop;
+mod server_malformed;
+mod server_support;
+mod lab;

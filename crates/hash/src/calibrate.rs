@@ -132,14 +132,24 @@ pub fn calibrate(target: Duration) -> Result<Calibration, CalibrateError> {
     // PBKDF2-SHA256: two compressions per iteration.
     let probe_iter = 20_000u32;
     let per_iter = pbkdf2_time(probe_iter)?.as_secs_f64() / f64::from(probe_iter);
-    let iterations = ((goal / per_iter) as u64 / 1000 * 1000)
-        .clamp(1000, u64::from(limits::MAX_PBKDF2_ITERATIONS)) as u32;
+    let to_iterations = |x: f64| (x as u64 / 1000 * 1000).clamp(1000, u64::from(limits::MAX_PBKDF2_ITERATIONS)) as u32;
+    let mut iterations = to_iterations(goal / per_iter);
+    let mut measured = pbkdf2_time(iterations)?;
+    // Time is not perfectly linear (caches, frequency, other load): refine twice at most.
+    for _ in 0..2 {
+        let ratio = goal / measured.as_secs_f64();
+        if (0.85..=1.15).contains(&ratio) {
+            break;
+        }
+        iterations = to_iterations(f64::from(iterations) * ratio);
+        measured = pbkdf2_time(iterations)?;
+    }
     suggestions.push(Suggestion {
         policy: Policy::Pbkdf2 {
             prf: Prf::Sha256,
             iterations,
         },
-        measured: pbkdf2_time(iterations)?,
+        measured,
         meets_owasp_minimum: iterations >= 600_000,
     });
 
@@ -154,34 +164,55 @@ pub fn calibrate(target: Duration) -> Result<Calibration, CalibrateError> {
     } else {
         (blocks.max(64), 1)
     };
-    let m = if m >= 1024 { m / 1024 * 1024 } else { m } as u32;
+    let round_m = |m: u64| (if m >= 1024 { m / 1024 * 1024 } else { m }).clamp(64, 1 << 20) as u32;
+    let mut m = round_m(m);
     let t = t.min(limits::MAX_ARGON2_WORK / u64::from(m)) as u32;
+    let mut measured = argon2_time(m, t)?;
+    // Large memory runs slower per block than the cached probe: rescale the memory.
+    for _ in 0..2 {
+        let ratio = goal / measured.as_secs_f64();
+        if (0.85..=1.15).contains(&ratio) {
+            break;
+        }
+        m = round_m((f64::from(m) * ratio) as u64);
+        measured = argon2_time(m, t)?;
+    }
     suggestions.push(Suggestion {
         policy: Policy::Argon2id { m, t, p: 1 },
-        measured: argon2_time(m, t)?,
+        measured,
         meets_owasp_minimum: m >= 7_168 && u64::from(m) * u64::from(t) >= 7_168 * 5,
     });
 
     // bcrypt: the largest cost not above the target.
     let probe_cost = 6u32;
     let per_round = bcrypt_time(probe_cost)?.as_secs_f64() / f64::from(1u32 << probe_cost);
-    let cost = (goal / per_round)
+    let mut cost = (goal / per_round)
         .log2()
         .floor()
         .clamp(4.0, f64::from(limits::MAX_BCRYPT_COST)) as u32;
+    let mut measured = bcrypt_time(cost)?;
+    if measured.as_secs_f64() > goal * 1.1 && cost > 4 {
+        cost -= 1;
+        measured = bcrypt_time(cost)?;
+    }
     suggestions.push(Suggestion {
         policy: Policy::Bcrypt { cost },
-        measured: bcrypt_time(cost)?,
+        measured,
         meets_owasp_minimum: cost >= 10,
     });
 
     // scrypt, r=8 p=1: the largest N not above the target (and within the memory limit).
     let probe_log_n = 12u8;
     let per_nr = scrypt_time(probe_log_n, 8)?.as_secs_f64() / f64::from(8u32 << probe_log_n);
-    let log_n = (goal / (per_nr * 8.0)).log2().floor().clamp(4.0, 24.0) as u8;
+    let mut log_n = (goal / (per_nr * 8.0)).log2().floor().clamp(4.0, 24.0) as u8;
+    let mut measured = scrypt_time(log_n, 8)?;
+    if measured.as_secs_f64() > goal * 1.1 && log_n > 4 {
+        log_n -= 1;
+        measured = scrypt_time(log_n, 8)?;
+    }
     suggestions.push(Suggestion {
         policy: Policy::Scrypt { log_n, r: 8, p: 1 },
-        measured: scrypt_time(log_n, 8)?,
+        measured,
         meets_owasp_minimum: log_n >= 17,
     });
 

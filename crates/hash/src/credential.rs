@@ -36,18 +36,19 @@ pub struct BatchKey {
     pub iterations: u32,
 }
 
-/// Cost-model constants: work units (SHA-256 compressions with SHA-NI) per unit of each
-/// KDF's own cost parameter, measured with `portcullis hash calibrate` on the reference
-/// machine (AMD EPYC, SHA-NI, AVX-512; one SHA-256 compression ~= 27 ns there). They only
-/// need to be right to within a factor of about two: they weigh scheduling, not security.
+/// Cost-model constants: work units (SHA-256 compressions) per unit of each KDF's own cost
+/// parameter. From `portcullis hash calibrate` on the reference machine (AMD EPYC with
+/// SHA-NI, shared and loaded, so the figures are medians of a few noisy runs): a SHA-256
+/// compression took 36-57 ns, an argon2 block-pass 0.4-0.7 us (more at large memory), a
+/// bcrypt round 60-130 us, a scrypt N*r step 0.55-0.8 us. They only need to be right within
+/// about a factor of two: they weigh scheduling, never security.
 pub mod cost_model {
-    /// Units per argon2 1 KiB block per pass (~= 0.42 us per block-pass).
+    /// Units per argon2 1 KiB block per pass.
     pub const ARGON2_PER_BLOCK_PASS: u64 = 16;
-    /// Units per bcrypt round (one of the 2^cost key-schedule rounds, ~= 74 us each... per
-    /// 1 << cost: see [`super::Credential::cost`]).
+    /// Units per bcrypt round (a cost-`c` hash runs `2^c` rounds).
     pub const BCRYPT_PER_ROUND: u64 = 2_700;
-    /// Units per scrypt `N * r * p` (one 128-byte BlockMix through ROMix, ~= 0.29 us).
-    pub const SCRYPT_PER_NRP: u64 = 11;
+    /// Units per scrypt `N * r * p` step (one 128-byte block through ROMix).
+    pub const SCRYPT_PER_NRP: u64 = 16;
 }
 
 /// A parsed stored credential.

@@ -160,8 +160,9 @@ pub fn scenarios(quick: bool, capacity: f64) -> Result<Vec<Scenario>, LabError> 
         }
         if let Some(x) = s.demo.rate_x_capacity {
             for g in &mut s.groups {
+                let legit = g.expects_success();
                 if let Model::Open { rate, rate_end, .. } = &mut g.model
-                    && g.expects_success()
+                    && legit
                 {
                     *rate = (capacity * x).round().max(1.0);
                     *rate_end = *rate;

@@ -236,3 +236,76 @@ fn generate(
         retired_at: None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use portcullis_store::SqliteStore;
+
+    const ROT: i64 = 3600;
+    const LIFE: i64 = 600;
+
+    async fn manager(dir: &std::path::Path, master: &MasterKey, now: i64) -> KeyManager {
+        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&dir.join("db")).await.unwrap());
+        KeyManager::load(
+            store,
+            master.clone(),
+            Duration::from_secs(ROT as u64),
+            Duration::from_secs(LIFE as u64),
+            now,
+        )
+        .await
+        .unwrap()
+    }
+
+    fn kids(m: &KeyManager) -> Vec<String> {
+        m.keys().published.iter().map(|k| k.kid.clone()).collect()
+    }
+
+    #[tokio::test]
+    async fn issue_5_rotation_keeps_old_keys_until_their_tokens_expired() {
+        let dir = tempfile::tempdir().unwrap();
+        let master = MasterKey::generate().unwrap();
+        let t0 = 1_700_000_000;
+        let m = manager(dir.path(), &master, t0).await;
+        let first = m.keys().current.kid().to_owned();
+        assert_eq!(kids(&m), vec![first.clone()]);
+        // Inside the period nothing changes.
+        assert!(!m.maintain(t0 + ROT - 1).await.unwrap());
+        // At the end of the period a new key signs; the old one stays published.
+        let t1 = t0 + ROT;
+        assert!(m.maintain(t1).await.unwrap());
+        let second = m.keys().current.kid().to_owned();
+        assert_ne!(second, first);
+        assert_eq!(kids(&m), vec![first.clone(), second.clone()]);
+        // A token signed by the old key just before rotation stays verifiable until exp.
+        // The old key goes once every token it signed has expired (plus skew).
+        let old_gone = t0 + ROT + LIFE + SKEW;
+        m.maintain(old_gone - 1).await.unwrap();
+        assert!(kids(&m).contains(&first));
+        m.maintain(old_gone).await.unwrap();
+        assert_eq!(kids(&m), vec![second.clone()]);
+        // A restart at that time loads the same signing key from the store.
+        let again = manager(dir.path(), &master, old_gone).await;
+        assert_eq!(again.keys().current.kid(), second);
+    }
+
+    #[tokio::test]
+    async fn wrong_master_key_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let t0 = 1_700_000_000;
+        manager(dir.path(), &MasterKey::generate().unwrap(), t0).await;
+        let store: Arc<dyn Store> =
+            Arc::new(SqliteStore::open(&dir.path().join("db")).await.unwrap());
+        let err = KeyManager::load(
+            store,
+            MasterKey::generate().unwrap(),
+            Duration::from_secs(ROT as u64),
+            Duration::from_secs(LIFE as u64),
+            t0 + 1,
+        )
+        .await
+        .unwrap_err();
+        assert!(err.to_string().contains("unseal"), "{err}");
+    }
+}

@@ -15,7 +15,7 @@ use axum::extract::{Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use http_body_util::{BodyExt, LengthLimitError, Limited};
+use http_body_util::BodyExt;
 use portcullis_core::{Attempt, Outcome, PrincipalKind, Protocol};
 use portcullis_store::{ClientRecord, Grant, StoreError};
 use serde::Serialize;
@@ -57,24 +57,52 @@ async fn read_form(app: &App, req: Request) -> Result<(Parts, Form), OAuthError>
     let (parts, body) = req.into_parts();
     let limit = app.config.body_limit;
     form::check_content_type(&parts.headers)?;
-    if let Some(len) = parts.headers.get(header::CONTENT_LENGTH)
-        && len
-            .to_str()
-            .ok()
-            .and_then(|l| l.parse::<u64>().ok())
-            .is_some_and(|l| l > limit as u64)
-    {
+    let declared = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|l| l > limit as u64) {
+        drain(body).await;
         return Err(OAuthError::too_large(limit));
     }
-    let bytes: Bytes = match Limited::new(body, limit).collect().await {
-        Ok(c) => c.to_bytes(),
-        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
-            return Err(OAuthError::too_large(limit));
+    let mut body = body;
+    let mut buf = Vec::with_capacity(declared.map_or(256, |l| l as usize));
+    loop {
+        match body.frame().await {
+            None => break,
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    if buf.len() + data.len() > limit {
+                        drain(body).await;
+                        return Err(OAuthError::too_large(limit));
+                    }
+                    buf.extend_from_slice(&data);
+                }
+            }
+            Some(Err(_)) => {
+                return Err(OAuthError::invalid_request("could not read the request body"));
+            }
         }
-        Err(_) => return Err(OAuthError::invalid_request("could not read the request body")),
-    };
+    }
+    let bytes = Bytes::from(buf);
     let form = Form::parse(&bytes)?;
     Ok((parts, form))
+}
+
+/// Most bytes of an oversized body read and discarded before answering 413: closing a
+/// socket with unread data makes the kernel send a reset, and the client may then lose
+/// our answer. Beyond this bound we close anyway (not worth the bandwidth).
+const DRAIN_LIMIT: usize = 256 * 1024;
+
+async fn drain(mut body: Body) {
+    let mut seen = 0usize;
+    while seen < DRAIN_LIMIT {
+        match body.frame().await {
+            Some(Ok(f)) => seen += f.data_ref().map_or(0, |d| d.len()),
+            _ => break,
+        }
+    }
 }
 
 fn source_of(parts: &Parts) -> IpAddr {

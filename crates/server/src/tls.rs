@@ -153,10 +153,12 @@ pub fn server_config(s: &TlsSettings) -> Result<Arc<rustls::ServerConfig>, TlsEr
         chosen
     };
     for v in &s.versions {
-        let has = suites.iter().any(|c| match (c, v) {
-            (SupportedCipherSuite::Tls12(_), TlsVersion::Tls12) => true,
-            (SupportedCipherSuite::Tls13(_), TlsVersion::Tls13) => true,
-            _ => false,
+        let has = suites.iter().any(|c| {
+            matches!(
+                (c, v),
+                (SupportedCipherSuite::Tls12(_), TlsVersion::Tls12)
+                    | (SupportedCipherSuite::Tls13(_), TlsVersion::Tls13)
+            )
         });
         if !has {
             return Err(TlsError::Mismatch(format!(

@@ -149,7 +149,7 @@ fn ensure_dir(path: &Path) -> Result<(), StoreError> {
         Ok(()) => return Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            // Parent missing: create the parents with default modes, ours with 0700.
+            // Parents missing: create them too (also 0700: they are ours alone).
             fs::DirBuilder::new()
                 .recursive(true)
                 .mode(0o700)

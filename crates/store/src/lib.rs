@@ -9,7 +9,7 @@
 //! - [`datadir`]: [`DataDir`], the on-disk layout: database plus the 0600 secrets file
 //!   holding pepper keys and the master key, which never enter the database.
 //! - [`seal`]: [`MasterKey`] AEAD sealing for secrets kept in the database (signing keys).
-//! - [`error`]: [`StoreError`].
+//! - [`error`]: the one error type, [`StoreError`].
 //! - `conformance` (tests / feature `conformance`): the suite every backend must pass.
 
 #[cfg(any(test, feature = "conformance"))]

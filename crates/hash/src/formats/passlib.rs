@@ -65,6 +65,14 @@ pub fn parse(s: &str) -> Result<Credential, FormatError> {
     let iterations: u32 = parse_dec(FORMAT, "rounds", rounds)?;
     let salt = b64_ab64(FORMAT, "salt", salt)?;
     let hash = b64_ab64(FORMAT, "hash", hash)?;
+    // passlib's checksums are always one digest long; anything else is a damaged string
+    // (a truncated PBKDF2 key would otherwise still verify: it is a prefix of the full one).
+    if hash.len() != prf.output_len() {
+        return Err(FormatError::malformed(
+            FORMAT,
+            format!("hash must be {} bytes for this digest", prf.output_len()),
+        ));
+    }
     check_pbkdf2(FORMAT, iterations, &salt, &hash)?;
     Ok(Credential::Pbkdf2 {
         prf,

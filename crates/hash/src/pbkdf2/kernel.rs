@@ -117,13 +117,23 @@ pub(crate) fn derive<H: Sha>(
     iterations: u32,
     out: &mut [u8],
 ) {
-    let kernel = H::kernel(backend);
+    derive_with::<H>(&H::kernel(backend), password, salt, iterations, out);
+}
+
+/// [`derive`] on a given kernel.
+fn derive_with<H: Sha>(
+    kernel: &Kernel<H::State>,
+    password: &[u8],
+    salt: &[u8],
+    iterations: u32,
+    out: &mut [u8],
+) {
     let iterations = iterations.max(1);
 
     // HMAC key: the password, or its digest if longer than a block, zero-padded.
     let mut key = [0u8; 128];
     if password.len() > H::BLOCK {
-        let mut s = Stream::<H>::new(&kernel, H::IV, 0);
+        let mut s = Stream::<H>::new(kernel, H::IV, 0);
         s.update(password);
         let mut d = s.finish();
         H::digest_bytes(&d, &mut key[..H::OUT]);
@@ -150,12 +160,12 @@ pub(crate) fn derive<H: Sha>(
         // RFC 8018 block index INT(i), big-endian from 1. Outputs of 2^32 - 1 blocks
         // (over 80 GB) are beyond any caller; the index would wrap there.
         let block_index = (index as u32).wrapping_add(1);
-        let mut inner = Stream::<H>::new(&kernel, istate, H::BLOCK as u64);
+        let mut inner = Stream::<H>::new(kernel, istate, H::BLOCK as u64);
         inner.update(salt);
         inner.update(&block_index.to_be_bytes());
         let mut u = inner.finish();
         H::digest_bytes(&u, &mut digest[..H::OUT]);
-        let mut outer = Stream::<H>::new(&kernel, ostate, H::BLOCK as u64);
+        let mut outer = Stream::<H>::new(kernel, ostate, H::BLOCK as u64);
         outer.update(&digest[..H::OUT]);
         u = outer.finish();
         (kernel.iterate)(&istate, &ostate, &mut u, iterations);
@@ -246,6 +256,13 @@ impl Sha for Sha512 {
     fn kernel(backend: Backend) -> Kernel<[u64; 8]> {
         #[cfg(target_arch = "x86_64")]
         if backend == Backend::Auto {
+            if let Some((iterate, blocks)) = crate::arch::x86_64::sha512_vl::detect() {
+                return Kernel {
+                    iterate,
+                    blocks,
+                    name: "avx512vl-schedule",
+                };
+            }
             if let Some((iterate, blocks)) = crate::arch::x86_64::sha512_bmi2::detect() {
                 return Kernel {
                     iterate,
@@ -282,4 +299,48 @@ pub(crate) fn raw_blocks<H: Sha>(backend: Backend, data: &[u8]) -> H::State {
     let mut state = H::IV;
     (kernel.blocks)(&mut state, data);
     state
+}
+
+#[cfg(test)]
+mod tests {
+    //! Every kernel this CPU can run (not only the one `Auto` picks) against RustCrypto.
+
+    use super::*;
+
+    fn kernels<S>(found: &[Option<(fn(&S, &S, &mut S, u32), fn(&mut S, &[u8]))>]) -> Vec<Kernel<S>> {
+        found
+            .iter()
+            .flatten()
+            .map(|&(iterate, blocks)| Kernel {
+                iterate,
+                blocks,
+                name: "arch",
+            })
+            .collect()
+    }
+
+    fn check<H: Sha>(kernels: Vec<Kernel<H::State>>, reference: fn(&[u8], &[u8], u32, &mut [u8])) {
+        let password: Vec<u8> = (0..200u8).collect();
+        for kernel in &kernels {
+            for (plen, slen, c, len) in [(0, 0, 1, 1), (3, 16, 2, 33), (200, 100, 1000, 130), (129, 55, 77, 64)] {
+                let mut want = vec![0u8; len];
+                reference(&password[..plen], &password[..slen], c, &mut want);
+                let mut got = vec![0u8; len];
+                derive_with::<H>(kernel, &password[..plen], &password[..slen], c, &mut got);
+                assert_eq!(got, want, "plen {plen} slen {slen} c {c} len {len}");
+            }
+        }
+    }
+
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn issue_2_every_detected_kernel_matches_rustcrypto() {
+        use crate::arch::x86_64::{sha1_ni, sha256_ni, sha512_bmi2, sha512_vl};
+        check::<Sha1>(kernels(&[sha1_ni::detect()]), pbkdf2::pbkdf2_hmac::<sha1::Sha1>);
+        check::<Sha256>(kernels(&[sha256_ni::detect()]), pbkdf2::pbkdf2_hmac::<sha2::Sha256>);
+        check::<Sha512>(
+            kernels(&[sha512_bmi2::detect(), sha512_vl::detect()]),
+            pbkdf2::pbkdf2_hmac::<sha2::Sha512>,
+        );
+    }
 }

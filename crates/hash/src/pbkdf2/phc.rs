@@ -110,17 +110,17 @@ pub fn parse_phc(s: &str) -> Result<PhcPbkdf2, FormatError> {
         .ok_or_else(|| bad("does not start with $pbkdf2-"))?;
     let parts: Vec<&str> = rest.split('$').collect();
     let [prf_name, params, salt_b64, hash_b64] = parts[..] else {
-        if parts.len() == 4 + 1 || parts.get(1).is_some_and(|p| !p.contains('=')) {
-            return Err(bad(
-                "expected $pbkdf2-<prf>$i=<iterations>[,l=<len>]$<salt>$<hash> \
-                 (passlib's $pbkdf2-<prf>$<rounds>$ form is a different format)",
-            ));
-        }
         return Err(bad(format!(
             "expected 4 '$'-separated fields after $pbkdf2-, found {}",
             parts.len()
         )));
     };
+    if !params.is_empty() && params.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad(
+            "expected i=<iterations>[,l=<len>] parameters \
+             (passlib's $pbkdf2-<prf>$<rounds>$ form is a different format)",
+        ));
+    }
     let prf = Prf::from_name(prf_name).ok_or_else(|| {
         let shown: String = prf_name.chars().take(16).collect();
         FormatError::unsupported(

@@ -3,6 +3,7 @@
 pub(crate) mod sha1_ni;
 pub(crate) mod sha256_ni;
 pub(crate) mod sha512_bmi2;
+pub(crate) mod sha512_vl;
 // Multi-buffer (batch) kernels, used by `crate::batch`.
 pub(crate) mod sha1_ni_x4;
 pub(crate) mod sha256_ni_x4;

@@ -32,22 +32,42 @@ use crate::pbkdf2::soft::K256;
 /// the kernel's width (a short last group is padded with idle lanes).
 pub(crate) type LanesFn = fn(&mut [Chain<Sha256>], u32);
 
-/// The 1-, 2-, 3- and 4-lane kernels (index = lanes - 1), if this CPU has SHA-NI.
-pub(crate) fn detect() -> Option<[LanesFn; 4]> {
-    if super::has_sha_ni() {
-        Some([run::<1>, run::<2>, run::<3>, run::<4>])
-    } else {
-        None
-    }
+/// The SHA-NI lane kernels of this CPU.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Kernels {
+    /// The 1-, 2-, 3- and 4-lane kernels (index = lanes - 1), built for the widest
+    /// instruction set this CPU has.
+    pub(crate) best: [LanesFn; 4],
+    /// The same kernels built for the SHA-NI baseline (SSE4.1 only), which CPUs with
+    /// SHA-NI but without AVX-512 run; offered to tests so that build is covered too.
+    pub(crate) baseline: [LanesFn; 4],
 }
 
-/// Only reachable through [`detect`], which checked the CPU features.
-fn run<const N: usize>(chains: &mut [Chain<Sha256>], iterations: u32) {
-    for group in chains.chunks_mut(N) {
-        // SAFETY: `run` is private and its address escapes only from `detect`, after
-        // `has_sha_ni` confirmed sha, sse2, ssse3 and sse4.1, the features `lanes` enables.
-        unsafe { lanes::<N>(group, iterations) }
+/// The lane kernels, if this CPU has SHA-NI.
+///
+/// With AVX-512VL the compiler may keep values in xmm16..31 and use three-operand
+/// encodings for everything but the SHA instructions (which are legacy-encoded and can only
+/// name xmm0..15); at three and four lanes that replaces most spills with register moves
+/// and is measurably faster (ARCHITECTURE.md, "Batch kernel").
+pub(crate) fn detect() -> Option<Kernels> {
+    if !super::has_sha_ni() {
+        return None;
     }
+    let baseline: [LanesFn; 4] = [sse::run::<1>, sse::run::<2>, sse::run::<3>, sse::run::<4>];
+    let best = if has_avx512vl() {
+        [vl::run::<1>, vl::run::<2>, vl::run::<3>, vl::run::<4>]
+    } else {
+        baseline
+    };
+    Some(Kernels { best, baseline })
+}
+
+/// AVX-512F/VL and the AVX levels below them (on top of SHA-NI).
+fn has_avx512vl() -> bool {
+    std::arch::is_x86_feature_detected!("avx")
+        && std::arch::is_x86_feature_detected!("avx2")
+        && std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512vl")
 }
 
 /// Four rounds on every lane with message words `$w` and constants `K[4*$i..4*$i+4]`.
@@ -59,22 +79,21 @@ macro_rules! rounds4 {
             K256[4 * $i + 1] as i32,
             K256[4 * $i] as i32,
         );
-        let mut kw = [_mm_setzero_si128(); N];
         for l in 0..N {
-            kw[l] = _mm_add_epi32($w[l], k);
+            let kw = _mm_add_epi32($w[l], k);
+            $cdgh[l] = _mm_sha256rnds2_epu32($cdgh[l], $abef[l], kw);
+            $abef[l] = _mm_sha256rnds2_epu32($abef[l], $cdgh[l], _mm_shuffle_epi32(kw, 0x0E));
         }
-        rounds4_kw!($abef, $cdgh, kw);
     }};
 }
 
-/// Four rounds on every lane with precomputed `W + K` in `$kw`.
+/// Four rounds on every lane with the constant `W + K` `$kw` (padding-only rounds).
 macro_rules! rounds4_kw {
-    ($abef:ident, $cdgh:ident, $kw:ident) => {{
+    ($abef:ident, $cdgh:ident, $kw:expr) => {{
+        let kw = $kw;
         for l in 0..N {
-            $cdgh[l] = _mm_sha256rnds2_epu32($cdgh[l], $abef[l], $kw[l]);
-        }
-        for l in 0..N {
-            $abef[l] = _mm_sha256rnds2_epu32($abef[l], $cdgh[l], _mm_shuffle_epi32($kw[l], 0x0E));
+            $cdgh[l] = _mm_sha256rnds2_epu32($cdgh[l], $abef[l], kw);
+            $abef[l] = _mm_sha256rnds2_epu32($abef[l], $cdgh[l], _mm_shuffle_epi32(kw, 0x0E));
         }
     }};
 }
@@ -106,20 +125,26 @@ macro_rules! compress {
         rounds4!($abef, $cdgh, w0, 0);
         rounds4!($abef, $cdgh, w1, 1);
         // Rounds 8..16 see only padding: W + K is a constant.
-        let kw2 = [_mm_set_epi32(
-            K256[11] as i32,
-            K256[10] as i32,
-            K256[9] as i32,
-            K256[8].wrapping_add(0x8000_0000) as i32,
-        ); N];
-        let kw3 = [_mm_set_epi32(
-            K256[15].wrapping_add(768) as i32,
-            K256[14] as i32,
-            K256[13] as i32,
-            K256[12] as i32,
-        ); N];
-        rounds4_kw!($abef, $cdgh, kw2);
-        rounds4_kw!($abef, $cdgh, kw3);
+        rounds4_kw!(
+            $abef,
+            $cdgh,
+            _mm_set_epi32(
+                K256[11] as i32,
+                K256[10] as i32,
+                K256[9] as i32,
+                K256[8].wrapping_add(0x8000_0000) as i32,
+            )
+        );
+        rounds4_kw!(
+            $abef,
+            $cdgh,
+            _mm_set_epi32(
+                K256[15].wrapping_add(768) as i32,
+                K256[14] as i32,
+                K256[13] as i32,
+                K256[12] as i32,
+            )
+        );
         schedule!(w0, w1, w2, w3);
         rounds4!($abef, $cdgh, w0, 4);
         schedule!(w1, w2, w3, w0);
@@ -151,59 +176,93 @@ macro_rules! compress {
     }};
 }
 
-/// State words (a..h) to the (ABEF, CDGH) register pair.
-#[target_feature(enable = "sha,sse2,ssse3,sse4.1")]
-fn to_regs(s: &[u32; 8]) -> (__m128i, __m128i) {
-    let w = s.map(|x| x as i32);
-    (
-        _mm_set_epi32(w[0], w[1], w[4], w[5]),
-        _mm_set_epi32(w[2], w[3], w[6], w[7]),
-    )
+/// One build of the lane kernels for the target features `$features`.
+macro_rules! variant {
+    ($name:ident, $features:literal, $why:literal) => {
+        #[doc = $why]
+        mod $name {
+            use super::*;
+
+            /// Only reachable through [`detect`](super::detect), which checked the CPU
+            /// features.
+            pub(super) fn run<const N: usize>(chains: &mut [Chain<Sha256>], iterations: u32) {
+                for group in chains.chunks_mut(N) {
+                    // SAFETY: `run` is private to this file and its address escapes only
+                    // from `detect`, after it confirmed every feature in `$features`
+                    // (SHA-NI and SSE4.1 for the baseline; also AVX, AVX2, AVX-512F/VL
+                    // for `vl`), the features `lanes` enables.
+                    unsafe { lanes::<N>(group, iterations) }
+                }
+            }
+
+            /// State words (a..h) to the (ABEF, CDGH) register pair.
+            #[target_feature(enable = $features)]
+            fn to_regs(s: &[u32; 8]) -> (__m128i, __m128i) {
+                let w = s.map(|x| x as i32);
+                (
+                    _mm_set_epi32(w[0], w[1], w[4], w[5]),
+                    _mm_set_epi32(w[2], w[3], w[6], w[7]),
+                )
+            }
+
+            #[target_feature(enable = $features)]
+            fn lanes<const N: usize>(chains: &mut [Chain<Sha256>], iterations: u32) {
+                let zero = _mm_setzero_si128();
+                let (mut ia, mut ic, mut oa, mut oc) = ([zero; N], [zero; N], [zero; N], [zero; N]);
+                let (mut m0, mut m1) = ([zero; N], [zero; N]);
+                // Lanes beyond `chains.len()` stay all-zero: they compute garbage nobody reads.
+                for (l, chain) in chains.iter().enumerate().take(N) {
+                    (ia[l], ic[l]) = to_regs(&chain.inner);
+                    (oa[l], oc[l]) = to_regs(&chain.outer);
+                    let u = chain.acc.map(|x| x as i32);
+                    m0[l] = _mm_set_epi32(u[3], u[2], u[1], u[0]);
+                    m1[l] = _mm_set_epi32(u[7], u[6], u[5], u[4]);
+                }
+                let (mut x0, mut x1) = (m0, m1);
+                for _ in 1..iterations {
+                    let (mut abef, mut cdgh) = (ia, ic);
+                    compress!(abef, cdgh, m0, m1);
+                    // ABEF = [F, E, B, A] and CDGH = [H, G, D, C] from dword 0 up; the next message
+                    // wants [A, B, C, D] and [E, F, G, H].
+                    for l in 0..N {
+                        m0[l] = _mm_shuffle_epi32(_mm_unpackhi_epi64(cdgh[l], abef[l]), 0x1B);
+                        m1[l] = _mm_shuffle_epi32(_mm_unpacklo_epi64(cdgh[l], abef[l]), 0x1B);
+                    }
+                    let (mut abef, mut cdgh) = (oa, oc);
+                    compress!(abef, cdgh, m0, m1);
+                    for l in 0..N {
+                        m0[l] = _mm_shuffle_epi32(_mm_unpackhi_epi64(cdgh[l], abef[l]), 0x1B);
+                        m1[l] = _mm_shuffle_epi32(_mm_unpacklo_epi64(cdgh[l], abef[l]), 0x1B);
+                        x0[l] = _mm_xor_si128(x0[l], m0[l]);
+                        x1[l] = _mm_xor_si128(x1[l], m1[l]);
+                    }
+                }
+                for (l, chain) in chains.iter_mut().enumerate().take(N) {
+                    chain.acc = [
+                        _mm_extract_epi32(x0[l], 0),
+                        _mm_extract_epi32(x0[l], 1),
+                        _mm_extract_epi32(x0[l], 2),
+                        _mm_extract_epi32(x0[l], 3),
+                        _mm_extract_epi32(x1[l], 0),
+                        _mm_extract_epi32(x1[l], 1),
+                        _mm_extract_epi32(x1[l], 2),
+                        _mm_extract_epi32(x1[l], 3),
+                    ]
+                    .map(|x| x as u32);
+                }
+            }
+        }
+    };
 }
 
-#[target_feature(enable = "sha,sse2,ssse3,sse4.1")]
-fn lanes<const N: usize>(chains: &mut [Chain<Sha256>], iterations: u32) {
-    let zero = _mm_setzero_si128();
-    let (mut ia, mut ic, mut oa, mut oc) = ([zero; N], [zero; N], [zero; N], [zero; N]);
-    let (mut m0, mut m1) = ([zero; N], [zero; N]);
-    // Lanes beyond `chains.len()` stay all-zero: they compute garbage nobody reads.
-    for (l, chain) in chains.iter().enumerate().take(N) {
-        (ia[l], ic[l]) = to_regs(&chain.inner);
-        (oa[l], oc[l]) = to_regs(&chain.outer);
-        let u = chain.acc.map(|x| x as i32);
-        m0[l] = _mm_set_epi32(u[3], u[2], u[1], u[0]);
-        m1[l] = _mm_set_epi32(u[7], u[6], u[5], u[4]);
-    }
-    let (mut x0, mut x1) = (m0, m1);
-    for _ in 1..iterations {
-        let (mut abef, mut cdgh) = (ia, ic);
-        compress!(abef, cdgh, m0, m1);
-        // ABEF = [F, E, B, A] and CDGH = [H, G, D, C] from dword 0 up; the next message
-        // wants [A, B, C, D] and [E, F, G, H].
-        for l in 0..N {
-            m0[l] = _mm_shuffle_epi32(_mm_unpackhi_epi64(cdgh[l], abef[l]), 0x1B);
-            m1[l] = _mm_shuffle_epi32(_mm_unpacklo_epi64(cdgh[l], abef[l]), 0x1B);
-        }
-        let (mut abef, mut cdgh) = (oa, oc);
-        compress!(abef, cdgh, m0, m1);
-        for l in 0..N {
-            m0[l] = _mm_shuffle_epi32(_mm_unpackhi_epi64(cdgh[l], abef[l]), 0x1B);
-            m1[l] = _mm_shuffle_epi32(_mm_unpacklo_epi64(cdgh[l], abef[l]), 0x1B);
-            x0[l] = _mm_xor_si128(x0[l], m0[l]);
-            x1[l] = _mm_xor_si128(x1[l], m1[l]);
-        }
-    }
-    for (l, chain) in chains.iter_mut().enumerate().take(N) {
-        chain.acc = [
-            _mm_extract_epi32(x0[l], 0),
-            _mm_extract_epi32(x0[l], 1),
-            _mm_extract_epi32(x0[l], 2),
-            _mm_extract_epi32(x0[l], 3),
-            _mm_extract_epi32(x1[l], 0),
-            _mm_extract_epi32(x1[l], 1),
-            _mm_extract_epi32(x1[l], 2),
-            _mm_extract_epi32(x1[l], 3),
-        ]
-        .map(|x| x as u32);
-    }
-}
+variant!(
+    sse,
+    "sha,sse2,ssse3,sse4.1",
+    "Baseline build: SHA-NI with SSE4.1."
+);
+variant!(
+    vl,
+    "sha,sse2,ssse3,sse4.1,avx,avx2,avx512f,avx512vl",
+    "AVX-512VL build: 32 vector registers and three-operand encodings around the SHA \
+     instructions."
+);
