@@ -39,6 +39,17 @@ pub enum ClientCommand {
     /// Give a client a new secret; the previous one stays valid until `--finish` or the
     /// next rotation, so deployed copies can be updated without downtime.
     RotateSecret(RotateArgs),
+    /// Add a new pepper key to the data directory's secrets file and make it current.
+    /// Secrets generated afterwards are hashed under it; existing ones keep verifying
+    /// under their old key. Restart running servers so they load the new key.
+    RotatePepper(RotatePepperArgs),
+}
+
+/// Arguments of `client rotate-pepper`.
+#[derive(Debug, clap::Args)]
+pub struct RotatePepperArgs {
+    #[command(flatten)]
+    dir: DataDirArg,
 }
 
 /// Where the embedded store lives.
@@ -114,6 +125,7 @@ pub fn run(cmd: ClientCommand) -> ExitCode {
             ClientCommand::List(a) => list(a).await,
             ClientCommand::Remove(a) => remove(a).await,
             ClientCommand::RotateSecret(a) => rotate(a).await,
+            ClientCommand::RotatePepper(a) => rotate_pepper(a).await,
         }
     })
 }
@@ -285,6 +297,17 @@ async fn rotate(args: RotateArgs) -> Result<ExitCode, String> {
             " (shown above, only this once)"
         },
         args.id
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn rotate_pepper(args: RotatePepperArgs) -> Result<ExitCode, String> {
+    let mut dir = open(&args.dir).await?;
+    let id = dir.rotate_pepper().map_err(|e| e.to_string())?;
+    dir.close().await;
+    eprintln!(
+        "portcullis: pepper {id:?} is now current for new client secrets; older peppers are \
+         kept for existing secrets. Restart running servers to load it."
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -60,11 +60,24 @@ pub fn run(args: DemoArgs) -> ExitCode {
 /// Portcullis as a demo server: the real token server, started in-process on a loopback
 /// port with a temporary data directory and the demo's clients.
 mod portcullis_demo {
+    use std::path::PathBuf;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use portcullis_hash::{Policy, Prf};
     use portcullis_lab::LabError;
     use portcullis_lab::demo::{BoxFuture, DemoServer, Setup, Started};
+    use portcullis_server::{Config, Server};
+    use portcullis_store::{ClientRecord, Grant};
 
     #[derive(Debug, Default)]
-    pub struct PortcullisServer;
+    pub struct PortcullisServer {
+        /// Distinguishes the temporary data directories of successive starts.
+        starts: AtomicU32,
+    }
+
+    fn err(e: impl std::fmt::Display) -> LabError {
+        LabError::Target(format!("portcullis: {e}"))
+    }
 
     impl DemoServer for PortcullisServer {
         fn label(&self) -> String {
@@ -72,14 +85,60 @@ mod portcullis_demo {
         }
 
         fn about(&self) -> String {
-            "portcullis: async front end, dedicated hash pool, admission control, reject delays as timers".into()
+            "portcullis: async front end, dedicated hash pool (one thread per core), admission control with fast 503s, reject delays as timers; IPv4 sources grouped per /32 for the demo so each loopback address counts as its own source".into()
         }
 
-        fn start(&self, _setup: Setup) -> BoxFuture<Result<Started, LabError>> {
-            Box::pin(async {
-                Err(LabError::Target(
-                    "the Portcullis server's in-process start API is not available yet".into(),
-                ))
+        fn start(&self, setup: Setup) -> BoxFuture<Result<Started, LabError>> {
+            let n = self.starts.fetch_add(1, Ordering::Relaxed);
+            Box::pin(async move {
+                let dir: PathBuf = std::env::temp_dir().join(format!("portcullis-demo-{}-{n}", std::process::id()));
+                let _ = std::fs::remove_dir_all(&dir);
+                let policy = Policy::Pbkdf2 {
+                    prf: Prf::Sha256,
+                    iterations: setup.iterations,
+                };
+                let mut config = Config::default();
+                config.data_dir = dir.clone();
+                // Same cost as the stored hashes, so rehash-on-login has nothing to do.
+                config.policy = policy.clone();
+                config.verifier.reject_delay_ms = setup.reject_delay.as_millis() as u64;
+                // Every loopback address is a distinct client machine in these scenarios.
+                config.verifier.ipv4_prefix_len = 32;
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(err)?;
+                let server = Server::start(config, listener).await.map_err(err)?;
+                let clients = setup.clients;
+                let hashes = tokio::task::spawn_blocking(move || {
+                    clients
+                        .into_iter()
+                        .map(|(id, secret)| policy.hash(secret.as_bytes()).map(|h| (id, h)))
+                        .collect::<Result<Vec<_>, _>>()
+                })
+                .await
+                .map_err(err)?
+                .map_err(err)?;
+                let now = portcullis_lab::driver::unix_now();
+                for (id, hash) in hashes {
+                    let rec = ClientRecord {
+                        id,
+                        secret_hashes: vec![hash],
+                        grants: vec![Grant::ClientCredentials],
+                        scopes: Vec::new(),
+                        token_lifetime: 300,
+                        created_at: now,
+                    };
+                    server.app().store.put_client(&rec).await.map_err(err)?;
+                }
+                let url = format!("http://{}", server.local_addr());
+                Ok(Started {
+                    url,
+                    metrics: "/metrics".into(),
+                    stop: Box::new(move || -> BoxFuture<()> {
+                        Box::pin(async move {
+                            let _ = server.shutdown().await;
+                            let _ = std::fs::remove_dir_all(&dir);
+                        })
+                    }),
+                })
             })
         }
     }

@@ -93,7 +93,9 @@ fn parse_algorithm(s: &str) -> Result<Prf, String> {
     s.strip_prefix("pbkdf2-")
         .and_then(Prf::from_name)
         .ok_or_else(|| {
-            format!("unknown algorithm {s:?} (expected pbkdf2-sha256, pbkdf2-sha1 or pbkdf2-sha512)")
+            format!(
+                "unknown algorithm {s:?} (expected pbkdf2-sha256, pbkdf2-sha1 or pbkdf2-sha512)"
+            )
         })
 }
 
@@ -205,7 +207,9 @@ fn bench(a: BenchArgs) -> ExitCode {
     // The compression bound: the same number of compressions one derivation does
     // (2 per iteration per output block), as whole 16 KiB buffers through the raw
     // compression function of the same backend (`openssl speed -bytes 16384` style).
-    let buffer: Vec<u8> = (0..16384u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    let buffer: Vec<u8> = (0..16384u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
     let blocks_per_buffer = (buffer.len() / prf.block_len()) as u64;
     let compressions = 2 * u64::from(iterations) * blocks_per_output;
     let buffers = compressions.div_ceil(blocks_per_buffer).max(1);
@@ -215,7 +219,14 @@ fn bench(a: BenchArgs) -> ExitCode {
     let mut out = vec![0u8; out_len];
     let mut sink = 0u64;
     // Warm up caches, frequency and the feature-detection cache.
-    pbkdf2::pbkdf2_hmac_on(backend, prf, password, salt, iterations.min(10_000), &mut out);
+    pbkdf2::pbkdf2_hmac_on(
+        backend,
+        prf,
+        password,
+        salt,
+        iterations.min(10_000),
+        &mut out,
+    );
 
     let mut derivation_ms = Vec::with_capacity(runs);
     let mut blocks_per_ms = Vec::with_capacity(runs);
@@ -240,7 +251,9 @@ fn bench(a: BenchArgs) -> ExitCode {
 
     let batch_result = a.batch.map(|k| {
         let k = k as usize;
-        let passwords: Vec<Vec<u8>> = (0..k).map(|i| format!("password {i}").into_bytes()).collect();
+        let passwords: Vec<Vec<u8>> = (0..k)
+            .map(|i| format!("password {i}").into_bytes())
+            .collect();
         let mut outs = vec![vec![0u8; out_len]; k];
         let mut per_call = Vec::with_capacity(runs);
         for _ in 0..runs {
@@ -311,9 +324,16 @@ fn calibrate(target_ms: u64) -> ExitCode {
         Ok(c) => c,
         Err(e) => return fail(e),
     };
-    println!("target {target_ms} ms per verification on one core of: {}", cpu_model());
+    println!(
+        "target {target_ms} ms per verification on one core of: {}",
+        cpu_model()
+    );
     for s in &c.suggestions {
-        let owasp = if s.meets_owasp_minimum { "" } else { "  (below OWASP minimum)" };
+        let owasp = if s.meets_owasp_minimum {
+            ""
+        } else {
+            "  (below OWASP minimum)"
+        };
         println!();
         println!("# measured {:.1} ms{owasp}", s.measured.as_secs_f64() * 1e3);
         print!("{}", s.policy.to_config_toml());

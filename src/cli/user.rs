@@ -5,9 +5,11 @@
 //! brings existing hashes from other systems over unchanged (they are upgraded on the
 //! user's next login by rehash-on-login).
 
+use std::io::Read;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use portcullis_hash::{Credential, Policy};
+use portcullis_hash::{Credential, Format, Policy};
 use portcullis_store::{Store, StoreError, UserRecord};
 
 use super::client::{DataDirArg, block_on, now, open, print_table, read_stdin_secret};
@@ -27,6 +29,27 @@ pub enum UserCommand {
     Enable(NameArgs),
     /// Replace a user's password with one read from stdin.
     SetPassword(SetPasswordArgs),
+    /// Import users with their existing password hashes from another system: a file of
+    /// `username<TAB>stored-hash` lines, or a Keycloak realm export (JSON).
+    ///
+    /// Hashes are kept as they are and upgraded to the current policy on each user's next
+    /// login. Prints how many users were imported; each refused entry is reported on
+    /// stderr with its line number and reason. Exit status: 0 all imported, 1 some
+    /// entries refused, 2 the file could not be read at all.
+    Import(ImportArgs),
+}
+
+/// Arguments of `user import`.
+#[derive(Debug, clap::Args)]
+pub struct ImportArgs {
+    /// Read every hash as this format instead of detecting it (phc, bcrypt, passlib,
+    /// django, aspnet, freeradius, werkzeug, keycloak, ldap).
+    #[arg(long)]
+    format: Option<String>,
+    /// The file to import.
+    file: PathBuf,
+    #[command(flatten)]
+    dir: DataDirArg,
 }
 
 /// Arguments of `user add`.
@@ -86,6 +109,7 @@ pub fn run(cmd: UserCommand) -> ExitCode {
             UserCommand::Disable(a) => set_disabled(a, true).await,
             UserCommand::Enable(a) => set_disabled(a, false).await,
             UserCommand::SetPassword(a) => set_password(a).await,
+            UserCommand::Import(a) => import(a).await,
         }
     })
 }
@@ -202,4 +226,82 @@ async fn set_password(args: SetPasswordArgs) -> Result<ExitCode, String> {
     dir.close().await;
     eprintln!("portcullis: password of user {:?} replaced.", args.name);
     Ok(ExitCode::SUCCESS)
+}
+
+/// Largest import file read, in bytes (a million users is well under 200 MiB).
+const MAX_IMPORT_BYTES: u64 = 1 << 30;
+
+async fn import(args: ImportArgs) -> Result<ExitCode, String> {
+    let format = args
+        .format
+        .as_deref()
+        .map(str::parse::<Format>)
+        .transpose()
+        .map_err(|e| e.to_string())?;
+    let mut input = Vec::new();
+    std::fs::File::open(&args.file)
+        .and_then(|f| f.take(MAX_IMPORT_BYTES + 1).read_to_end(&mut input))
+        .map_err(|e| format!("reading {}: {e}", args.file.display()))?;
+    if input.len() as u64 > MAX_IMPORT_BYTES {
+        return Err(format!(
+            "{} is larger than {MAX_IMPORT_BYTES} bytes",
+            args.file.display()
+        ));
+    }
+    let report = portcullis_hash::import::import(&input, format);
+    drop(input);
+    let mut rejected = report.rejected;
+    let created_at = now();
+    let mut lines = Vec::with_capacity(report.accepted.len());
+    let mut users = Vec::with_capacity(report.accepted.len());
+    for (line, username, password_hash) in report.accepted {
+        let user = UserRecord {
+            username,
+            password_hash,
+            disabled: false,
+            created_at,
+        };
+        // The store's own rules (e.g. its name length limit) may be stricter than the
+        // parser's; such entries are refused here, with their line, not by the store.
+        match user.validate() {
+            Ok(()) => {
+                lines.push(line);
+                users.push(user);
+            }
+            Err(e) => rejected.push((line, e.to_string())),
+        }
+    }
+    let dir = open(&args.dir).await?;
+    let inserted = dir
+        .store()
+        .put_users(&users)
+        .await
+        .map_err(|e| e.to_string())?;
+    dir.close().await;
+    let mut imported = 0usize;
+    for ((line, user), done) in lines.iter().zip(&users).zip(inserted) {
+        if done {
+            imported += 1;
+        } else {
+            rejected.push((
+                *line,
+                format!("user {:?} already exists; left unchanged", user.username),
+            ));
+        }
+    }
+    rejected.sort_by_key(|(line, _)| *line);
+    for (line, reason) in &rejected {
+        eprintln!("{}:{line}: {reason}", args.file.display());
+    }
+    println!(
+        "imported {imported} user{}; {} entr{} refused",
+        if imported == 1 { "" } else { "s" },
+        rejected.len(),
+        if rejected.len() == 1 { "y" } else { "ies" }
+    );
+    Ok(if rejected.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

@@ -56,26 +56,51 @@ fn assert_clean_error(out: &Output, code: i32) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(code), "stderr: {stderr}");
     assert!(!stderr.contains("panicked"), "panic: {stderr}");
-    assert_eq!(stderr.trim_end().lines().count(), 1, "not one line: {stderr:?}");
+    assert_eq!(
+        stderr.trim_end().lines().count(),
+        1,
+        "not one line: {stderr:?}"
+    );
 }
 
 #[test]
 fn issue_2_create_then_verify_round_trip_matches_hashlib() {
-    for (alg, iterations) in [("pbkdf2-sha256", "2000"), ("pbkdf2-sha1", "3000"), ("pbkdf2-sha512", "1000")] {
+    for (alg, iterations) in [
+        ("pbkdf2-sha256", "2000"),
+        ("pbkdf2-sha1", "3000"),
+        ("pbkdf2-sha512", "1000"),
+    ] {
         // Trailing spaces are part of the password; only the line ending is stripped.
         let out = portcullis(
-            &["hash", "create", "--algorithm", alg, "--iterations", iterations, "--password-stdin"],
+            &[
+                "hash",
+                "create",
+                "--algorithm",
+                alg,
+                "--iterations",
+                iterations,
+                "--password-stdin",
+            ],
             b"s3cret pass \r\n",
         );
         assert!(out.status.success(), "{out:?}");
         let stored = String::from_utf8(out.stdout).unwrap().trim_end().to_owned();
-        assert!(stored.starts_with(&format!("${alg}$i={iterations},l=")), "{stored}");
+        assert!(
+            stored.starts_with(&format!("${alg}$i={iterations},l=")),
+            "{stored}"
+        );
         assert!(hashlib_verifies(&stored, b"s3cret pass "));
         assert!(!hashlib_verifies(&stored, b"s3cret pass"));
 
-        let ok = portcullis(&["hash", "verify", "--hash", &stored, "--password-stdin"], b"s3cret pass \n");
+        let ok = portcullis(
+            &["hash", "verify", "--hash", &stored, "--password-stdin"],
+            b"s3cret pass \n",
+        );
         assert_eq!(ok.status.code(), Some(0), "{ok:?}");
-        let wrong = portcullis(&["hash", "verify", "--hash", &stored, "--password-stdin"], b"s3cret pass\n");
+        let wrong = portcullis(
+            &["hash", "verify", "--hash", &stored, "--password-stdin"],
+            b"s3cret pass\n",
+        );
         assert_clean_error(&wrong, 1);
     }
 }
@@ -85,15 +110,32 @@ fn issue_2_default_create_is_pbkdf2_sha256_600000() {
     let out = portcullis(&["hash", "create", "--password-stdin"], b"pw\n");
     assert!(out.status.success(), "{out:?}");
     let stored = String::from_utf8(out.stdout).unwrap();
-    assert!(stored.starts_with("$pbkdf2-sha256$i=600000,l=32$"), "{stored}");
+    assert!(
+        stored.starts_with("$pbkdf2-sha256$i=600000,l=32$"),
+        "{stored}"
+    );
 }
 
 #[test]
 fn issue_2_verify_accepts_hashes_made_by_hashlib() {
     // RFC 7914 section 11 vector, encoded independently (Python's base64).
     let stored = "$pbkdf2-sha256$i=1,l=64$c2FsdA$VawEblbjCJ/sFpHCJUS2BflBhSFt3gRl5oudV8INrLxJypzM8Xm2RZkWZLOdd+8xfHG4RbHjC9UJESBB06GXgw";
-    assert_eq!(portcullis(&["hash", "verify", "--hash", stored, "--password-stdin"], b"passwd").status.code(), Some(0));
-    assert_clean_error(&portcullis(&["hash", "verify", "--hash", stored, "--password-stdin"], b"passwd2\n"), 1);
+    assert_eq!(
+        portcullis(
+            &["hash", "verify", "--hash", stored, "--password-stdin"],
+            b"passwd"
+        )
+        .status
+        .code(),
+        Some(0)
+    );
+    assert_clean_error(
+        &portcullis(
+            &["hash", "verify", "--hash", stored, "--password-stdin"],
+            b"passwd2\n",
+        ),
+        1,
+    );
 }
 
 #[test]
@@ -114,7 +156,10 @@ fn issue_2_verify_rejects_malformed_hashes_with_exit_2() {
     // Every truncation of a valid string.
     cases.extend((0..good.len()).map(|n| good[..n].to_owned()));
     for stored in &cases {
-        let out = portcullis(&["hash", "verify", "--hash", stored, "--password-stdin"], b"pw\n");
+        let out = portcullis(
+            &["hash", "verify", "--hash", stored, "--password-stdin"],
+            b"pw\n",
+        );
         assert_clean_error(&out, 2);
     }
 }
@@ -127,12 +172,35 @@ fn issue_2_create_without_password_fails_cleanly() {
 #[test]
 fn issue_2_bench_json_reports_fraction_of_bound() {
     let out = portcullis(
-        &["hash", "bench", "--algorithm", "pbkdf2-sha256", "--iterations", "20000", "--runs", "5", "--batch", "2", "--json"],
+        &[
+            "hash",
+            "bench",
+            "--algorithm",
+            "pbkdf2-sha256",
+            "--iterations",
+            "20000",
+            "--runs",
+            "5",
+            "--batch",
+            "2",
+            "--json",
+        ],
         b"",
     );
     assert!(out.status.success(), "{out:?}");
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    for key in ["algorithm", "iterations", "ms_per_derivation", "bound_ms", "fraction_of_bound", "backend", "runs", "cpu", "derivations_per_second", "batch_ratio"] {
+    for key in [
+        "algorithm",
+        "iterations",
+        "ms_per_derivation",
+        "bound_ms",
+        "fraction_of_bound",
+        "backend",
+        "runs",
+        "cpu",
+        "derivations_per_second",
+        "batch_ratio",
+    ] {
         assert!(j.get(key).is_some(), "missing {key} in {j}");
     }
     assert_eq!(j["algorithm"], "pbkdf2-sha256");
@@ -141,7 +209,10 @@ fn issue_2_bench_json_reports_fraction_of_bound() {
     let ms = j["ms_per_derivation"].as_f64().unwrap();
     let bound = j["bound_ms"].as_f64().unwrap();
     let fraction = j["fraction_of_bound"].as_f64().unwrap();
-    assert!(ms > 0.0 && bound > 0.0 && (fraction - bound / ms).abs() < 1e-9, "{j}");
+    assert!(
+        ms > 0.0 && bound > 0.0 && (fraction - bound / ms).abs() < 1e-9,
+        "{j}"
+    );
     // Fewer than five runs is refused (clap's usage error, exit status 2).
     let few = portcullis(&["hash", "bench", "--runs", "3"], b"");
     assert_eq!(few.status.code(), Some(2));

@@ -4,6 +4,7 @@
 
 mod store_cli;
 mod hash_cli;
+mod formats_cli;
 mod server;
 mod server_interop;
 mod server_malformed;

@@ -321,7 +321,9 @@ async fn issue_5_health_ready_metrics_status() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_5_signing_key_persists_sealed_across_restarts() {
-    let s = start().await;
+    // A fixed issuer: the restarted server listens on another port.
+    let issuer = |c: &mut portcullis_server::Config| c.issuer = Some("https://auth.test".into());
+    let s = crate::server_support::start_with(issuer).await;
     let secret = s.add_client("svc", CC, &[]).await;
     let token = cc_token(&s, "svc", &secret, &[]).await;
     let kid = jwt_part(&token, 0)["kid"].as_str().unwrap().to_owned();
@@ -343,7 +345,7 @@ async fn issue_5_signing_key_persists_sealed_across_restarts() {
     let TestServer { server, data, dir } = s;
     server.shutdown().await.unwrap();
     data.close().await;
-    let s = start_in(dir, |_| {}).await;
+    let s = start_in(dir, issuer).await;
     // Same key after restart; the old token still introspects as active.
     let token2 = cc_token(&s, "svc", &secret, &[]).await;
     assert_eq!(jwt_part(&token2, 0)["kid"], kid.as_str());
@@ -447,4 +449,62 @@ fn issue_5_config_example_from_the_cli_parses() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("htpp") && err.contains("line 3"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_5_throttled_is_429_with_retry_after() {
+    let s = start().await;
+    let secret = s.add_client("svc", CC, &[]).await;
+    let cc = form(&[("grant_type", "client_credentials")]);
+    // The core's default budget per (principal, source prefix) is 5 failures at once.
+    let mut statuses = Vec::new();
+    for _ in 0..8 {
+        let a = s.post("/oauth2/token", Some(("svc", "wrong")), &cc).await;
+        if a.status == 429 {
+            assert_eq!(a.error(), "temporarily_unavailable");
+            let secs: u64 = a.header("retry-after").unwrap().parse().unwrap();
+            assert!(secs >= 1);
+            assert_eq!(a.header("cache-control"), Some("no-store"));
+        }
+        statuses.push(a.status);
+    }
+    assert_eq!(&statuses[..5], &[401; 5], "{statuses:?}");
+    assert_eq!(statuses[7], 429, "{statuses:?}");
+    // Throttled before any check: even the right secret is refused from this source now.
+    let a = s.post("/oauth2/token", Some(("svc", &secret)), &cc).await;
+    assert_eq!(a.status, 429);
+    s.server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_5_store_failure_is_503_with_retry_after_never_500() {
+    let s = start().await;
+    let secret = s.add_client("svc", CC, &[]).await;
+    let token = cc_token(&s, "svc", &secret, &[]).await;
+    let fresh = s.add_client("fresh", CC, &[]).await;
+    s.data.store().close().await;
+    // Client lookup fails in the core: 503 with Retry-After.
+    let a = s
+        .post(
+            "/oauth2/token",
+            Some(("fresh", &fresh)),
+            &form(&[("grant_type", "client_credentials")]),
+        )
+        .await;
+    assert_eq!((a.status, a.error().as_str()), (503, "temporarily_unavailable"));
+    assert!(a.header("retry-after").is_some());
+    // Revocation lookup fails after authentication (client still cached): 503 too.
+    let a = s
+        .post(
+            "/oauth2/introspect",
+            Some(("svc", &secret)),
+            &form(&[("token", &token)]),
+        )
+        .await;
+    assert_eq!((a.status, a.error().as_str()), (503, "temporarily_unavailable"));
+    assert!(a.header("retry-after").is_some());
+    // Readiness reports it; liveness does not care.
+    assert_eq!(s.get("/readyz").await.status, 503);
+    assert_eq!(s.get("/healthz").await.status, 200);
+    s.server.shutdown().await.unwrap();
 }

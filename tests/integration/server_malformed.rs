@@ -100,7 +100,11 @@ async fn issue_5_malformed_requests_never_get_a_5xx() {
         ),
         (
             "Authorization not UTF-8",
-            token_req(&format!("Authorization: Basic \xff\xfe\r\n{FORM}"), cc.as_bytes()),
+            {
+                let mut r = b"POST /oauth2/token HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Basic \xff\xfe\r\n".to_vec();
+                r.extend_from_slice(format!("{FORM}Content-Length: {}\r\n\r\n{cc}", cc.len()).as_bytes());
+                r
+            },
             400,
             "invalid_request",
         ),

@@ -423,3 +423,34 @@ fn issue_5_data_dir_is_created_private() {
     assert_eq!(mode(&dir.join("secrets.toml")), 0o600);
     assert_eq!(mode(&dir.join("portcullis.db")), 0o600);
 }
+
+#[test]
+fn issue_5_rotate_pepper_keeps_old_secrets_verifiable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let d = dir.to_str().unwrap();
+    let old = ok(&["client", "add", "before", "--data-dir", d], None);
+    let old_hash = client_row(&dir, "before")[0].as_str().unwrap().to_owned();
+    assert!(old_hash.starts_with("$hmac-sha256$k=p1$"), "{old_hash}");
+    assert_eq!(old_hash, peppered(&dir, old.trim_end()));
+
+    ok(&["client", "rotate-pepper", "--data-dir", d], None);
+    let new = ok(&["client", "add", "after", "--data-dir", d], None);
+    let new_hash = client_row(&dir, "after")[0].as_str().unwrap().to_owned();
+    assert!(new_hash.starts_with("$hmac-sha256$k=p2$"), "{new_hash}");
+    assert_eq!(new_hash, peppered(&dir, new.trim_end()));
+    // The old key is still in the secrets file and still matches the old hash.
+    let secrets = dir.join("secrets.toml");
+    let p1 = python(
+        r#"
+import base64, hashlib, hmac, sys, tomllib
+s = tomllib.load(open(sys.argv[1], "rb"))
+key = base64.b64decode([p["key"] for p in s["pepper"] if p["id"] == "p1"][0])
+tag = hmac.new(key, sys.argv[2].encode(), hashlib.sha256).digest()
+print("$hmac-sha256$k=p1$%s" % base64.b64encode(tag).decode().rstrip("="))
+"#,
+        &[secrets.to_str().unwrap(), old.trim_end()],
+    );
+    assert_eq!(p1, old_hash);
+    assert_eq!(client_row(&dir, "before")[0].as_str().unwrap(), old_hash);
+}

@@ -33,9 +33,27 @@ fn check(prf: Prf, password: &[u8], salt: &[u8], iterations: u32, expected_hex: 
 fn issue_2_rfc6070_sha1_vectors() {
     let p = b"password";
     let s = b"salt";
-    check(Prf::Sha1, p, s, 1, "0c60c80f961f0e71f3a9b524af6012062fe037a6");
-    check(Prf::Sha1, p, s, 2, "ea6c014dc72d6f8ccd1ed92ace1d41f0d8de8957");
-    check(Prf::Sha1, p, s, 4096, "4b007901b765489abead49d926f721d065a429c1");
+    check(
+        Prf::Sha1,
+        p,
+        s,
+        1,
+        "0c60c80f961f0e71f3a9b524af6012062fe037a6",
+    );
+    check(
+        Prf::Sha1,
+        p,
+        s,
+        2,
+        "ea6c014dc72d6f8ccd1ed92ace1d41f0d8de8957",
+    );
+    check(
+        Prf::Sha1,
+        p,
+        s,
+        4096,
+        "4b007901b765489abead49d926f721d065a429c1",
+    );
     check(
         Prf::Sha1,
         b"passwordPASSWORDpassword",
@@ -43,7 +61,13 @@ fn issue_2_rfc6070_sha1_vectors() {
         4096,
         "3d2eec4fe41c849b80c8d83662c0e44a8b291a964cf2f07038",
     );
-    check(Prf::Sha1, b"pass\0word", b"sa\0lt", 4096, "56fa6aa75548099dcc37d7f03425e0c3");
+    check(
+        Prf::Sha1,
+        b"pass\0word",
+        b"sa\0lt",
+        4096,
+        "56fa6aa75548099dcc37d7f03425e0c3",
+    );
 }
 
 #[test]
@@ -169,7 +193,9 @@ fn random_case(rng: &mut StdRng) -> Case {
 fn rustcrypto(c: &Case) -> Vec<u8> {
     let mut out = vec![0u8; c.len];
     match c.prf {
-        Prf::Sha1 => pbkdf2::pbkdf2_hmac::<sha1::Sha1>(&c.password, &c.salt, c.iterations, &mut out),
+        Prf::Sha1 => {
+            pbkdf2::pbkdf2_hmac::<sha1::Sha1>(&c.password, &c.salt, c.iterations, &mut out)
+        }
         Prf::Sha256 => {
             pbkdf2::pbkdf2_hmac::<sha2::Sha256>(&c.password, &c.salt, c.iterations, &mut out)
         }
@@ -239,7 +265,10 @@ fn issue_2_differential_against_python_hashlib() {
     let output = child.wait_with_output().unwrap();
     writer.join().unwrap().unwrap();
     assert!(output.status.success(), "{python} failed: {output:?}");
-    let lines: Vec<&str> = std::str::from_utf8(&output.stdout).unwrap().lines().collect();
+    let lines: Vec<&str> = std::str::from_utf8(&output.stdout)
+        .unwrap()
+        .lines()
+        .collect();
     assert_eq!(lines.len(), cases.len());
     for (n, (c, want)) in cases.iter().zip(lines).enumerate() {
         for backend in BACKENDS {

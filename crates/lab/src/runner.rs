@@ -659,3 +659,7 @@ mod tests {
         assert_eq!(url_path("https://issuer.example"), "/oauth2/jwks");
     }
 }
+
+#[cfg(test)]
+#[path = "runner_tests.rs"]
+mod end_to_end;

@@ -98,10 +98,18 @@ impl CredentialSource for ClientCache {
         match kind {
             PrincipalKind::User => self.users.credentials(kind, principal),
             PrincipalKind::Client => Box::pin(async move {
-                Ok(self.get(principal).await?.map(|c| StoredCredentials {
-                    hashes: c.secret_hashes.clone(),
-                    disabled: false,
-                }))
+                match self.get(principal).await {
+                    Ok(c) => Ok(c.map(|c| StoredCredentials {
+                        hashes: c.secret_hashes.clone(),
+                        disabled: false,
+                    })),
+                    Err(e) => {
+                        // The core answers "overloaded" (503 + Retry-After); the cause is
+                        // only visible here.
+                        crate::oauth::store_failed("looking up client credentials", &e);
+                        Err(e.into())
+                    }
+                }
             }),
         }
     }

@@ -239,3 +239,133 @@ pub async fn shutdown_signal() {
         () = term => tracing::info!("SIGTERM received"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use rustls::DigitallySignedStruct;
+    use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+    use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+    use crate::tls::{TlsSettings, TlsVersion};
+
+    /// Accepts exactly one pinned certificate, and checks handshake signatures for real.
+    #[derive(Debug)]
+    struct Pinned(CertificateDer<'static>, Arc<rustls::crypto::CryptoProvider>);
+
+    impl ServerCertVerifier for Pinned {
+        fn verify_server_cert(
+            &self,
+            end_entity: &CertificateDer<'_>,
+            _: &[CertificateDer<'_>],
+            _: &ServerName<'_>,
+            _: &[u8],
+            _: UnixTime,
+        ) -> Result<ServerCertVerified, rustls::Error> {
+            if end_entity.as_ref() == self.0.as_ref() {
+                Ok(ServerCertVerified::assertion())
+            } else {
+                Err(rustls::Error::General("not the pinned certificate".into()))
+            }
+        }
+        fn verify_tls12_signature(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, rustls::Error> {
+            rustls::crypto::verify_tls12_signature(
+                message,
+                cert,
+                dss,
+                &self.1.signature_verification_algorithms,
+            )
+        }
+        fn verify_tls13_signature(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, rustls::Error> {
+            rustls::crypto::verify_tls13_signature(
+                message,
+                cert,
+                dss,
+                &self.1.signature_verification_algorithms,
+            )
+        }
+        fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+            self.1.signature_verification_algorithms.supported_schemes()
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn issue_5_serves_https_with_both_configured_versions() {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls");
+        let dir = tempfile::tempdir().unwrap();
+        let data = portcullis_store::DataDir::open(dir.path()).await.unwrap();
+        let mut config = Config::default();
+        config.data_dir = dir.path().to_path_buf();
+        config.tls = Some(TlsSettings {
+            cert: fixtures.join("ec_server.crt"),
+            key: fixtures.join("ec_server.key"),
+            versions: vec![TlsVersion::Tls12, TlsVersion::Tls13],
+            cipher_suites: Vec::new(),
+        });
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let app = App::from_data_dir(config, &data, addr).await.unwrap();
+        let server = Server::spawn(listener, app);
+        assert!(server.issuer().starts_with("https://"));
+
+        let pem = std::fs::read(fixtures.join("ec_server.crt")).unwrap();
+        let cert = rustls_pemfile::certs(&mut &pem[..]).next().unwrap().unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        for version in [&rustls::version::TLS13, &rustls::version::TLS12] {
+            let client = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
+                .with_protocol_versions(&[version])
+                .unwrap()
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(Pinned(
+                    cert.clone(),
+                    Arc::clone(&provider),
+                )))
+                .with_no_client_auth();
+            let connector = tokio_rustls::TlsConnector::from(Arc::new(client));
+            let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let mut tls = connector
+                .connect(ServerName::try_from("localhost").unwrap(), tcp)
+                .await
+                .unwrap();
+            assert_eq!(tls.get_ref().1.protocol_version(), Some(version.version));
+            tls.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                .await
+                .unwrap();
+            let mut out = Vec::new();
+            let _ = tls.read_to_end(&mut out).await;
+            assert!(out.starts_with(b"HTTP/1.1 200"), "{:?}", String::from_utf8_lossy(&out));
+        }
+        server.shutdown().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn issue_5_certificate_unfit_for_the_suites_stops_startup() {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls");
+        let dir = tempfile::tempdir().unwrap();
+        let data = portcullis_store::DataDir::open(dir.path()).await.unwrap();
+        let mut config = Config::default();
+        config.data_dir = dir.path().to_path_buf();
+        config.tls = Some(TlsSettings {
+            cert: fixtures.join("rsa_keyencipherment_only.crt"),
+            key: fixtures.join("rsa_keyencipherment_only.key"),
+            versions: vec![TlsVersion::Tls12, TlsVersion::Tls13],
+            cipher_suites: Vec::new(),
+        });
+        let addr = SocketAddr::from(([127, 0, 0, 1], 0));
+        let err = App::from_data_dir(config, &data, addr).await.unwrap_err();
+        assert!(err.to_string().contains("digitalSignature"), "{err}");
+    }
+}

@@ -109,8 +109,11 @@ impl DataDir {
     /// it; secrets hashed under older peppers stay valid until rotated. Returns the new
     /// key's id. A running server keeps the peppers it loaded until restarted.
     pub fn rotate_pepper(&mut self) -> Result<String, StoreError> {
-        let next = self
-            .peppers
+        let file = self.path.join(SECRETS_FILE);
+        // Start from the file as it is now, not as we loaded it, so keys another process
+        // added meanwhile are kept.
+        let (mut peppers, master) = load_secrets(&file)?;
+        let next = peppers
             .keys()
             .filter_map(|k| k.id().strip_prefix('p')?.parse::<u64>().ok())
             .max()
@@ -118,15 +121,14 @@ impl DataDir {
             + 1;
         let id = format!("p{next}");
         let key = PepperKey::generate(&id).map_err(|e| StoreError::Backend(e.to_string()))?;
-        let mut peppers = self.peppers.clone();
         peppers.insert(key, true);
-        let file = self.path.join(SECRETS_FILE);
-        let text = render_secrets(&peppers, &self.master_key)?;
+        let text = render_secrets(&peppers, &master)?;
         let tmp = write_temp(&file, &text)?;
         fs::rename(&tmp, &file)
             .map_err(|e| StoreError::io(format!("replacing {}", file.display()), e))?;
         sync_dir(&self.path)?;
         self.peppers = peppers;
+        self.master_key = master;
         Ok(id)
     }
 

@@ -76,7 +76,7 @@ async fn issue_4_a_hanging_store_is_bounded_by_the_deadline() {
     assert_eq!(t0.elapsed().as_secs(), 30);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_4_full_queue_answers_overloaded_at_once() {
     let mut c = config();
     c.pool_threads = 1;

@@ -34,8 +34,10 @@ async fn issue_4_hashing_never_runs_on_a_runtime_thread() {
     }
     // Wait for the rehash (on the pool) to reach the store.
     assert!(rx.recv().await.is_some());
+    // 16 verifications and at least one rehash (jobs may have shared a batch call).
+    assert!(h.v.snapshot().hashes_computed >= 17);
     let seen = seen.lock();
-    assert!(seen.len() >= 17, "only {} jobs recorded", seen.len());
+    assert!(!seen.is_empty());
     for (name, in_runtime) in seen.iter() {
         assert!(name.starts_with("portcullis-hash-"), "hashed on {name:?}");
         assert!(!in_runtime, "hashed on a thread with a tokio runtime");
@@ -129,12 +131,12 @@ async fn issue_4_rehash_on_login_happens_exactly_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_4_an_attacker_flood_cannot_starve_a_legitimate_flow() {
-    // One attacking network keeps 40 attempts in flight; one user keeps one. Both send
-    // correct secrets (so both are in the same, trusted, class after their first
-    // success and the throttle does not interfere): only fair queuing protects the user.
-    // First-come-first-served would give the user 1 job in 41; shuffle-sharded DRR gives
-    // the user's queue one turn per round against at most `hand_size` = 4 attacker
-    // queues.
+    // One attacking network keeps 160 attempts in flight, one user's network keeps 16.
+    // Both send correct secrets (so both are in the same, trusted, class after their
+    // first success and the throttle does not interfere): only fair queuing protects the
+    // user. First-come-first-served would give the user 16/176 = 9% of the pool;
+    // shuffle-sharded DRR gives each flow's queues equal turns (both flows spread over a
+    // hand of 4 queues), so the user gets about half.
     let mut c = config();
     c.throttle.prefix.burst = 1_000_000;
     c.throttle.principal_prefix.burst = 1_000_000;
@@ -143,53 +145,48 @@ async fn issue_4_an_attacker_flood_cannot_starve_a_legitimate_flow() {
         .add(PrincipalKind::User, "alice", vec![phc("alice-pw", 2000)]);
     h.source
         .add(PrincipalKind::User, "bot", vec![phc("bot-pw", 2000)]);
+    const TARGET: usize = 3000;
     let total = Arc::new(AtomicUsize::new(0));
-    const TARGET: usize = 600;
-    let mut attackers = Vec::new();
-    for _ in 0..40 {
-        let (v, total) = (h.v.clone(), total.clone());
-        let mk = {
-            let clock = h.clock.clone();
-            move || Attempt {
-                kind: PrincipalKind::User,
-                principal: "bot".into(),
-                secret: Zeroizing::new(b"bot-pw".to_vec()),
-                source: "203.0.113.7".parse().unwrap(),
-                protocol: Protocol::Other,
-                deadline: clock.now() + Duration::from_secs(60),
-            }
-        };
-        attackers.push(tokio::spawn(async move {
-            let mut mine = 0usize;
-            while total.load(Ordering::SeqCst) < TARGET {
-                if matches!(v.verify(mk()).await, Outcome::Accepted { .. }) {
-                    mine += 1;
-                    total.fetch_add(1, Ordering::SeqCst);
-                }
-            }
-            mine
-        }));
+    let spawn_flow = |n: usize, principal: &'static str, secret: &'static str, ip: &'static str| {
+        (0..n)
+            .map(|_| {
+                let (v, total, clock) = (h.v.clone(), total.clone(), h.clock.clone());
+                tokio::spawn(async move {
+                    let mut mine = 0usize;
+                    while total.load(Ordering::SeqCst) < TARGET {
+                        let a = Attempt {
+                            kind: PrincipalKind::User,
+                            principal: principal.into(),
+                            secret: Zeroizing::new(secret.as_bytes().to_vec()),
+                            source: ip.parse().unwrap(),
+                            protocol: Protocol::Other,
+                            deadline: clock.now() + Duration::from_secs(60),
+                        };
+                        if matches!(v.verify(a).await, Outcome::Accepted { .. }) {
+                            mine += 1;
+                            total.fetch_add(1, Ordering::SeqCst);
+                        }
+                    }
+                    mine
+                })
+            })
+            .collect::<Vec<_>>()
+    };
+    let bots = spawn_flow(160, "bot", "bot-pw", "203.0.113.7");
+    let users = spawn_flow(16, "alice", "alice-pw", "198.51.100.9");
+    let (mut bot, mut user) = (0, 0);
+    for t in bots {
+        bot += t.await.unwrap();
     }
-    let mut user = 0usize;
-    while total.load(Ordering::SeqCst) < TARGET {
-        let o = h.v.verify(h.attempt("alice", "alice-pw", "198.51.100.9")).await;
-        if matches!(o, Outcome::Accepted { .. }) {
-            user += 1;
-            total.fetch_add(1, Ordering::SeqCst);
-        }
-    }
-    let mut bot = 0;
-    for a in attackers {
-        bot += a.await.unwrap();
+    for t in users {
+        user += t.await.unwrap();
     }
     let share = user as f64 / (user + bot) as f64;
-    // FCFS: ~2.4%. Fair queuing: the user's turn comes once per round of at most five
-    // queues on two threads (~15-20%); anything under 8% means the flood got through.
-    assert!(share > 0.08, "user got {user} of {} accepts", user + bot);
+    assert!(share > 0.25, "user got {user} of {} accepts", user + bot);
     assert_eq!(h.v.snapshot().overloaded, 0);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_4_same_parameter_jobs_share_a_batch_call_when_queued() {
     // One worker, held on its first job while four more with the same parameters queue
     // up; released, it gathers them as the batch kernel prefers.

@@ -213,6 +213,37 @@ fn issue_3_rfc6070_vectors_in_one_batch() {
     }
 }
 
+/// The CPU's vector kernels are really offered (else the differential tests above would
+/// quietly cover only the single-stream loops). Feature detection here is std's, not ours.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn issue_3_cpu_kernels_are_offered_and_planned() {
+    if std::arch::is_x86_feature_detected!("sha") && std::arch::is_x86_feature_detected!("sse4.1")
+    {
+        for prf in [Prf::Sha1, Prf::Sha256] {
+            let b = backends(prf);
+            for want in [
+                Backend::ShaNiX2,
+                Backend::ShaNiX3,
+                Backend::ShaNiX4,
+                Backend::ShaNiSseX4,
+            ] {
+                assert!(b.contains(&want), "{prf:?} lacks {want:?}");
+            }
+            assert!(preferred_batch(prf) > 1);
+            assert!(plan_for(prf, 4).iter().all(|(b, _)| *b != Backend::Single));
+        }
+    }
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        assert!(backends(Prf::Sha512).contains(&Backend::Avx512X8));
+        assert_eq!(preferred_batch(Prf::Sha512), 8);
+        assert_eq!(plan_for(Prf::Sha512, 8), vec![(Backend::Avx512X8, 8)]);
+    }
+    if std::arch::is_x86_feature_detected!("avx2") {
+        assert!(backends(Prf::Sha512).contains(&Backend::Avx2X4));
+    }
+}
+
 /// Forcing a kernel the PRF cannot use is an error, not a wrong answer or a panic.
 #[test]
 fn issue_3_unavailable_backend_is_an_error() {

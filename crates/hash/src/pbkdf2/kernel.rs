@@ -193,14 +193,14 @@ impl Sha for Sha1 {
 
     fn kernel(backend: Backend) -> Kernel<[u32; 5]> {
         #[cfg(target_arch = "x86_64")]
-        if backend == Backend::Auto {
-            if let Some((iterate, blocks)) = crate::arch::x86_64::sha1_ni::detect() {
-                return Kernel {
-                    iterate,
-                    blocks,
-                    name: "sha-ni",
-                };
-            }
+        if backend == Backend::Auto
+            && let Some((iterate, blocks)) = crate::arch::x86_64::sha1_ni::detect()
+        {
+            return Kernel {
+                iterate,
+                blocks,
+                name: "sha-ni",
+            };
         }
         let _ = backend;
         Kernel {
@@ -224,14 +224,14 @@ impl Sha for Sha256 {
 
     fn kernel(backend: Backend) -> Kernel<[u32; 8]> {
         #[cfg(target_arch = "x86_64")]
-        if backend == Backend::Auto {
-            if let Some((iterate, blocks)) = crate::arch::x86_64::sha256_ni::detect() {
-                return Kernel {
-                    iterate,
-                    blocks,
-                    name: "sha-ni",
-                };
-            }
+        if backend == Backend::Auto
+            && let Some((iterate, blocks)) = crate::arch::x86_64::sha256_ni::detect()
+        {
+            return Kernel {
+                iterate,
+                blocks,
+                name: "sha-ni",
+            };
         }
         let _ = backend;
         Kernel {
@@ -307,7 +307,10 @@ mod tests {
 
     use super::*;
 
-    fn kernels<S>(found: &[Option<(fn(&S, &S, &mut S, u32), fn(&mut S, &[u8]))>]) -> Vec<Kernel<S>> {
+    /// What an arch module's `detect()` returns.
+    type Detected<S> = Option<(fn(&S, &S, &mut S, u32), fn(&mut S, &[u8]))>;
+
+    fn kernels<S>(found: &[Detected<S>]) -> Vec<Kernel<S>> {
         found
             .iter()
             .flatten()
@@ -322,7 +325,12 @@ mod tests {
     fn check<H: Sha>(kernels: Vec<Kernel<H::State>>, reference: fn(&[u8], &[u8], u32, &mut [u8])) {
         let password: Vec<u8> = (0..200u8).collect();
         for kernel in &kernels {
-            for (plen, slen, c, len) in [(0, 0, 1, 1), (3, 16, 2, 33), (200, 100, 1000, 130), (129, 55, 77, 64)] {
+            for (plen, slen, c, len) in [
+                (0, 0, 1, 1),
+                (3, 16, 2, 33),
+                (200, 100, 1000, 130),
+                (129, 55, 77, 64),
+            ] {
                 let mut want = vec![0u8; len];
                 reference(&password[..plen], &password[..slen], c, &mut want);
                 let mut got = vec![0u8; len];
@@ -336,8 +344,14 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     fn issue_2_every_detected_kernel_matches_rustcrypto() {
         use crate::arch::x86_64::{sha1_ni, sha256_ni, sha512_bmi2, sha512_vl};
-        check::<Sha1>(kernels(&[sha1_ni::detect()]), pbkdf2::pbkdf2_hmac::<sha1::Sha1>);
-        check::<Sha256>(kernels(&[sha256_ni::detect()]), pbkdf2::pbkdf2_hmac::<sha2::Sha256>);
+        check::<Sha1>(
+            kernels(&[sha1_ni::detect()]),
+            pbkdf2::pbkdf2_hmac::<sha1::Sha1>,
+        );
+        check::<Sha256>(
+            kernels(&[sha256_ni::detect()]),
+            pbkdf2::pbkdf2_hmac::<sha2::Sha256>,
+        );
         check::<Sha512>(
             kernels(&[sha512_bmi2::detect(), sha512_vl::detect()]),
             pbkdf2::pbkdf2_hmac::<sha2::Sha512>,

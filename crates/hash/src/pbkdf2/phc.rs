@@ -103,7 +103,9 @@ pub fn parse_phc(s: &str) -> Result<PhcPbkdf2, FormatError> {
         return Err(bad(format!("longer than {MAX_STRING} bytes")));
     }
     if let Some(c) = s.chars().find(|c| c.is_whitespace() || c.is_control()) {
-        return Err(bad(format!("contains whitespace or control character {c:?}")));
+        return Err(bad(format!(
+            "contains whitespace or control character {c:?}"
+        )));
     }
     let rest = s
         .strip_prefix("$pbkdf2-")
@@ -116,10 +118,8 @@ pub fn parse_phc(s: &str) -> Result<PhcPbkdf2, FormatError> {
         )));
     };
     if !params.is_empty() && params.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(bad(
-            "expected i=<iterations>[,l=<len>] parameters \
-             (passlib's $pbkdf2-<prf>$<rounds>$ form is a different format)",
-        ));
+        return Err(bad("expected i=<iterations>[,l=<len>] parameters \
+             (passlib's $pbkdf2-<prf>$<rounds>$ form is a different format)"));
     }
     let prf = Prf::from_name(prf_name).ok_or_else(|| {
         let shown: String = prf_name.chars().take(16).collect();
@@ -155,7 +155,10 @@ pub fn parse_phc(s: &str) -> Result<PhcPbkdf2, FormatError> {
     }
     let iterations = iterations.ok_or_else(|| bad("missing i=<iterations>"))?;
     if iterations == 0 {
-        return Err(FormatError::unsupported(FORMAT, "i=0 (at least 1 iteration)"));
+        return Err(FormatError::unsupported(
+            FORMAT,
+            "i=0 (at least 1 iteration)",
+        ));
     }
     if iterations > u64::from(MAX_ITERATIONS) {
         return Err(FormatError::unsupported(
@@ -182,13 +185,13 @@ pub fn parse_phc(s: &str) -> Result<PhcPbkdf2, FormatError> {
             format!("hash of {} bytes (at most {MAX_HASH_LEN})", hash.len()),
         ));
     }
-    if let Some(l) = length {
-        if l != hash.len() as u64 {
-            return Err(bad(format!(
-                "l={l} but the hash decodes to {} bytes",
-                hash.len()
-            )));
-        }
+    if let Some(l) = length
+        && l != hash.len() as u64
+    {
+        return Err(bad(format!(
+            "l={l} but the hash decodes to {} bytes",
+            hash.len()
+        )));
     }
     Ok(PhcPbkdf2 {
         prf,

@@ -11,9 +11,9 @@
 #![allow(clippy::needless_range_loop)]
 
 use core::arch::x86_64::{
-    __m128i, _mm_add_epi32, _mm_blend_epi16, _mm_extract_epi32, _mm_set_epi32,
-    _mm_setzero_si128, _mm_sha1msg1_epu32, _mm_sha1msg2_epu32, _mm_sha1nexte_epu32,
-    _mm_sha1rnds4_epu32, _mm_xor_si128,
+    __m128i, _mm_add_epi32, _mm_blend_epi16, _mm_extract_epi32, _mm_set_epi32, _mm_setzero_si128,
+    _mm_sha1msg1_epu32, _mm_sha1msg2_epu32, _mm_sha1nexte_epu32, _mm_sha1rnds4_epu32,
+    _mm_xor_si128,
 };
 
 use crate::batch::chain::Chain;

@@ -10,10 +10,9 @@
 //! straight line of 64 `sha256rnds2` plus schedule instructions per compression.
 
 use core::arch::x86_64::{
-    __m128i, _mm_add_epi32, _mm_alignr_epi8, _mm_extract_epi32,
-    _mm_loadu_si128, _mm_set_epi32, _mm_set_epi64x, _mm_sha256msg1_epu32, _mm_sha256msg2_epu32,
-    _mm_sha256rnds2_epu32, _mm_shuffle_epi8, _mm_shuffle_epi32, _mm_unpackhi_epi64,
-    _mm_unpacklo_epi64, _mm_xor_si128,
+    __m128i, _mm_add_epi32, _mm_alignr_epi8, _mm_extract_epi32, _mm_loadu_si128, _mm_set_epi32,
+    _mm_set_epi64x, _mm_sha256msg1_epu32, _mm_sha256msg2_epu32, _mm_sha256rnds2_epu32,
+    _mm_shuffle_epi8, _mm_shuffle_epi32, _mm_unpackhi_epi64, _mm_unpacklo_epi64, _mm_xor_si128,
 };
 
 use crate::pbkdf2::soft::K256;

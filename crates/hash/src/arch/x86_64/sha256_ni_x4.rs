@@ -19,9 +19,9 @@
 #![allow(clippy::needless_range_loop)]
 
 use core::arch::x86_64::{
-    __m128i, _mm_add_epi32, _mm_alignr_epi8, _mm_extract_epi32, _mm_set_epi32,
-    _mm_setzero_si128, _mm_sha256msg1_epu32, _mm_sha256msg2_epu32, _mm_sha256rnds2_epu32,
-    _mm_shuffle_epi32, _mm_unpackhi_epi64, _mm_unpacklo_epi64, _mm_xor_si128,
+    __m128i, _mm_add_epi32, _mm_alignr_epi8, _mm_extract_epi32, _mm_set_epi32, _mm_setzero_si128,
+    _mm_sha256msg1_epu32, _mm_sha256msg2_epu32, _mm_sha256rnds2_epu32, _mm_shuffle_epi32,
+    _mm_unpackhi_epi64, _mm_unpacklo_epi64, _mm_xor_si128,
 };
 
 use crate::batch::chain::Chain;

@@ -94,7 +94,10 @@ macro_rules! ror {
     };
     ($x:expr, $n:literal) => {{
         let x = $x;
-        _mm256_or_si256(_mm256_srli_epi64::<$n>(x), _mm256_slli_epi64::<{ 64 - $n }>(x))
+        _mm256_or_si256(
+            _mm256_srli_epi64::<$n>(x),
+            _mm256_slli_epi64::<{ 64 - $n }>(x),
+        )
     }};
 }
 
@@ -184,16 +187,16 @@ fn lanes(chains: &mut [Chain<Sha512>], iterations: u32) {
     // Transpose: register j holds word j of every chain; missing chains are zero lanes.
     let zero = _mm256_setzero_si256();
     let (mut ist, mut ost, mut u) = ([zero; 8], [zero; 8], [zero; 8]);
-    for j in 0..8 {
+    for (j, ((ist, ost), u)) in ist.iter_mut().zip(&mut ost).zip(&mut u).enumerate() {
         let (mut i, mut o, mut a) = ([0u64; 4], [0u64; 4], [0u64; 4]);
         for (l, chain) in chains.iter().enumerate().take(LANES) {
             i[l] = chain.inner[j];
             o[l] = chain.outer[j];
             a[l] = chain.acc[j];
         }
-        ist[j] = from_lanes(i);
-        ost[j] = from_lanes(o);
-        u[j] = from_lanes(a);
+        *ist = from_lanes(i);
+        *ost = from_lanes(o);
+        *u = from_lanes(a);
     }
     let mut acc = u;
     for _ in 1..iterations {
@@ -208,9 +211,8 @@ fn lanes(chains: &mut [Chain<Sha512>], iterations: u32) {
             *x = _mm256_xor_si256(*x, u);
         }
     }
-    for j in 0..8 {
-        let words = to_lanes(acc[j]);
-        for (chain, word) in chains.iter_mut().zip(words) {
+    for (j, x) in acc.into_iter().enumerate() {
+        for (chain, word) in chains.iter_mut().zip(to_lanes(x)) {
             chain.acc[j] = word;
         }
     }

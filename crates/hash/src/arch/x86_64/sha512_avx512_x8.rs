@@ -173,16 +173,16 @@ fn lanes(chains: &mut [Chain<Sha512>], iterations: u32) {
     // Transpose: register j holds word j of every chain; missing chains are zero lanes.
     let zero = _mm512_setzero_si512();
     let (mut ist, mut ost, mut u) = ([zero; 8], [zero; 8], [zero; 8]);
-    for j in 0..8 {
+    for (j, ((ist, ost), u)) in ist.iter_mut().zip(&mut ost).zip(&mut u).enumerate() {
         let (mut i, mut o, mut a) = ([0u64; 8], [0u64; 8], [0u64; 8]);
         for (l, chain) in chains.iter().enumerate().take(LANES) {
             i[l] = chain.inner[j];
             o[l] = chain.outer[j];
             a[l] = chain.acc[j];
         }
-        ist[j] = from_lanes(i);
-        ost[j] = from_lanes(o);
-        u[j] = from_lanes(a);
+        *ist = from_lanes(i);
+        *ost = from_lanes(o);
+        *u = from_lanes(a);
     }
     let mut acc = u;
     for _ in 1..iterations {
@@ -197,9 +197,8 @@ fn lanes(chains: &mut [Chain<Sha512>], iterations: u32) {
             *x = _mm512_xor_si512(*x, u);
         }
     }
-    for j in 0..8 {
-        let words = to_lanes(acc[j]);
-        for (chain, word) in chains.iter_mut().zip(words) {
+    for (j, x) in acc.into_iter().enumerate() {
+        for (chain, word) in chains.iter_mut().zip(to_lanes(x)) {
             chain.acc[j] = word;
         }
     }

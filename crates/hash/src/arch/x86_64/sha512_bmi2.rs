@@ -14,8 +14,7 @@ pub(crate) type BlocksFn = fn(&mut [u64; 8], &[u8]);
 
 /// The BMI2 kernels, if this CPU has BMI2.
 pub(crate) fn detect() -> Option<(LoopFn, BlocksFn)> {
-    if std::arch::is_x86_feature_detected!("bmi2") && std::arch::is_x86_feature_detected!("bmi1")
-    {
+    if std::arch::is_x86_feature_detected!("bmi2") && std::arch::is_x86_feature_detected!("bmi1") {
         Some((pbkdf2_loop, compress_blocks))
     } else {
         None

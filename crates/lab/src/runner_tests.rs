@@ -1,0 +1,114 @@
+//! The runner against servers that misbehave on purpose: one that hands every client the
+//! same (correctly signed) token, one whose tokens are signed by a key it does not publish.
+
+use std::convert::Infallible;
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use ed25519_dalek::{Signer, SigningKey};
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+
+use super::*;
+
+/// Serve tokens naming `victim`, signed by `signer`, while publishing `published`'s key.
+async fn liar(signer: SigningKey, published: SigningKey, victim: &'static str) -> SocketAddr {
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    let x = URL_SAFE_NO_PAD.encode(published.verifying_key().to_bytes());
+    let jwks = format!(r#"{{"keys":[{{"kty":"OKP","crv":"Ed25519","x":"{x}","kid":"k"}}]}}"#);
+    let h = URL_SAFE_NO_PAD.encode(r#"{"alg":"EdDSA","typ":"at+jwt","kid":"k"}"#);
+    let p = URL_SAFE_NO_PAD.encode(format!(r#"{{"sub":"{victim}","client_id":"{victim}","exp":4000000000}}"#));
+    let input = format!("{h}.{p}");
+    let sig = URL_SAFE_NO_PAD.encode(signer.sign(input.as_bytes()).to_bytes());
+    let token = format!(r#"{{"access_token":"{input}.{sig}","token_type":"Bearer"}}"#);
+    tokio::spawn(async move {
+        loop {
+            let Ok((s, _)) = l.accept().await else { return };
+            let (jwks, token) = (jwks.clone(), token.clone());
+            tokio::spawn(async move {
+                let svc = service_fn(move |req: Request<Incoming>| {
+                    let (jwks, token) = (jwks.clone(), token.clone());
+                    async move {
+                        let path = req.uri().path().to_string();
+                        let _ = req.into_body().collect().await;
+                        let (status, body) = match path.as_str() {
+                            "/oauth2/jwks" => (200, jwks),
+                            "/oauth2/token" => (200, token),
+                            _ => (404, String::new()),
+                        };
+                        let mut r = Response::new(Full::new(Bytes::from(body)));
+                        *r.status_mut() = hyper::StatusCode::from_u16(status).unwrap();
+                        Ok::<_, Infallible>(r)
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(s), svc).await;
+            });
+        }
+    });
+    addr
+}
+
+fn scenario(addr: SocketAddr) -> Scenario {
+    Scenario::parse(
+        &format!(
+            r#"
+name = "liar"
+[target]
+url = "http://{addr}"
+metrics = "off"
+[driver]
+kind = "oauth2"
+[principals]
+count = 3
+[run]
+duration = "500ms"
+[[group]]
+name = "legit"
+size = 3
+think = "50ms"
+"#
+        ),
+        None,
+    )
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_for_another_client_fails_the_run() {
+    let k = SigningKey::from_bytes(&[7; 32]);
+    let addr = liar(k.clone(), k, "lab-client-0").await;
+    let res = run_scenario(&scenario(addr), &RunOptions::default()).await.unwrap();
+    let g = &res.repeats[0].groups[0];
+    // Client 0 gets its own token; clients 1 and 2 get client 0's.
+    assert!(g.outcomes[&Outcome::Success] > 0, "{g:?}");
+    assert!(g.misdelivered > 0);
+    assert_eq!(g.misdelivered, g.outcomes[&Outcome::WrongResponse]);
+    assert!(!res.passed);
+    assert!(res.failures.iter().any(|f| f.contains("wrong client")), "{:?}", res.failures);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_not_signed_by_the_published_key_are_wrong_responses() {
+    let addr = liar(SigningKey::from_bytes(&[1; 32]), SigningKey::from_bytes(&[2; 32]), "lab-client-0").await;
+    let res = run_scenario(&scenario(addr), &RunOptions::default()).await.unwrap();
+    let g = &res.repeats[0].groups[0];
+    assert_eq!(g.outcomes[&Outcome::Success], 0, "{g:?}");
+    assert!(g.outcomes[&Outcome::WrongResponse] > 0);
+    assert_eq!(g.misdelivered, 0, "a forged token is not a delivery to anyone");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_request_cap_stops_the_run() {
+    let k = SigningKey::from_bytes(&[7; 32]);
+    let addr = liar(k.clone(), k, "lab-client-0").await;
+    let mut s = scenario(addr);
+    s.run.max_requests = 5;
+    let res = run_scenario(&s, &RunOptions::default()).await.unwrap();
+    assert_eq!(res.repeats[0].requests, 5);
+    assert!(res.repeats[0].capped);
+    assert_eq!(res.repeats[0].groups[0].completed, 5);
+}
