@@ -34,6 +34,9 @@ pub enum ClientCommand {
     Add(AddArgs),
     /// List clients (never their secrets).
     List(ListArgs),
+    /// Change a client's scopes, grants or token lifetime (options not given are kept;
+    /// its secrets are untouched).
+    Update(UpdateArgs),
     /// Delete a client.
     Remove(RemoveArgs),
     /// Give a client a new secret; the previous one stays valid until `--finish` or the
@@ -83,6 +86,27 @@ pub struct AddArgs {
     dir: DataDirArg,
 }
 
+/// Arguments of `client update`.
+#[derive(Debug, clap::Args)]
+pub struct UpdateArgs {
+    /// The client id.
+    id: String,
+    /// Replace the client's scopes with these (repeat for several).
+    #[arg(long = "scope", value_name = "SCOPE", conflicts_with = "clear_scopes")]
+    scopes: Vec<String>,
+    /// Remove all of the client's scopes.
+    #[arg(long)]
+    clear_scopes: bool,
+    /// Replace the client's grant types with these (repeat for several).
+    #[arg(long = "grant", value_name = "GRANT")]
+    grants: Vec<String>,
+    /// New lifetime of its access tokens in seconds (60-86400).
+    #[arg(long, value_name = "SECS")]
+    token_lifetime: Option<u32>,
+    #[command(flatten)]
+    dir: DataDirArg,
+}
+
 /// Arguments of `client list`.
 #[derive(Debug, clap::Args)]
 pub struct ListArgs {
@@ -123,6 +147,7 @@ pub fn run(cmd: ClientCommand) -> ExitCode {
         match cmd {
             ClientCommand::Add(a) => add(a).await,
             ClientCommand::List(a) => list(a).await,
+            ClientCommand::Update(a) => update(a).await,
             ClientCommand::Remove(a) => remove(a).await,
             ClientCommand::RotateSecret(a) => rotate(a).await,
             ClientCommand::RotatePepper(a) => rotate_pepper(a).await,
@@ -134,21 +159,9 @@ async fn add(args: AddArgs) -> Result<ExitCode, String> {
     let grants = if args.grants.is_empty() {
         vec![Grant::ClientCredentials]
     } else {
-        let mut grants = Vec::new();
-        for g in &args.grants {
-            let g: Grant = g.parse().map_err(|e: StoreError| e.to_string())?;
-            if !grants.contains(&g) {
-                grants.push(g);
-            }
-        }
-        grants
+        parse_grants(&args.grants)?
     };
-    let mut scopes: Vec<String> = Vec::new();
-    for s in args.scopes {
-        if !scopes.contains(&s) {
-            scopes.push(s);
-        }
-    }
+    let scopes = dedup(args.scopes);
     let dir = open(&args.dir).await?;
     let (hash, shown) = new_secret_hash(&dir, args.secret_stdin)?;
     let client = ClientRecord {
@@ -230,6 +243,67 @@ async fn list(args: ListArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
+async fn update(args: UpdateArgs) -> Result<ExitCode, String> {
+    if args.scopes.is_empty()
+        && !args.clear_scopes
+        && args.grants.is_empty()
+        && args.token_lifetime.is_none()
+    {
+        return Err(
+            "nothing to update: give --scope, --clear-scopes, --grant or --token-lifetime".into(),
+        );
+    }
+    let dir = open(&args.dir).await?;
+    let store = dir.store();
+    let client = store
+        .get_client(&args.id)
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| StoreError::NotFound(format!("client {:?}", args.id)).to_string())?;
+    let grants = if args.grants.is_empty() {
+        client.grants
+    } else {
+        parse_grants(&args.grants)?
+    };
+    let scopes = if args.clear_scopes {
+        Vec::new()
+    } else if args.scopes.is_empty() {
+        client.scopes
+    } else {
+        dedup(args.scopes)
+    };
+    let lifetime = args.token_lifetime.unwrap_or(client.token_lifetime);
+    store
+        .update_client_settings(&args.id, &grants, &scopes, lifetime)
+        .await
+        .map_err(|e| e.to_string())?;
+    dir.close().await;
+    eprintln!("portcullis: client {:?} updated.", args.id);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn parse_grants(names: &[String]) -> Result<Vec<Grant>, String> {
+    let mut grants = Vec::new();
+    for g in names {
+        let g: Grant = g.parse().map_err(|e: StoreError| e.to_string())?;
+        if !grants.contains(&g) {
+            grants.push(g);
+        }
+    }
+    Ok(grants)
+}
+
+/// Drop repeated values, keeping the first occurrence's order.
+fn dedup(items: Vec<String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(items.len());
+    for s in items {
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    out
+}
+
 async fn remove(args: RemoveArgs) -> Result<ExitCode, String> {
     let dir = open(&args.dir).await?;
     let removed = dir
@@ -276,6 +350,12 @@ async fn rotate(args: RotateArgs) -> Result<ExitCode, String> {
     let (hash, shown) = new_secret_hash(&dir, args.secret_stdin)?;
     if hash == current {
         return Err("the new secret hashes to the current one; choose a different secret".into());
+    }
+    if secret_kind(&hash) != "generated" && secret_kind(&current) != "generated" {
+        eprintln!(
+            "portcullis: note: the new and the previous secret are both KDF-hashed, so until \
+             `--finish` a wrong secret costs two KDF runs instead of one."
+        );
     }
     // The new secret becomes current; the old current stays as "previous". An older
     // previous secret is dropped: at most two are ever valid.

@@ -43,7 +43,10 @@ pub fn run(args: ServeArgs) -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .try_init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(r) => r,
         Err(e) => return super::fail(format_args!("cannot start the async runtime: {e}")),
     };

@@ -14,7 +14,9 @@ const BOTH: &[Grant] = &[Grant::ClientCredentials, Grant::Password];
 async fn cc_token(s: &TestServer, id: &str, secret: &str, extra: &[(&str, &str)]) -> String {
     let mut pairs = vec![("grant_type", "client_credentials")];
     pairs.extend_from_slice(extra);
-    let a = s.post("/oauth2/token", Some((id, secret)), &form(&pairs)).await;
+    let a = s
+        .post("/oauth2/token", Some((id, secret)), &form(&pairs))
+        .await;
     assert_eq!(a.status, 200, "{:?}", String::from_utf8_lossy(&a.body));
     a.json()["access_token"].as_str().unwrap().to_owned()
 }
@@ -87,7 +89,10 @@ async fn issue_5_client_authentication_methods() {
         .post(
             "/oauth2/token",
             Some(("svc", &secret)),
-            &form(&[("grant_type", "client_credentials"), ("client_secret", &secret)]),
+            &form(&[
+                ("grant_type", "client_credentials"),
+                ("client_secret", &secret),
+            ]),
         )
         .await;
     assert_eq!((a.status, a.error().as_str()), (400, "invalid_request"));
@@ -100,7 +105,10 @@ async fn issue_5_client_authentication_methods() {
         )
         .await;
     assert_eq!((a.status, a.error().as_str()), (401, "invalid_client"));
-    assert_eq!(a.header("www-authenticate"), Some("Basic realm=\"portcullis\""));
+    assert_eq!(
+        a.header("www-authenticate"),
+        Some("Basic realm=\"portcullis\"")
+    );
     assert_eq!(a.header("cache-control"), Some("no-store"));
     // Unknown client: the same answer.
     let a = s
@@ -113,7 +121,11 @@ async fn issue_5_client_authentication_methods() {
     assert_eq!((a.status, a.error().as_str()), (401, "invalid_client"));
     // No authentication at all.
     let a = s
-        .post("/oauth2/token", None, &form(&[("grant_type", "client_credentials")]))
+        .post(
+            "/oauth2/token",
+            None,
+            &form(&[("grant_type", "client_credentials")]),
+        )
         .await;
     assert_eq!((a.status, a.error().as_str()), (401, "invalid_client"));
     s.server.shutdown().await.unwrap();
@@ -130,7 +142,9 @@ async fn issue_5_password_grant_and_grant_permissions() {
         ("username", "ann"),
         ("password", "correct horse"),
     ]);
-    let a = s.post("/oauth2/token", Some(("app", &app_secret)), &good).await;
+    let a = s
+        .post("/oauth2/token", Some(("app", &app_secret)), &good)
+        .await;
     assert_eq!(a.status, 200, "{:?}", String::from_utf8_lossy(&a.body));
     let claims = jwt_part(a.json()["access_token"].as_str().unwrap(), 1);
     assert_eq!(claims["sub"], "ann");
@@ -142,10 +156,14 @@ async fn issue_5_password_grant_and_grant_permissions() {
         ("username", "ann"),
         ("password", "wrong"),
     ]);
-    let a = s.post("/oauth2/token", Some(("app", &app_secret)), &bad).await;
+    let a = s
+        .post("/oauth2/token", Some(("app", &app_secret)), &bad)
+        .await;
     assert_eq!((a.status, a.error().as_str()), (400, "invalid_grant"));
     // A client without the password grant: unauthorized_client.
-    let a = s.post("/oauth2/token", Some(("svc", &svc_secret)), &good).await;
+    let a = s
+        .post("/oauth2/token", Some(("svc", &svc_secret)), &good)
+        .await;
     assert_eq!((a.status, a.error().as_str()), (400, "unauthorized_client"));
     // The client authenticates first: a bad client secret is invalid_client even with a
     // good password.
@@ -154,14 +172,20 @@ async fn issue_5_password_grant_and_grant_permissions() {
     // Missing username, empty username, huge username.
     for body in [
         form(&[("grant_type", "password"), ("password", "x")]),
-        form(&[("grant_type", "password"), ("username", ""), ("password", "x")]),
+        form(&[
+            ("grant_type", "password"),
+            ("username", ""),
+            ("password", "x"),
+        ]),
         form(&[
             ("grant_type", "password"),
             ("username", &"u".repeat(5000)),
             ("password", "x"),
         ]),
     ] {
-        let a = s.post("/oauth2/token", Some(("app", &app_secret)), &body).await;
+        let a = s
+            .post("/oauth2/token", Some(("app", &app_secret)), &body)
+            .await;
         assert_eq!((a.status, a.error().as_str()), (400, "invalid_request"));
     }
     s.server.shutdown().await.unwrap();
@@ -177,7 +201,10 @@ async fn issue_5_scope_must_be_a_subset() {
         .post(
             "/oauth2/token",
             Some(("svc", &secret)),
-            &form(&[("grant_type", "client_credentials"), ("scope", "read admin")]),
+            &form(&[
+                ("grant_type", "client_credentials"),
+                ("scope", "read admin"),
+            ]),
         )
         .await;
     assert_eq!((a.status, a.error().as_str()), (400, "invalid_scope"));
@@ -188,7 +215,10 @@ async fn issue_5_scope_must_be_a_subset() {
             &form(&[("grant_type", "authorization_code"), ("code", "x")]),
         )
         .await;
-    assert_eq!((a.status, a.error().as_str()), (400, "unsupported_grant_type"));
+    assert_eq!(
+        (a.status, a.error().as_str()),
+        (400, "unsupported_grant_type")
+    );
     s.server.shutdown().await.unwrap();
 }
 
@@ -218,16 +248,32 @@ async fn issue_5_introspection_and_revocation_round_trip() {
     assert_eq!(v["scope"], "read");
     assert_eq!(v["sub"], "svc");
     // A resource server (another client) may introspect too.
-    assert_eq!(introspect(("other", other.clone()), token.clone()).await.json()["active"], true);
+    assert_eq!(
+        introspect(("other", other.clone()), token.clone())
+            .await
+            .json()["active"],
+        true
+    );
     // Introspection needs client authentication.
-    let a = s.post("/oauth2/introspect", None, &form(&[("token", &token)])).await;
+    let a = s
+        .post("/oauth2/introspect", None, &form(&[("token", &token)]))
+        .await;
     assert_eq!((a.status, a.error().as_str()), (401, "invalid_client"));
     // Another client may not revoke it.
     let a = s
-        .post("/oauth2/revoke", Some(("other", &other)), &form(&[("token", &token)]))
+        .post(
+            "/oauth2/revoke",
+            Some(("other", &other)),
+            &form(&[("token", &token)]),
+        )
         .await;
     assert_eq!((a.status, a.error().as_str()), (400, "unauthorized_client"));
-    assert_eq!(introspect(("svc", secret.clone()), token.clone()).await.json()["active"], true);
+    assert_eq!(
+        introspect(("svc", secret.clone()), token.clone())
+            .await
+            .json()["active"],
+        true
+    );
     // Its owner may.
     let a = s
         .post(
@@ -238,7 +284,9 @@ async fn issue_5_introspection_and_revocation_round_trip() {
         .await;
     assert_eq!(a.status, 200);
     assert_eq!(
-        introspect(("svc", secret.clone()), token.clone()).await.json(),
+        introspect(("svc", secret.clone()), token.clone())
+            .await
+            .json(),
         serde_json::json!({"active": false})
     );
     // The revocation is stored until the token's expiry (independent check: the store).
@@ -246,16 +294,25 @@ async fn issue_5_introspection_and_revocation_round_trip() {
     assert!(s.store().is_revoked(&jti).await.unwrap());
     // Revoking garbage is not an error (RFC 7009 2.2); introspecting it is inactive.
     let a = s
-        .post("/oauth2/revoke", Some(("svc", &secret)), &form(&[("token", "garbage")]))
+        .post(
+            "/oauth2/revoke",
+            Some(("svc", &secret)),
+            &form(&[("token", "garbage")]),
+        )
         .await;
     assert_eq!(a.status, 200);
     assert_eq!(
-        introspect(("svc", secret.clone()), "a.b.c".into()).await.json(),
+        introspect(("svc", secret.clone()), "a.b.c".into())
+            .await
+            .json(),
         serde_json::json!({"active": false})
     );
     // A fresh token is unaffected.
     let fresh = cc_token(&s, "svc", &secret, &[]).await;
-    assert_eq!(introspect(("svc", secret.clone()), fresh).await.json()["active"], true);
+    assert_eq!(
+        introspect(("svc", secret.clone()), fresh).await.json()["active"],
+        true
+    );
     s.server.shutdown().await.unwrap();
 }
 
@@ -271,7 +328,10 @@ async fn issue_5_discovery_metadata() {
         assert_eq!(m["issuer"], base);
         assert_eq!(m["token_endpoint"], format!("{base}/oauth2/token"));
         assert_eq!(m["jwks_uri"], format!("{base}/oauth2/jwks"));
-        assert_eq!(m["introspection_endpoint"], format!("{base}/oauth2/introspect"));
+        assert_eq!(
+            m["introspection_endpoint"],
+            format!("{base}/oauth2/introspect")
+        );
         assert_eq!(m["revocation_endpoint"], format!("{base}/oauth2/revoke"));
         assert_eq!(
             m["grant_types_supported"],
@@ -301,7 +361,10 @@ async fn issue_5_health_ready_metrics_status() {
         text.contains("# TYPE http_request_duration_seconds histogram"),
         "{text}"
     );
-    assert!(text.contains("http_request_duration_seconds_bucket{route=\"/oauth2/token\",le=\"0.001\"}"), "{text}");
+    assert!(
+        text.contains("http_request_duration_seconds_bucket{route=\"/oauth2/token\",le=\"0.001\"}"),
+        "{text}"
+    );
     assert!(
         text.contains("http_requests_total{route=\"/oauth2/token\",status=\"200\"}"),
         "{text}"
@@ -309,11 +372,22 @@ async fn issue_5_health_ready_metrics_status() {
     assert!(text.contains("oauth_tokens_issued_total{grant_type=\"client_credentials\"}"));
     let page = s.get("/status").await;
     assert_eq!(page.status, 200);
-    assert!(page.header("content-type").unwrap().starts_with("text/html"));
+    assert!(
+        page.header("content-type")
+            .unwrap()
+            .starts_with("text/html")
+    );
     assert!(String::from_utf8_lossy(&page.body).contains("status.json"));
     let st = s.get("/status.json").await.json();
     assert!(st["http"]["tokens_issued"].as_u64().unwrap() >= 1);
-    for k in ["calls", "outstanding", "pool_busy", "queue_depth", "shed", "throttled"] {
+    for k in [
+        "calls",
+        "outstanding",
+        "pool_busy",
+        "queue_depth",
+        "shed",
+        "throttled",
+    ] {
         assert!(st["verifier"][k].is_number(), "{k}: {st}");
     }
     s.server.shutdown().await.unwrap();
@@ -370,11 +444,17 @@ async fn issue_5_graceful_shutdown_finishes_in_flight_requests() {
     // An idle keep-alive connection, and one with a request whose body is still missing:
     // the request is in flight (the handler is reading its body) when shutdown begins.
     let mut idle = tokio::net::TcpStream::connect(addr).await.unwrap();
-    idle.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+    idle.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
     let mut buf = [0u8; 512];
     let n = idle.read(&mut buf).await.unwrap();
     assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
-    let body = form(&[("grant_type", "password"), ("username", "ann"), ("password", "pw")]);
+    let body = form(&[
+        ("grant_type", "password"),
+        ("username", "ann"),
+        ("password", "pw"),
+    ]);
     let mut busy = tokio::net::TcpStream::connect(addr).await.unwrap();
     busy.write_all(
         format!(
@@ -397,7 +477,10 @@ async fn issue_5_graceful_shutdown_finishes_in_flight_requests() {
         .load(std::sync::atomic::Ordering::SeqCst)
         == 0
     {
-        assert!(t0.elapsed() < Duration::from_secs(10), "request never started");
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "request never started"
+        );
         tokio::task::yield_now().await;
     }
     let shutdown = tokio::spawn(s.server.shutdown());
@@ -435,7 +518,14 @@ fn issue_5_config_example_from_the_cli_parses() {
     let text = String::from_utf8(out.stdout).unwrap();
     portcullis_server::Config::parse(&text).unwrap();
     // Every section is documented.
-    for section in ["[server]", "[tls]", "[tokens]", "[verifier]", "[policy]", "[store]"] {
+    for section in [
+        "[server]",
+        "[tls]",
+        "[tokens]",
+        "[verifier]",
+        "[policy]",
+        "[store]",
+    ] {
         assert!(text.contains(section), "{section} missing");
     }
     let dir = tempfile::tempdir().unwrap();
@@ -491,7 +581,10 @@ async fn issue_5_store_failure_is_503_with_retry_after_never_500() {
             &form(&[("grant_type", "client_credentials")]),
         )
         .await;
-    assert_eq!((a.status, a.error().as_str()), (503, "temporarily_unavailable"));
+    assert_eq!(
+        (a.status, a.error().as_str()),
+        (503, "temporarily_unavailable")
+    );
     assert!(a.header("retry-after").is_some());
     // Revocation lookup fails after authentication (client still cached): 503 too.
     let a = s
@@ -501,10 +594,80 @@ async fn issue_5_store_failure_is_503_with_retry_after_never_500() {
             &form(&[("token", &token)]),
         )
         .await;
-    assert_eq!((a.status, a.error().as_str()), (503, "temporarily_unavailable"));
+    assert_eq!(
+        (a.status, a.error().as_str()),
+        (503, "temporarily_unavailable")
+    );
     assert!(a.header("retry-after").is_some());
     // Readiness reports it; liveness does not care.
     assert_eq!(s.get("/readyz").await.status, 503);
     assert_eq!(s.get("/healthz").await.status, 200);
+    s.server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_5_overload_is_503_with_retry_after_not_a_timeout() {
+    // One hash thread, room for two queued jobs, and a slow user hash: a burst of
+    // password logins must be partly refused at once with 503, never left to time out.
+    let policy = portcullis_hash::Policy::Pbkdf2 {
+        prf: portcullis_hash::Prf::Sha256,
+        iterations: 400_000,
+    };
+    let p2 = policy.clone();
+    let s = crate::server_support::start_with(move |c| {
+        c.policy = p2;
+        c.verifier.pool_threads = 1;
+        c.verifier.queue_capacity = 2;
+    })
+    .await;
+    // Distinct clients and users, so the per-(principal, source) failure budget is not what answers.
+    let hash = policy.hash(b"pw").unwrap();
+    let mut secrets = Vec::new();
+    for i in 0..16 {
+        secrets.push(s.add_client(&format!("app{i}"), BOTH, &[]).await);
+        s.store()
+            .put_user(&portcullis_store::UserRecord {
+                username: format!("user{i}"),
+                password_hash: hash.clone(),
+                disabled: false,
+                created_at: 0,
+            })
+            .await
+            .unwrap();
+    }
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..16 {
+        let user = format!("user{i}");
+        let body = form(&[
+            ("grant_type", "password"),
+            ("username", &user),
+            ("password", "pw"),
+        ]);
+        let app = format!("app{i}");
+        let req =
+            crate::server_support::post_bytes("/oauth2/token", Some((&app, &secrets[i])), &body);
+        let addr = s.server.local_addr();
+        tasks.spawn(async move { crate::server_support::raw(addr, &req).await });
+    }
+    let answers = tasks.join_all().await;
+    let ok = answers.iter().filter(|a| a.status == 200).count();
+    let busy: Vec<_> = answers.iter().filter(|a| a.status == 503).collect();
+    let other: Vec<u16> = answers
+        .iter()
+        .map(|a| a.status)
+        .filter(|s| *s != 200 && *s != 503)
+        .collect();
+    assert!(other.is_empty(), "unexpected statuses {other:?}");
+    assert!(ok >= 1, "nothing succeeded");
+    assert!(!busy.is_empty(), "no request was shed");
+    for a in busy {
+        assert_eq!(a.error(), "temporarily_unavailable");
+        assert!(a.header("retry-after").unwrap().parse::<u64>().unwrap() >= 1);
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "answers waited for a timeout"
+    );
     s.server.shutdown().await.unwrap();
 }

@@ -23,7 +23,11 @@ async fn issue_5_authlib_token_verified_by_pyjwt() {
     let py = python();
     let s = start().await;
     let cc_secret = s
-        .add_client("interop-cc", &[Grant::ClientCredentials], &["read", "write"])
+        .add_client(
+            "interop-cc",
+            &[Grant::ClientCredentials],
+            &["read", "write"],
+        )
         .await;
     let pw_secret = s
         .add_client(
@@ -33,7 +37,10 @@ async fn issue_5_authlib_token_verified_by_pyjwt() {
         )
         .await;
     s.add_user("interop-user", "p@ss w0rd/é").await;
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/oauth_interop.py");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/interop/oauth_interop.py"
+    );
     let args = [
         s.base(),
         "interop-cc".into(),
@@ -46,7 +53,10 @@ async fn issue_5_authlib_token_verified_by_pyjwt() {
     // The script blocks; run it off the runtime so the server keeps both workers.
     let py2 = py.clone();
     let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(&py2).arg(script).args(&args).output()
+        std::process::Command::new(&py2)
+            .arg(script)
+            .args(&args)
+            .output()
     })
     .await
     .unwrap()

@@ -21,7 +21,11 @@ const FORM: &str = "Content-Type: application/x-www-form-urlencoded\r\n";
 async fn issue_5_malformed_requests_never_get_a_5xx() {
     let s = start().await;
     let secret = s
-        .add_client("svc", &[portcullis_store::Grant::ClientCredentials], &["read"])
+        .add_client(
+            "svc",
+            &[portcullis_store::Grant::ClientCredentials],
+            &["read"],
+        )
         .await;
     let auth = format!("Authorization: {}\r\n", basic_header("svc", &secret));
     let auth_form = format!("{auth}{FORM}");
@@ -281,7 +285,11 @@ async fn issue_5_malformed_requests_never_get_a_5xx() {
         // hyper may close without an answer on some framing errors; a closed connection
         // is acceptable there, a 5xx never is.
         if a.status >= 500 {
-            failures.push(format!("{name}: got {} {:?}", a.status, String::from_utf8_lossy(&a.body)));
+            failures.push(format!(
+                "{name}: got {} {:?}",
+                a.status,
+                String::from_utf8_lossy(&a.body)
+            ));
             continue;
         }
         if code.is_empty() {
@@ -308,9 +316,7 @@ async fn issue_5_malformed_requests_never_get_a_5xx() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 
     // Still serving, and the client is not locked out by all that noise.
-    let a = s
-        .post("/oauth2/token", Some(("svc", &secret)), &cc)
-        .await;
+    let a = s.post("/oauth2/token", Some(("svc", &secret)), &cc).await;
     assert_eq!(a.status, 200);
     s.server.shutdown().await.unwrap();
 }

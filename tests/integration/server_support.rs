@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use portcullis_hash::Policy;
-use portcullis_hash::pepper::PepperedHmac;
 use portcullis_hash::pbkdf2::Prf;
+use portcullis_hash::pepper::PepperedHmac;
 use portcullis_server::{App, Config, Server};
 use portcullis_store::{ClientRecord, DataDir, Grant, Store, UserRecord};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -113,17 +113,7 @@ impl TestServer {
     /// POST a form body, optionally with HTTP Basic client credentials (urlencoded per
     /// RFC 6749 2.3.1).
     pub async fn post(&self, path: &str, basic: Option<(&str, &str)>, body: &str) -> Answer {
-        let mut req = format!(
-            "POST {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\
-             Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n",
-            body.len()
-        );
-        if let Some((id, secret)) = basic {
-            req.push_str(&format!("Authorization: {}\r\n", basic_header(id, secret)));
-        }
-        req.push_str("\r\n");
-        req.push_str(body);
-        self.raw(req.as_bytes()).await
+        self.raw(&post_bytes(path, basic, body)).await
     }
 
     /// GET a path.
@@ -131,6 +121,21 @@ impl TestServer {
         let req = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
         self.raw(req.as_bytes()).await
     }
+}
+
+/// The bytes of a form POST with `Connection: close`.
+pub fn post_bytes(path: &str, basic: Option<(&str, &str)>, body: &str) -> Vec<u8> {
+    let mut req = format!(
+        "POST {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\
+         Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    if let Some((id, secret)) = basic {
+        req.push_str(&format!("Authorization: {}\r\n", basic_header(id, secret)));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    req.into_bytes()
 }
 
 /// `Basic base64(urlencode(id):urlencode(secret))`.

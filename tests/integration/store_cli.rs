@@ -454,3 +454,173 @@ print("$hmac-sha256$k=p1$%s" % base64.b64encode(tag).decode().rstrip("="))
     assert_eq!(p1, old_hash);
     assert_eq!(client_row(&dir, "before")[0].as_str().unwrap(), old_hash);
 }
+
+#[test]
+fn issue_5_user_import_stores_accepted_users_and_reports_refused_lines() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let d = dir.to_str().unwrap();
+    ok(
+        &[
+            "user",
+            "add",
+            "existing",
+            "--password-stdin",
+            "--data-dir",
+            d,
+        ],
+        Some("pw\n"),
+    );
+    // A Django PBKDF2 hash made by Python's hashlib, and OpenWall's bcrypt test vector.
+    let django = python(
+        "import base64, hashlib; print('pbkdf2_sha256$1000$NaCl$' + base64.b64encode(\
+         hashlib.pbkdf2_hmac('sha256', b'django pw', b'NaCl', 1000)).decode())",
+        &[],
+    );
+    let bcrypt = "$2a$05$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW";
+    let file = tmp.path().join("users.tsv");
+    std::fs::write(
+        &file,
+        format!(
+            "# exported users\n\
+             dj\t{django}\n\
+             bc\t{bcrypt}\n\
+             broken\tnot-a-hash\n\
+             existing\t{bcrypt}\n\
+             dj\t{bcrypt}\n"
+        ),
+    )
+    .unwrap();
+    let out = portcullis(
+        &["user", "import", file.to_str().unwrap(), "--data-dir", d],
+        None,
+    );
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .contains("imported 2 users"),
+        "{stderr}"
+    );
+    let refused: Vec<&str> = stderr.lines().collect();
+    assert_eq!(refused.len(), 3, "{stderr}");
+    assert!(refused[0].contains(":4:"), "{stderr}");
+    assert!(
+        refused[1].contains(":5:") && refused[1].contains("already exists"),
+        "{stderr}"
+    );
+    assert!(
+        refused[2].contains(":6:") && refused[2].contains("duplicate"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(bcrypt), "hashes are not echoed");
+
+    let db = dir.join("portcullis.db");
+    let rows = python(
+        "import json, sqlite3, sys; print(json.dumps(sqlite3.connect(sys.argv[1]).execute(\
+         'SELECT username, password_hash, disabled FROM users ORDER BY username').fetchall()))",
+        &[db.to_str().unwrap()],
+    );
+    let rows: Vec<(String, String, i64)> = serde_json::from_str(&rows).unwrap();
+    let names: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(names, ["bc", "dj", "existing"]);
+    assert_eq!(rows[0].1, bcrypt);
+    assert_eq!(rows[1].1, django);
+    assert_ne!(rows[2].1, bcrypt, "an existing user is not overwritten");
+    assert!(rows.iter().all(|r| r.2 == 0));
+
+    // A clean file imports completely and exits 0; an unreadable one exits 2.
+    let clean = tmp.path().join("clean.tsv");
+    std::fs::write(&clean, format!("carol\t{bcrypt}\n")).unwrap();
+    let out = ok(
+        &["user", "import", clean.to_str().unwrap(), "--data-dir", d],
+        None,
+    );
+    assert!(out.contains("imported 1 user;"), "{out}");
+    fails(
+        &["user", "import", "/nonexistent/file", "--data-dir", d],
+        None,
+    );
+    fails(
+        &[
+            "user",
+            "import",
+            "--format",
+            "nope",
+            clean.to_str().unwrap(),
+            "--data-dir",
+            d,
+        ],
+        None,
+    );
+}
+
+#[test]
+fn issue_5_client_update_changes_settings_but_not_the_secret() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let d = dir.to_str().unwrap();
+    let secret = ok(
+        &["client", "add", "app", "--scope", "read", "--data-dir", d],
+        None,
+    );
+    ok(
+        &[
+            "client",
+            "update",
+            "app",
+            "--scope",
+            "admin",
+            "--scope",
+            "read",
+            "--grant",
+            "password",
+            "--token-lifetime",
+            "120",
+            "--data-dir",
+            d,
+        ],
+        None,
+    );
+    let row = client_row(&dir, "app");
+    assert_eq!(row[0].as_str().unwrap(), peppered(&dir, secret.trim_end()));
+    assert_eq!(row[2], "password");
+    assert_eq!(row[3], "admin read");
+    assert_eq!(row[4], 120);
+    ok(
+        &["client", "update", "app", "--clear-scopes", "--data-dir", d],
+        None,
+    );
+    let row = client_row(&dir, "app");
+    assert_eq!(
+        (row[2].as_str(), row[3].as_str(), row[4].as_i64()),
+        (Some("password"), Some(""), Some(120))
+    );
+    fails(&["client", "update", "app", "--data-dir", d], None);
+    fails(
+        &[
+            "client",
+            "update",
+            "app",
+            "--token-lifetime",
+            "5",
+            "--data-dir",
+            d,
+        ],
+        None,
+    );
+    fails(
+        &[
+            "client",
+            "update",
+            "ghost",
+            "--token-lifetime",
+            "600",
+            "--data-dir",
+            d,
+        ],
+        None,
+    );
+    assert_eq!(client_row(&dir, "app")[4], 120);
+}

@@ -44,7 +44,8 @@ fn rate(per_call: usize, min: Duration, mut f: impl FnMut()) -> (f64, f64) {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: batch_throughput <sha1|sha256|sha512> <iterations> <batch> [rounds] [backend]";
+    let usage =
+        "usage: batch_throughput <sha1|sha256|sha512> <iterations> <batch> [rounds] [backend]";
     let (Some(prf), Some(iterations), Some(k)) = (
         args.first().and_then(|s| Prf::from_name(s)),
         args.get(1).and_then(|s| s.parse::<u32>().ok()),
@@ -69,11 +70,17 @@ fn main() -> ExitCode {
         "prf {} iterations {iterations} batch {k} backend {} plan {:?} preferred_batch {}",
         prf.name(),
         backend.map_or("auto", Backend::name),
-        plan.iter().map(|(b, n)| format!("{}x{n}", b.name())).collect::<Vec<_>>(),
+        plan.iter()
+            .map(|(b, n)| format!("{}x{n}", b.name()))
+            .collect::<Vec<_>>(),
         batch::preferred_batch(prf),
     );
-    let passwords: Vec<Vec<u8>> = (0..k).map(|i| format!("password {i}").into_bytes()).collect();
-    let salts: Vec<Vec<u8>> = (0..k).map(|i| format!("salt-{i:04}").into_bytes()).collect();
+    let passwords: Vec<Vec<u8>> = (0..k)
+        .map(|i| format!("password {i}").into_bytes())
+        .collect();
+    let salts: Vec<Vec<u8>> = (0..k)
+        .map(|i| format!("salt-{i:04}").into_bytes())
+        .collect();
     let hlen = prf.output_len();
     let mut outs = vec![vec![0u8; hlen]; k];
     let mut single_out = vec![0u8; hlen];

@@ -113,12 +113,16 @@ fn argon2_time(m: u32, t: u32) -> Result<Duration, CalibrateError> {
 }
 
 fn bcrypt_time(cost: u32) -> Result<Duration, CalibrateError> {
-    best_of(3, || bcrypt::raw(cost, SALT, PASSWORD).map(|_| ()).map_err(kdf))
+    best_of(3, || {
+        bcrypt::raw(cost, SALT, PASSWORD).map(|_| ()).map_err(kdf)
+    })
 }
 
 fn scrypt_time(log_n: u8, r: u32) -> Result<Duration, CalibrateError> {
     let mut out = [0u8; OUTPUT_LEN];
-    best_of(3, || scrypt::derive(log_n, r, 1, PASSWORD, &SALT, &mut out).map_err(kdf))
+    best_of(3, || {
+        scrypt::derive(log_n, r, 1, PASSWORD, &SALT, &mut out).map_err(kdf)
+    })
 }
 
 /// Measure and suggest parameters for `target` per verification (see the module doc).
@@ -132,7 +136,9 @@ pub fn calibrate(target: Duration) -> Result<Calibration, CalibrateError> {
     // PBKDF2-SHA256: two compressions per iteration.
     let probe_iter = 20_000u32;
     let per_iter = pbkdf2_time(probe_iter)?.as_secs_f64() / f64::from(probe_iter);
-    let to_iterations = |x: f64| (x as u64 / 1000 * 1000).clamp(1000, u64::from(limits::MAX_PBKDF2_ITERATIONS)) as u32;
+    let to_iterations = |x: f64| {
+        (x as u64 / 1000 * 1000).clamp(1000, u64::from(limits::MAX_PBKDF2_ITERATIONS)) as u32
+    };
     let mut iterations = to_iterations(goal / per_iter);
     let mut measured = pbkdf2_time(iterations)?;
     // Time is not perfectly linear (caches, frequency, other load): refine twice at most.
@@ -236,7 +242,10 @@ impl Policy {
     pub fn to_config_toml(&self) -> String {
         match self {
             Policy::Pbkdf2 { prf, iterations } => {
-                format!("algorithm = \"pbkdf2-{}\"\niterations = {iterations}\n", prf.name())
+                format!(
+                    "algorithm = \"pbkdf2-{}\"\niterations = {iterations}\n",
+                    prf.name()
+                )
             }
             Policy::Argon2id { m, t, p } => format!(
                 "algorithm = \"argon2id\"\nmemory_kib = {m}\ntime_cost = {t}\nparallelism = {p}\n"

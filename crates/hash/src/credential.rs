@@ -51,8 +51,8 @@ pub mod cost_model {
     pub const SCRYPT_PER_NRP: u64 = 16;
 }
 
-/// A parsed stored credential.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A parsed stored credential. Its `Debug` shows parameters, never salts or hashes.
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Credential {
     /// PBKDF2 in any of the encodings we read; `format` says which system wrote it.
@@ -135,13 +135,13 @@ impl Credential {
                 };
                 Cost::Work(blocks * u64::from(*iterations) * per)
             }
-            Credential::Argon2(h) => Cost::Work(
-                u64::from(h.m_cost) * u64::from(h.t_cost) * ARGON2_PER_BLOCK_PASS,
-            ),
+            Credential::Argon2(h) => {
+                Cost::Work(u64::from(h.m_cost) * u64::from(h.t_cost) * ARGON2_PER_BLOCK_PASS)
+            }
             Credential::Bcrypt(h) => Cost::Work((1u64 << h.cost) * BCRYPT_PER_ROUND),
-            Credential::Scrypt(h) => Cost::Work(
-                (1u64 << h.log_n) * u64::from(h.r) * u64::from(h.p) * SCRYPT_PER_NRP,
-            ),
+            Credential::Scrypt(h) => {
+                Cost::Work((1u64 << h.log_n) * u64::from(h.r) * u64::from(h.p) * SCRYPT_PER_NRP)
+            }
         }
     }
 
@@ -197,5 +197,52 @@ impl Credential {
             Credential::SaltedSha(h) => h.format,
             Credential::Peppered(_) => "portcullis",
         }
+    }
+}
+
+impl std::fmt::Debug for Credential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Credential::Pbkdf2 {
+                prf,
+                iterations,
+                format,
+                ..
+            } => f
+                .debug_struct("Pbkdf2")
+                .field("prf", prf)
+                .field("iterations", iterations)
+                .field("format", format)
+                .finish_non_exhaustive(),
+            Credential::Argon2(h) => f.debug_tuple("Argon2").field(h).finish(),
+            Credential::Bcrypt(h) => f.debug_tuple("Bcrypt").field(h).finish(),
+            Credential::Scrypt(h) => f.debug_tuple("Scrypt").field(h).finish(),
+            Credential::SaltedSha(h) => f.debug_tuple("SaltedSha").field(h).finish(),
+            Credential::Peppered(p) => f
+                .debug_struct("Peppered")
+                .field("key_id", &p.key_id)
+                .finish_non_exhaustive(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_never_shows_salt_or_hash() {
+        let c = Credential::parse(
+            "pbkdf2_sha256$1000$seasalt$aZOLUDnbVq4qfmIhIFCkAqvDNHspRzj9l43SgVe7GOM=",
+        )
+        .unwrap();
+        let shown = format!("{c:?}");
+        assert!(shown.contains("1000") && !shown.contains("seasalt") && !shown.contains("105"));
+        let a = Credential::parse(
+            "$argon2id$v=19$m=65536,t=2,p=1$c29tZXNhbHQ$CTFhFdXPJO1aFaMaO6Mm5c8y7cJHAph8ArZWb2GRPPc",
+        )
+        .unwrap();
+        let shown = format!("{a:?}");
+        assert!(shown.contains("65536") && !shown.contains("salt: ") && !shown.contains("hash: "));
     }
 }

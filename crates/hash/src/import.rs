@@ -65,7 +65,9 @@ pub fn import_lines(input: &[u8], format: Option<Format>) -> ImportReport {
         let line_no = i + 1;
         let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
         let Ok(line) = std::str::from_utf8(raw) else {
-            report.rejected.push((line_no, "line is not valid UTF-8".into()));
+            report
+                .rejected
+                .push((line_no, "line is not valid UTF-8".into()));
             continue;
         };
         let trimmed = line.trim();
@@ -179,8 +181,13 @@ pub fn import_keycloak_realm(input: &[u8], report: &mut ImportReport) {
     let text = match std::str::from_utf8(input) {
         Ok(t) => t,
         Err(e) => {
-            let line = 1 + input[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count();
-            report.rejected.push((line, "file is not valid UTF-8".into()));
+            let line = 1 + input[..e.valid_up_to()]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count();
+            report
+                .rejected
+                .push((line, "file is not valid UTF-8".into()));
             return;
         }
     };
@@ -199,12 +206,16 @@ pub fn import_keycloak_realm(input: &[u8], report: &mut ImportReport) {
         let user: User<'_> = match serde_json::from_str(raw.get()) {
             Ok(u) => u,
             Err(e) => {
-                report.rejected.push((line_no, format!("invalid user object: {e}")));
+                report
+                    .rejected
+                    .push((line_no, format!("invalid user object: {e}")));
                 continue;
             }
         };
         let Some(username) = user.username else {
-            report.rejected.push((line_no, "user without a username".into()));
+            report
+                .rejected
+                .push((line_no, "user without a username".into()));
             continue;
         };
         let passwords: Vec<&RawValue> = user
@@ -219,9 +230,10 @@ pub fn import_keycloak_realm(input: &[u8], report: &mut ImportReport) {
         let credential = match passwords.as_slice() {
             [one] => *one,
             [] => {
-                report
-                    .rejected
-                    .push((line_no, format!("user {username:?} has no password credential")));
+                report.rejected.push((
+                    line_no,
+                    format!("user {username:?} has no password credential"),
+                ));
                 continue;
             }
             _ => {
@@ -252,7 +264,10 @@ fn line_of(whole: &str, part: &str) -> usize {
         .checked_sub(whole.as_ptr() as usize)
         .filter(|&o| o <= whole.len())
         .unwrap_or(0);
-    1 + whole.as_bytes()[..offset].iter().filter(|&&b| b == b'\n').count()
+    1 + whole.as_bytes()[..offset]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
 }
 
 #[cfg(test)]
@@ -281,7 +296,10 @@ mod tests {
 
     #[test]
     fn forced_format_must_agree_with_detection() {
-        let r = import(format!("alice\t{BCRYPT}\n").as_bytes(), Some(Format::Django));
+        let r = import(
+            format!("alice\t{BCRYPT}\n").as_bytes(),
+            Some(Format::Django),
+        );
         assert!(r.accepted.is_empty());
         assert_eq!(r.rejected.len(), 1);
     }

@@ -210,8 +210,17 @@ impl Policy {
             }
             Policy::Argon2id { m, t, p } => {
                 let mut out = Zeroizing::new([0u8; OUTPUT_LEN]);
-                argon2::derive(Argon2Variant::Id, 0x13, m, t, p, secret, &salt, &mut out[..])
-                    .map_err(|e| HashError::Kdf(e.to_string()))?;
+                argon2::derive(
+                    Argon2Variant::Id,
+                    0x13,
+                    m,
+                    t,
+                    p,
+                    secret,
+                    &salt,
+                    &mut out[..],
+                )
+                .map_err(|e| HashError::Kdf(e.to_string()))?;
                 Ok(format!(
                     "$argon2id$v=19$m={m},t={t},p={p}${}${}",
                     b64_encode(&salt),
@@ -219,13 +228,14 @@ impl Policy {
                 ))
             }
             Policy::Bcrypt { cost } => {
-                let parts = ::bcrypt::non_truncating_hash_with_salt(secret, cost, salt)
-                    .map_err(|e| match e {
+                let parts = ::bcrypt::non_truncating_hash_with_salt(secret, cost, salt).map_err(
+                    |e| match e {
                         ::bcrypt::BcryptError::Truncation(_) => HashError::PasswordTooLong {
                             max: crate::formats::bcrypt::MAX_KEY_LEN - 1,
                         },
                         other => HashError::Kdf(other.to_string()),
-                    })?;
+                    },
+                )?;
                 Ok(parts.format_for_version(::bcrypt::Version::TwoB))
             }
             Policy::Scrypt { log_n, r, p } => {
@@ -360,7 +370,11 @@ mod tests {
             },
             Policy::Argon2id { m: 64, t: 1, p: 1 },
             Policy::Bcrypt { cost: 4 },
-            Policy::Scrypt { log_n: 4, r: 8, p: 1 },
+            Policy::Scrypt {
+                log_n: 4,
+                r: 8,
+                p: 1,
+            },
         ]
     }
 
@@ -372,7 +386,10 @@ mod tests {
             let c = Credential::parse(&s).unwrap_or_else(|e| panic!("{policy:?}: {s}: {e}"));
             assert!(c.verify(b"correct horse", &Peppers::new()).unwrap(), "{s}");
             assert!(!c.verify(b"correct horsf", &Peppers::new()).unwrap(), "{s}");
-            assert!(!policy.needs_rehash(&c), "{policy:?} wants to rehash its own {s}");
+            assert!(
+                !policy.needs_rehash(&c),
+                "{policy:?} wants to rehash its own {s}"
+            );
             for other in cheap_policies() {
                 if other != policy {
                     assert!(other.needs_rehash(&c), "{other:?} keeps {s}");

@@ -6,6 +6,9 @@
 //! substitutions at every position, duplicated and deleted separators, and huge numbers
 //! in place of each digit run; plus random byte strings through `parse` and `import`.
 
+// Test helpers outside #[test] fns: a failed unwrap is a test failure with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::PathBuf;
 
 use portcullis_hash::{Cost, Credential, Format, Peppers, import};
@@ -80,9 +83,11 @@ fn check(original: &Credential, password: &str, mutated: &str, prefix_ok: bool) 
             // A longer key that extends the real one (a mutated last base64 character can
             // add a byte that, 1 time in 256, matches the next PBKDF2 output byte) checks
             // more bits, not fewer, so it is the same credential.
-            let same = s == salt
-                && (h.starts_with(&hash) || (prefix_ok && hash.starts_with(&h)));
-            assert!(same, "mutation {mutated:?} verifies with different key material");
+            let same = s == salt && (h.starts_with(&hash) || (prefix_ok && hash.starts_with(&h)));
+            assert!(
+                same,
+                "mutation {mutated:?} verifies with different key material"
+            );
         }
     }
 }
@@ -131,7 +136,12 @@ fn issue_7_mangled_strings_are_rejected_or_fail() {
             if bytes[i].is_ascii_digit() {
                 let j = i + bytes[i..].iter().take_while(|b| b.is_ascii_digit()).count();
                 for n in ["0", "4294967295", "4294967296", "99999999999999999999999"] {
-                    check(&original, &password, &format!("{}{n}{}", &stored[..i], &stored[j..]), false);
+                    check(
+                        &original,
+                        &password,
+                        &format!("{}{n}{}", &stored[..i], &stored[j..]),
+                        false,
+                    );
                 }
                 i = j;
             } else {
@@ -145,14 +155,31 @@ fn issue_7_mangled_strings_are_rejected_or_fail() {
 fn issue_7_random_input_never_panics() {
     let mut rng = StdRng::seed_from_u64(7);
     let prefixes = [
-        "", "$argon2id$", "$2b$", "$scrypt$", "$pbkdf2-sha256$", "$pbkdf2$", "pbkdf2_sha256$",
-        "argon2$", "bcrypt_sha256$", "scrypt$", "pbkdf2:sha256:", "scrypt:", "{SSHA}",
-        "{X-PBKDF2}", "$PBKDF2$", "{PBKDF2-SHA256}", "{\"credentialData\":", "AQAAAA",
+        "",
+        "$argon2id$",
+        "$2b$",
+        "$scrypt$",
+        "$pbkdf2-sha256$",
+        "$pbkdf2$",
+        "pbkdf2_sha256$",
+        "argon2$",
+        "bcrypt_sha256$",
+        "scrypt$",
+        "pbkdf2:sha256:",
+        "scrypt:",
+        "{SSHA}",
+        "{X-PBKDF2}",
+        "$PBKDF2$",
+        "{PBKDF2-SHA256}",
+        "{\"credentialData\":",
+        "AQAAAA",
         "$bcrypt-sha256$",
     ];
     let alphabet = b"$:,={}\"0123456789AZaz./+=\\ \t";
     for _ in 0..20_000 {
-        let mut s = prefixes[rng.random_range(0..prefixes.len())].as_bytes().to_vec();
+        let mut s = prefixes[rng.random_range(0..prefixes.len())]
+            .as_bytes()
+            .to_vec();
         for _ in 0..rng.random_range(0..80) {
             s.push(if rng.random_bool(0.7) {
                 alphabet[rng.random_range(0..alphabet.len())]

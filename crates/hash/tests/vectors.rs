@@ -2,6 +2,9 @@
 //! test-vectors/generate.py; see test-vectors/README.md) verify with the right password and
 //! fail with a wrong one, through auto-detection and through `--format`.
 
+// Test helpers outside #[test] fns: a failed unwrap is a test failure with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::PathBuf;
 
 use portcullis_hash::{Cost, Credential, Format, Peppers, Policy};
@@ -50,8 +53,8 @@ fn check_file(file: &str, format: Format) -> Vec<Credential> {
     for r in rows(file) {
         let at = format!("{file}:{}", r.line);
         let auto = Credential::parse(&r.stored).unwrap_or_else(|e| panic!("{at}: parse: {e}"));
-        let forced =
-            Credential::parse_as(&r.stored, format).unwrap_or_else(|e| panic!("{at}: parse_as: {e}"));
+        let forced = Credential::parse_as(&r.stored, format)
+            .unwrap_or_else(|e| panic!("{at}: parse_as: {e}"));
         for (how, c) in [("auto", &auto), ("forced", &forced)] {
             let ok = c
                 .verify(r.password.as_bytes(), &peppers)
@@ -61,8 +64,15 @@ fn check_file(file: &str, format: Format) -> Vec<Credential> {
         if r.expected && auto.cost() < Cost::Work(1_000_000) {
             // And the obvious wrong passwords fail too (skipped for the realistic-cost rows
             // to keep the test fast; their `false` rows still cover them).
-            for wrong in [String::new(), r.password.to_uppercase() + "x", r.password[1..].to_owned()] {
-                assert!(!auto.verify(wrong.as_bytes(), &peppers).unwrap(), "{at}: {wrong:?} accepted");
+            for wrong in [
+                String::new(),
+                r.password.to_uppercase() + "x",
+                r.password[1..].to_owned(),
+            ] {
+                assert!(
+                    !auto.verify(wrong.as_bytes(), &peppers).unwrap(),
+                    "{at}: {wrong:?} accepted"
+                );
             }
         }
         // Imported formats are always upgraded to the server's policy after a login.
@@ -76,8 +86,18 @@ fn check_file(file: &str, format: Format) -> Vec<Credential> {
 fn issue_7_django_vectors() {
     let creds = check_file("django.tsv", Format::Django);
     assert!(creds.iter().all(|c| c.format() == "django"));
-    for alg in ["pbkdf2-sha256", "pbkdf2-sha1", "argon2id", "bcrypt-sha256", "bcrypt", "scrypt"] {
-        assert!(creds.iter().any(|c| c.algorithm() == alg), "no {alg} vector");
+    for alg in [
+        "pbkdf2-sha256",
+        "pbkdf2-sha1",
+        "argon2id",
+        "bcrypt-sha256",
+        "bcrypt",
+        "scrypt",
+    ] {
+        assert!(
+            creds.iter().any(|c| c.algorithm() == alg),
+            "no {alg} vector"
+        );
     }
 }
 
@@ -97,7 +117,10 @@ fn issue_7_passlib_vectors() {
         "sha1",
         "bcrypt-sha256",
     ] {
-        assert!(creds.iter().any(|c| c.algorithm() == alg), "no {alg} vector");
+        assert!(
+            creds.iter().any(|c| c.algorithm() == alg),
+            "no {alg} vector"
+        );
     }
 }
 
@@ -105,7 +128,10 @@ fn issue_7_passlib_vectors() {
 fn issue_7_argon2_reference_vectors() {
     let creds = check_file("argon2.tsv", Format::Phc);
     for alg in ["argon2id", "argon2i", "argon2d"] {
-        assert!(creds.iter().any(|c| c.algorithm() == alg), "no {alg} vector");
+        assert!(
+            creds.iter().any(|c| c.algorithm() == alg),
+            "no {alg} vector"
+        );
     }
     assert!(creds.iter().all(|c| c.batch_key().is_none()));
 }
@@ -113,7 +139,11 @@ fn issue_7_argon2_reference_vectors() {
 #[test]
 fn issue_7_bcrypt_vectors() {
     let creds = check_file("bcrypt.tsv", Format::Bcrypt);
-    assert!(creds.iter().all(|c| c.algorithm() == "bcrypt" && c.batch_key().is_none()));
+    assert!(
+        creds
+            .iter()
+            .all(|c| c.algorithm() == "bcrypt" && c.batch_key().is_none())
+    );
 }
 
 #[test]
@@ -162,7 +192,9 @@ fn issue_7_cost_is_monotonic_in_parameters_and_cheap_for_salted_sha() {
     assert!(argon(65536, 2) > argon(19456, 2));
     assert!(argon(19456, 3) > argon(19456, 2));
     let bc = |c: u32| {
-        cost(&format!("$2b${c:02}$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW"))
+        cost(&format!(
+            "$2b${c:02}$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW"
+        ))
     };
     assert!(bc(11) > bc(10));
     let ssha = rows("passlib.tsv")
@@ -180,13 +212,21 @@ fn issue_7_keycloak_realm_export_imports_and_verifies() {
     let users: Vec<&str> = report.accepted.iter().map(|(_, u, _)| u.as_str()).collect();
     assert_eq!(users, ["user0", "user1", "user2"], "{:?}", report.rejected);
     assert_eq!(report.rejected.len(), 2, "{:?}", report.rejected);
-    assert!(report.rejected.iter().all(|(line, reason)| *line > 1 && reason.contains("no password")));
+    assert!(
+        report
+            .rejected
+            .iter()
+            .all(|(line, reason)| *line > 1 && reason.contains("no password"))
+    );
     for line in passwords.lines().filter(|l| !l.starts_with('#')) {
         let (user, password) = line.split_once('\t').unwrap();
         let (_, _, stored) = report.accepted.iter().find(|(_, u, _)| u == user).unwrap();
         let c = Credential::parse(stored).unwrap();
         assert_eq!(c.format(), "keycloak");
-        assert!(c.verify(password.as_bytes(), &Peppers::new()).unwrap(), "{user}");
+        assert!(
+            c.verify(password.as_bytes(), &Peppers::new()).unwrap(),
+            "{user}"
+        );
         assert!(!c.verify(b"wrong", &Peppers::new()).unwrap(), "{user}");
     }
 }
@@ -215,5 +255,9 @@ fn issue_7_tsv_import_of_every_system() {
     let report = portcullis_hash::import::import(input.as_bytes(), None);
     assert_eq!(report.accepted.len(), expected, "{:?}", report.rejected);
     assert_eq!(report.rejected.len(), 1);
-    assert!(report.rejected[0].1.contains("argon2"), "{:?}", report.rejected);
+    assert!(
+        report.rejected[0].1.contains("argon2"),
+        "{:?}",
+        report.rejected
+    );
 }

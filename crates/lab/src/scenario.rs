@@ -935,7 +935,7 @@ impl Scenario {
                     let rate = g.rate.ok_or_else(|| ctx("model = \"open\" needs rate".into()))?;
                     let rate_end = g.rate_end.unwrap_or(rate);
                     for r in [rate, rate_end] {
-                        if !r.is_finite() || r < 0.0 || r > safety::MAX_RATE {
+                        if !r.is_finite() || !(0.0..=safety::MAX_RATE).contains(&r) {
                             return Err(ctx(format!("rate must be 0..={}", safety::MAX_RATE)));
                         }
                     }

@@ -112,13 +112,17 @@ impl App {
         bound: SocketAddr,
     ) -> Result<Arc<App>, ServerError> {
         let tls = match &config.tls {
-            Some(t) => Some(
-                crate::tls::server_config(t).map_err(|e| ServerError::Config(e.to_string()))?,
-            ),
+            Some(t) => {
+                Some(crate::tls::server_config(t).map_err(|e| ServerError::Config(e.to_string()))?)
+            }
             None => None,
         };
         let metrics = crate::metrics::install();
-        let scheme = if config.tls.is_some() { "https" } else { "http" };
+        let scheme = if config.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
         let issuer = config
             .issuer
             .clone()

@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use portcullis_hash::{Policy, Prf};
+use portcullis_hash::Policy;
 use serde::Deserialize;
 use thiserror::Error;
 
@@ -51,8 +51,8 @@ pub struct FileConfig {
     pub tokens: FileTokens,
     /// `[verifier]`: the verification core's own configuration, embedded as is.
     pub verifier: portcullis_core::VerifierConfig,
-    /// `[policy]`
-    pub policy: FilePolicy,
+    /// `[policy]`: the hash crate's policy configuration, embedded as is.
+    pub policy: portcullis_hash::policy::PolicyConfig,
     /// `[store]`
     pub store: FileStore,
 }
@@ -114,7 +114,7 @@ fn default_tls_versions() -> Vec<String> {
 pub struct FileTokens {
     /// `aud` claim; default: the issuer URL.
     pub audience: Option<String>,
-    /// Access token lifetime in seconds.
+    /// Longest access token lifetime in seconds (a client's own shorter lifetime wins).
     pub lifetime_secs: u64,
     /// Signing key rotation period in seconds.
     pub key_rotation_secs: u64,
@@ -126,25 +126,6 @@ impl Default for FileTokens {
             audience: None,
             lifetime_secs: 3600,
             key_rotation_secs: 30 * 24 * 3600,
-        }
-    }
-}
-
-/// `[policy]`
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct FilePolicy {
-    /// "pbkdf2-sha256", "pbkdf2-sha512" or "pbkdf2-sha1".
-    pub algorithm: String,
-    /// PBKDF2 iterations.
-    pub iterations: u32,
-}
-
-impl Default for FilePolicy {
-    fn default() -> Self {
-        FilePolicy {
-            algorithm: "pbkdf2-sha256".into(),
-            iterations: 600_000,
         }
     }
 }
@@ -187,7 +168,8 @@ pub struct Config {
     pub tls: Option<TlsSettings>,
     /// `aud` claim; `None`: the issuer.
     pub audience: Option<String>,
-    /// Access token lifetime.
+    /// Longest access token lifetime (a client's own shorter lifetime wins); also the
+    /// retention bound of retired signing keys.
     pub token_lifetime: Duration,
     /// Signing key rotation period.
     pub key_rotation: Duration,
@@ -266,7 +248,7 @@ impl Config {
         f.verifier
             .validate()
             .map_err(|e| invalid(format!("[verifier] {e}")))?;
-        let policy = validate_policy(&f.policy)?;
+        let policy = validate_policy(f.policy)?;
         if f.store.client_cache_ttl_ms > 60_000 {
             return Err(invalid(
                 "store.client_cache_ttl_ms must be at most 60000 (changes must take effect)",
@@ -335,24 +317,9 @@ fn validate_tls(t: FileTls) -> Result<TlsSettings, ConfigError> {
     })
 }
 
-fn validate_policy(p: &FilePolicy) -> Result<Policy, ConfigError> {
-    let prf = match p.algorithm.as_str() {
-        "pbkdf2-sha256" => Prf::Sha256,
-        "pbkdf2-sha512" => Prf::Sha512,
-        "pbkdf2-sha1" => Prf::Sha1,
-        other => {
-            return Err(invalid(format!(
-                "policy.algorithm: unsupported '{other}' (pbkdf2-sha256, pbkdf2-sha512, pbkdf2-sha1)"
-            )));
-        }
-    };
-    if p.iterations < 10_000 {
-        return Err(invalid("policy.iterations must be at least 10000"));
-    }
-    Ok(Policy::Pbkdf2 {
-        prf,
-        iterations: p.iterations,
-    })
+fn validate_policy(p: portcullis_hash::policy::PolicyConfig) -> Result<Policy, ConfigError> {
+    p.into_policy()
+        .map_err(|e| invalid(format!("policy: {}", e.0)))
 }
 
 /// The documented example printed by `portcullis config example`. Every key is present
@@ -401,7 +368,9 @@ max_connections = 10000
 [tokens]
 # The `aud` claim of access tokens. Default: the issuer URL.
 # audience = "https://api.example.com"
-# Access token lifetime in seconds (at most 86400).
+# Access token lifetime in seconds (at most 86400). Each client also has its own lifetime
+# (`portcullis client add --token-lifetime`, default 3600); a token gets the shorter of
+# the two. This bound also decides how long retired signing keys stay published.
 lifetime_secs = 3600
 # Signing key rotation period in seconds (at least 60). Retired keys stay in the JWKS
 # until every token they signed has expired.
@@ -471,11 +440,16 @@ strategy = "sampled"
 
 const EXAMPLE_TAIL: &str = r#"
 [policy]
-# Algorithm for newly stored password hashes and for upgrading weaker ones at login:
-# "pbkdf2-sha256", "pbkdf2-sha512" or "pbkdf2-sha1".
+# Algorithm for newly stored password hashes; stored hashes that differ from the policy
+# are upgraded at the next successful login: "pbkdf2-sha256", "pbkdf2-sha512",
+# "argon2id", "bcrypt" or "scrypt". Only the parameters of the chosen algorithm may be
+# set (others are an error).
 algorithm = "pbkdf2-sha256"
-# PBKDF2 iterations (OWASP 2023: 600000 for SHA-256, 210000 for SHA-512).
+# PBKDF2 iterations. Default 600000 for SHA-256, 210000 for SHA-512.
 iterations = 600000
+# argon2id: memory_kib = 19456, time_cost = 2, parallelism = 1
+# bcrypt: cost = 12
+# scrypt: log_n = 17, block_size = 8, parallelism = 1
 
 [store]
 # Data directory: SQLite database, the 0600 secrets file (peppers, master key).
@@ -503,7 +477,10 @@ mod tests {
     #[test]
     fn issue_5_unknown_key_is_an_error_naming_the_key() {
         for (text, key) in [
-            ("[server]\nhttp = \"127.0.0.1:1\"\nbogus_key = 1\n", "bogus_key"),
+            (
+                "[server]\nhttp = \"127.0.0.1:1\"\nbogus_key = 1\n",
+                "bogus_key",
+            ),
             ("[tokens]\nlifetime = 5\n", "lifetime"),
             ("[store]\ndatadir = \"x\"\n", "datadir"),
             ("[sever]\n", "sever"),
@@ -528,8 +505,15 @@ mod tests {
             ("[server]\nissuer = \"https://x/?a\"\n", "server.issuer"),
             ("[server]\nbody_limit = 1\n", "server.body_limit"),
             ("[tokens]\nlifetime_secs = 0\n", "tokens.lifetime_secs"),
-            ("[policy]\nalgorithm = \"md5\"\n", "policy.algorithm"),
-            ("[tls]\ncert = \"a\"\nkey = \"b\"\nversions = [\"1.1\"]\n", "tls.versions"),
+            ("[policy]\nalgorithm = \"md5\"\n", "policy: unknown algorithm"),
+            (
+                "[policy]\nalgorithm = \"argon2id\"\niterations = 5\n",
+                "iterations",
+            ),
+            (
+                "[tls]\ncert = \"a\"\nkey = \"b\"\nversions = [\"1.1\"]\n",
+                "tls.versions",
+            ),
         ] {
             let err = Config::parse(text).unwrap_err().to_string();
             assert!(err.contains(needle), "{text:?}: {err}");

@@ -72,7 +72,11 @@ impl OAuthError {
 
     /// 400 `invalid_request`.
     pub fn invalid_request(description: impl Into<Cow<'static, str>>) -> Self {
-        Self::new(ErrorCode::InvalidRequest, StatusCode::BAD_REQUEST, description)
+        Self::new(
+            ErrorCode::InvalidRequest,
+            StatusCode::BAD_REQUEST,
+            description,
+        )
     }
 
     /// 413 `invalid_request`: the body exceeds the configured limit.
@@ -86,12 +90,20 @@ impl OAuthError {
 
     /// 401 `invalid_client`.
     pub fn invalid_client(description: impl Into<Cow<'static, str>>) -> Self {
-        Self::new(ErrorCode::InvalidClient, StatusCode::UNAUTHORIZED, description)
+        Self::new(
+            ErrorCode::InvalidClient,
+            StatusCode::UNAUTHORIZED,
+            description,
+        )
     }
 
     /// 400 `invalid_grant`.
     pub fn invalid_grant(description: impl Into<Cow<'static, str>>) -> Self {
-        Self::new(ErrorCode::InvalidGrant, StatusCode::BAD_REQUEST, description)
+        Self::new(
+            ErrorCode::InvalidGrant,
+            StatusCode::BAD_REQUEST,
+            description,
+        )
     }
 
     /// 400 `unauthorized_client`.
@@ -114,7 +126,11 @@ impl OAuthError {
 
     /// 400 `invalid_scope`.
     pub fn invalid_scope(description: impl Into<Cow<'static, str>>) -> Self {
-        Self::new(ErrorCode::InvalidScope, StatusCode::BAD_REQUEST, description)
+        Self::new(
+            ErrorCode::InvalidScope,
+            StatusCode::BAD_REQUEST,
+            description,
+        )
     }
 
     /// 400 `unsupported_token_type`.

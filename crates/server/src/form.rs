@@ -184,7 +184,10 @@ impl std::fmt::Debug for ClientCredentials {
 }
 
 /// Extract client credentials from the Authorization header or the body.
-pub fn client_credentials(headers: &HeaderMap, form: &Form) -> Result<ClientCredentials, OAuthError> {
+pub fn client_credentials(
+    headers: &HeaderMap,
+    form: &Form,
+) -> Result<ClientCredentials, OAuthError> {
     let mut auth_headers = headers.get_all(header::AUTHORIZATION).iter();
     let basic = match (auth_headers.next(), auth_headers.next()) {
         (None, _) => None,
@@ -344,7 +347,10 @@ mod tests {
     fn content_type_must_be_form() {
         let mut h = HeaderMap::new();
         assert!(check_content_type(&h).is_err());
-        h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
         assert!(check_content_type(&h).is_err());
         h.insert(
             header::CONTENT_TYPE,
@@ -355,7 +361,11 @@ mod tests {
 
     fn basic(id: &str, secret: &str) -> HeaderMap {
         let mut h = HeaderMap::new();
-        let raw = format!("{}:{}", encode(&[("x", id)])[2..].to_owned(), &encode(&[("x", secret)])[2..]);
+        let raw = format!(
+            "{}:{}",
+            encode(&[("x", id)])[2..].to_owned(),
+            &encode(&[("x", secret)])[2..]
+        );
         let v = format!("Basic {}", STANDARD.encode(raw));
         h.insert(header::AUTHORIZATION, HeaderValue::from_str(&v).unwrap());
         h
@@ -407,7 +417,10 @@ mod tests {
             assert_eq!(e.code, ErrorCode::InvalidRequest, "{v:?}");
         }
         let mut h = HeaderMap::new();
-        h.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer abc"));
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Bearer abc"),
+        );
         let e = client_credentials(&h, &Form::default()).unwrap_err();
         assert_eq!(e.code, ErrorCode::InvalidClient);
     }

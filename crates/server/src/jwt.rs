@@ -107,8 +107,7 @@ impl KeyPair {
     pub fn sign(&self, claims: &AccessClaims) -> Result<String, serde_json::Error> {
         let payload = serde_json::to_vec(claims)?;
         let b64_len = |n: usize| n.div_ceil(3) * 4;
-        let mut token =
-            String::with_capacity(self.header_b64.len() + b64_len(payload.len()) + 90);
+        let mut token = String::with_capacity(self.header_b64.len() + b64_len(payload.len()) + 90);
         token.push_str(&self.header_b64);
         token.push('.');
         URL_SAFE_NO_PAD.encode_string(&payload, &mut token);
@@ -280,7 +279,10 @@ mod tests {
             ks.verify(&token, "https://issuer.test", 2000),
             Err(JwtError::Expired)
         );
-        assert_eq!(ks.verify(&token, "https://other", 1500), Err(JwtError::Issuer));
+        assert_eq!(
+            ks.verify(&token, "https://other", 1500),
+            Err(JwtError::Issuer)
+        );
     }
 
     #[test]

@@ -109,7 +109,14 @@ impl KeyManager {
     /// Rotate if the current key is due at `now` (called periodically); also drops keys
     /// whose tokens have all expired. Returns whether the key set changed.
     pub async fn maintain(&self, now: i64) -> Result<bool, KeyError> {
-        let set = build(&*self.store, &self.master, self.rotation, self.max_lifetime, now).await?;
+        let set = build(
+            &*self.store,
+            &self.master,
+            self.rotation,
+            self.max_lifetime,
+            now,
+        )
+        .await?;
         let changed = {
             let cur = self.current.read();
             cur.current.kid() != set.current.kid() || cur.published != set.published

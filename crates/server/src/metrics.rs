@@ -30,8 +30,8 @@ pub const STORE_ERRORS: &str = "store_errors_total";
 
 /// Buckets for request and verification latencies: 100 µs to 10 s.
 const LATENCY_BUCKETS: &[f64] = &[
-    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
-    2.5, 5.0, 10.0,
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    5.0, 10.0,
 ];
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
@@ -89,7 +89,11 @@ pub async fn upkeep(handle: PrometheusHandle, shutdown: tokio_util::sync::Cancel
 /// Stable, bounded route label: the matched route pattern, or "unmatched" (so a scanner
 /// probing random paths cannot create unbounded label sets).
 fn route_label(req: &Request) -> &'static str {
-    match req.extensions().get::<MatchedPath>().map(MatchedPath::as_str) {
+    match req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(MatchedPath::as_str)
+    {
         Some("/oauth2/token") => "/oauth2/token",
         Some("/oauth2/introspect") => "/oauth2/introspect",
         Some("/oauth2/revoke") => "/oauth2/revoke",

@@ -81,7 +81,9 @@ async fn read_form(app: &App, req: Request) -> Result<(Parts, Form), OAuthError>
                 }
             }
             Some(Err(_)) => {
-                return Err(OAuthError::invalid_request("could not read the request body"));
+                return Err(OAuthError::invalid_request(
+                    "could not read the request body",
+                ));
             }
         }
     }
@@ -230,7 +232,9 @@ async fn token_inner(app: &App, req: Request) -> Result<Response, OAuthError> {
             .map_err(|e| OAuthError::invalid_request(format!("username: {e}")))?;
         let password = form.require("password")?;
         if password.len() > form::MAX_SECRET_LEN {
-            return Err(OAuthError::invalid_grant("invalid resource owner credentials"));
+            return Err(OAuthError::invalid_grant(
+                "invalid resource owner credentials",
+            ));
         }
         Some((username, password))
     } else {
@@ -383,13 +387,19 @@ mod tests {
 
     #[test]
     fn default_scope_is_everything_allowed() {
-        assert_eq!(grant_scope(None, &allowed()).unwrap(), "read write admin:all");
+        assert_eq!(
+            grant_scope(None, &allowed()).unwrap(),
+            "read write admin:all"
+        );
         assert_eq!(grant_scope(None, &[]).unwrap(), "");
     }
 
     #[test]
     fn requested_scope_must_be_a_subset() {
-        assert_eq!(grant_scope(Some("write read read"), &allowed()).unwrap(), "write read");
+        assert_eq!(
+            grant_scope(Some("write read read"), &allowed()).unwrap(),
+            "write read"
+        );
         let e = grant_scope(Some("read delete"), &allowed()).unwrap_err();
         assert_eq!(e.code, ErrorCode::InvalidScope);
         for bad in ["read  write", " read", "re\"ad", "r\\d"] {

@@ -80,7 +80,10 @@ async fn deadline(State(app): State<Arc<App>>, req: Request, next: Next) -> Resp
     match tokio::time::timeout(app.config.request_timeout, next.run(req)).await {
         Ok(r) => r,
         Err(_) => {
-            tracing::warn!("request exceeded the {:?} deadline", app.config.request_timeout);
+            tracing::warn!(
+                "request exceeded the {:?} deadline",
+                app.config.request_timeout
+            );
             OAuthError::overloaded(std::time::Duration::from_secs(1)).into_response()
         }
     }

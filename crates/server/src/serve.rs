@@ -172,7 +172,9 @@ impl Server {
 
     /// Serve an already assembled [`App`] on `listener`.
     pub fn spawn(listener: TcpListener, app: Arc<App>) -> Server {
-        let addr = listener.local_addr().unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+        let addr = listener
+            .local_addr()
+            .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
         let stop = CancellationToken::new();
         let signal = stop.clone();
         let task = tokio::spawn(run(listener, Arc::clone(&app), async move {
@@ -322,7 +324,10 @@ mod tests {
         assert!(server.issuer().starts_with("https://"));
 
         let pem = std::fs::read(fixtures.join("ec_server.crt")).unwrap();
-        let cert = rustls_pemfile::certs(&mut &pem[..]).next().unwrap().unwrap();
+        let cert = rustls_pemfile::certs(&mut &pem[..])
+            .next()
+            .unwrap()
+            .unwrap();
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         for version in [&rustls::version::TLS13, &rustls::version::TLS12] {
             let client = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
@@ -346,7 +351,11 @@ mod tests {
                 .unwrap();
             let mut out = Vec::new();
             let _ = tls.read_to_end(&mut out).await;
-            assert!(out.starts_with(b"HTTP/1.1 200"), "{:?}", String::from_utf8_lossy(&out));
+            assert!(
+                out.starts_with(b"HTTP/1.1 200"),
+                "{:?}",
+                String::from_utf8_lossy(&out)
+            );
         }
         server.shutdown().await.unwrap();
     }

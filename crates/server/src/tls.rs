@@ -98,9 +98,9 @@ pub fn server_config(s: &TlsSettings) -> Result<Arc<rustls::ServerConfig>, TlsEr
     let chain: Vec<CertificateDer<'static>> = rustls_pemfile::certs(&mut &cert_pem[..])
         .collect::<Result<_, _>>()
         .map_err(|e| TlsError::Pem(format!("{}: {e}", s.cert.display())))?;
-    let leaf = chain.first().ok_or_else(|| {
-        TlsError::Pem(format!("{}: no CERTIFICATE block", s.cert.display()))
-    })?;
+    let leaf = chain
+        .first()
+        .ok_or_else(|| TlsError::Pem(format!("{}: no CERTIFICATE block", s.cert.display())))?;
     let key: PrivateKeyDer<'static> = rustls_pemfile::private_key(&mut &key_pem[..])
         .map_err(|e| TlsError::Pem(format!("{}: {e}", s.key.display())))?
         .ok_or_else(|| TlsError::Pem(format!("{}: no PRIVATE KEY block", s.key.display())))?;
@@ -213,9 +213,8 @@ pub fn check_certificate_usage(leaf: &[u8]) -> Result<(), TlsError> {
                 ));
             }
         } else if ext.extn_id == ID_CE_EXT_KEY_USAGE {
-            let eku = ExtendedKeyUsage::from_der(ext.extn_value.as_bytes()).map_err(|e| {
-                TlsError::Pem(format!("malformed ExtendedKeyUsage extension: {e}"))
-            })?;
+            let eku = ExtendedKeyUsage::from_der(ext.extn_value.as_bytes())
+                .map_err(|e| TlsError::Pem(format!("malformed ExtendedKeyUsage extension: {e}")))?;
             if !eku
                 .0
                 .iter()
@@ -264,15 +263,20 @@ mod tests {
             .iter()
             .map(suite_name)
             .collect();
-        assert!(names.iter().any(|n| n == "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"));
+        assert!(
+            names
+                .iter()
+                .any(|n| n == "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256")
+        );
         assert!(names.iter().all(|n| !n.contains("ECDSA")), "{names:?}");
         assert!(names.iter().any(|n| n.starts_with("TLS13_")));
         let cfg = server_config(&settings("ec_server", BOTH, &[])).unwrap();
-        assert!(cfg
-            .crypto_provider()
-            .cipher_suites
-            .iter()
-            .all(|s| !suite_name(s).contains("_RSA_")));
+        assert!(
+            cfg.crypto_provider()
+                .cipher_suites
+                .iter()
+                .all(|s| !suite_name(s).contains("_RSA_"))
+        );
     }
 
     #[test]
@@ -282,11 +286,17 @@ mod tests {
             &[TlsVersion::Tls12],
             &["TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"],
         ));
-        assert!(e.contains("TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256") && e.contains("RSA"), "{e}");
+        assert!(
+            e.contains("TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256") && e.contains("RSA"),
+            "{e}"
+        );
         let e = err(&settings(
             "ec_server",
             BOTH,
-            &["TLS13_AES_128_GCM_SHA256", "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"],
+            &[
+                "TLS13_AES_128_GCM_SHA256",
+                "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+            ],
         ));
         assert!(e.contains("ECDSA"), "{e}");
     }

@@ -60,6 +60,7 @@ pub async fn run_all(store: &dyn Store) {
     clients_round_trip(store).await;
     client_validation(store).await;
     client_rotation(store).await;
+    client_settings_update(store).await;
     client_credential_view_and_cas(store).await;
     cas_race_exactly_one_wins(store).await;
     cas_race_on_both_client_slots(store).await;
@@ -185,6 +186,43 @@ pub async fn client_rotation(store: &dyn Store) {
     assert!(matches!(
         store
             .update_client_secrets("conf-rotate-none", vec![new])
+            .await,
+        Err(StoreError::NotFound(_))
+    ));
+    store.remove_client(&c.id).await.unwrap();
+}
+
+/// Changing grants, scopes and lifetime leaves the secrets alone.
+pub async fn client_settings_update(store: &dyn Store) {
+    let c = test_client("conf-settings");
+    store.put_client(&c).await.unwrap();
+    store
+        .update_client_settings(&c.id, &[Grant::Password], &[], 86_400)
+        .await
+        .unwrap();
+    let got = store.get_client(&c.id).await.unwrap().unwrap();
+    assert_eq!(got.grants, vec![Grant::Password]);
+    assert!(got.scopes.is_empty());
+    assert_eq!(got.token_lifetime, 86_400);
+    assert_eq!(got.secret_hashes, c.secret_hashes);
+    assert_eq!(got.created_at, c.created_at);
+    for (grants, scopes, lifetime) in [
+        (vec![], vec![], 600),
+        (vec![Grant::Password, Grant::Password], vec![], 600),
+        (vec![Grant::Password], vec!["a b".to_owned()], 600),
+        (vec![Grant::Password], vec![], 30),
+    ] {
+        assert!(matches!(
+            store
+                .update_client_settings(&c.id, &grants, &scopes, lifetime)
+                .await,
+            Err(StoreError::Invalid(_))
+        ));
+    }
+    assert_eq!(store.get_client(&c.id).await.unwrap().unwrap(), got);
+    assert!(matches!(
+        store
+            .update_client_settings("conf-settings-none", &[Grant::Password], &[], 600)
             .await,
         Err(StoreError::NotFound(_))
     ));

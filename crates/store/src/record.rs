@@ -110,14 +110,7 @@ impl ClientRecord {
     pub fn validate(&self) -> Result<(), StoreError> {
         validate_name("client id", &self.id)?;
         validate_secret_hashes(&self.secret_hashes)?;
-        if self.grants.is_empty() {
-            return Err(StoreError::invalid("a client needs at least one grant"));
-        }
-        if has_duplicates(&self.grants) {
-            return Err(StoreError::invalid("grants must not repeat"));
-        }
-        validate_scopes(&self.scopes)?;
-        validate_token_lifetime(self.token_lifetime)
+        validate_settings(&self.grants, &self.scopes, self.token_lifetime)
     }
 
     /// Whether this client may use `grant`.
@@ -270,6 +263,23 @@ pub fn validate_scopes(scopes: &[String]) -> Result<(), StoreError> {
         return Err(StoreError::invalid("scopes must not repeat"));
     }
     Ok(())
+}
+
+/// Check a client's settings: at least one grant, none repeated; valid scopes; lifetime
+/// in range.
+pub fn validate_settings(
+    grants: &[Grant],
+    scopes: &[String],
+    token_lifetime: u32,
+) -> Result<(), StoreError> {
+    if grants.is_empty() {
+        return Err(StoreError::invalid("a client needs at least one grant"));
+    }
+    if has_duplicates(grants) {
+        return Err(StoreError::invalid("grants must not repeat"));
+    }
+    validate_scopes(scopes)?;
+    validate_token_lifetime(token_lifetime)
 }
 
 /// Check a token lifetime in seconds.

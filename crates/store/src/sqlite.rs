@@ -21,7 +21,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use crate::error::StoreError;
 use crate::record::{
     ClientRecord, Grant, SigningKeyRecord, UserRecord, validate_hash, validate_name,
-    validate_secret_hashes,
+    validate_secret_hashes, validate_settings,
 };
 use crate::store::Store;
 
@@ -208,6 +208,30 @@ impl Store for SqliteStore {
         .bind(id)
         .bind(&hashes[0])
         .bind(hashes.get(1))
+        .execute(&self.pool)
+        .await
+        .map_err(backend)?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound(client_label(id)));
+        }
+        Ok(())
+    }
+
+    async fn update_client_settings(
+        &self,
+        id: &str,
+        grants: &[Grant],
+        scopes: &[String],
+        token_lifetime: u32,
+    ) -> Result<(), StoreError> {
+        validate_settings(grants, scopes, token_lifetime)?;
+        let done = sqlx::query(
+            "UPDATE clients SET grants = ?2, scopes = ?3, token_lifetime = ?4 WHERE id = ?1",
+        )
+        .bind(id)
+        .bind(join(grants.iter().map(|g| g.as_str())))
+        .bind(join(scopes))
+        .bind(i64::from(token_lifetime))
         .execute(&self.pool)
         .await
         .map_err(backend)?;

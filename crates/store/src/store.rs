@@ -18,7 +18,7 @@ use async_trait::async_trait;
 use portcullis_core::CredentialSource;
 
 use crate::error::StoreError;
-use crate::record::{ClientRecord, SigningKeyRecord, UserRecord};
+use crate::record::{ClientRecord, Grant, SigningKeyRecord, UserRecord};
 
 /// The identity store. Also a [`CredentialSource`] for the verification core: clients
 /// answer with their one or two secret hashes (never disabled), users with their password
@@ -37,6 +37,15 @@ pub trait Store: CredentialSource {
     /// Replace a client's secret hashes (1 or 2, current first), e.g. for rotation;
     /// [`StoreError::NotFound`] if there is no such client.
     async fn update_client_secrets(&self, id: &str, hashes: Vec<String>) -> Result<(), StoreError>;
+    /// Replace a client's grants, scopes and token lifetime (its secrets are untouched);
+    /// [`StoreError::NotFound`] if there is no such client.
+    async fn update_client_settings(
+        &self,
+        id: &str,
+        grants: &[Grant],
+        scopes: &[String],
+        token_lifetime: u32,
+    ) -> Result<(), StoreError>;
     /// Remove a client; returns whether it existed.
     async fn remove_client(&self, id: &str) -> Result<bool, StoreError>;
     /// Every client, ordered by id.

@@ -236,3 +236,44 @@ async fn issue_5_bad_secrets_file_is_a_clear_error_without_key_material() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_5_rehash_race_between_spawned_tasks_upgrades_once() {
+    use portcullis_core::{CredentialSource, PrincipalKind};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = DataDir::open(tmp.path().join("data")).await.unwrap();
+    let user = conformance::test_user("racer");
+    dir.store().put_user(&user).await.unwrap();
+    let source: std::sync::Arc<dyn CredentialSource> = dir.store().as_credential_source();
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(2));
+    let tasks: Vec<_> = ["a", "b"]
+        .into_iter()
+        .map(|tag| {
+            let (source, barrier, old) =
+                (source.clone(), barrier.clone(), user.password_hash.clone());
+            let new = conformance::test_pbkdf2_hash(tag);
+            tokio::spawn(async move {
+                barrier.wait().await;
+                let won = source
+                    .replace_hash(PrincipalKind::User, "racer", &old, &new)
+                    .await
+                    .unwrap();
+                (won, new)
+            })
+        })
+        .collect();
+    let mut winners = Vec::new();
+    for t in tasks {
+        let (won, new) = t.await.unwrap();
+        if won {
+            winners.push(new);
+        }
+    }
+    assert_eq!(winners.len(), 1, "exactly one task may upgrade the hash");
+    let stored = source
+        .credentials(PrincipalKind::User, "racer")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.hashes, winners);
+}

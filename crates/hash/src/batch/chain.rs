@@ -93,7 +93,11 @@ pub(crate) fn prepare<H: Hash>(jobs: &[Job<'_>], chains: &mut Vec<Chain<H>>) {
             write_be::<H>(&ih, &mut digest_bytes[..H::out_bytes()]);
             ih.zeroize();
             let u1 = finish::<H>(outer, H::BLOCK_BYTES, &[&digest_bytes[..H::out_bytes()]]);
-            chains.push(Chain { inner, outer, acc: u1 });
+            chains.push(Chain {
+                inner,
+                outer,
+                acc: u1,
+            });
         }
         let (mut inner, mut outer) = (inner, outer);
         inner.zeroize();

@@ -180,9 +180,24 @@ fn issue_3_long_chains_on_every_backend() {
 #[test]
 fn issue_3_rfc6070_vectors_in_one_batch() {
     let cases: [(&[u8], &[u8], u32, &str); 4] = [
-        (b"password", b"salt", 1, "0c60c80f961f0e71f3a9b524af6012062fe037a6"),
-        (b"password", b"salt", 2, "ea6c014dc72d6f8ccd1ed92ace1d41f0d8de8957"),
-        (b"password", b"salt", 4096, "4b007901b765489abead49d926f721d065a429c1"),
+        (
+            b"password",
+            b"salt",
+            1,
+            "0c60c80f961f0e71f3a9b524af6012062fe037a6",
+        ),
+        (
+            b"password",
+            b"salt",
+            2,
+            "ea6c014dc72d6f8ccd1ed92ace1d41f0d8de8957",
+        ),
+        (
+            b"password",
+            b"salt",
+            4096,
+            "4b007901b765489abead49d926f721d065a429c1",
+        ),
         (
             b"passwordPASSWORDpassword",
             b"saltSALTsaltSALTsaltSALTsaltSALTsalt",
@@ -218,8 +233,7 @@ fn issue_3_rfc6070_vectors_in_one_batch() {
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn issue_3_cpu_kernels_are_offered_and_planned() {
-    if std::arch::is_x86_feature_detected!("sha") && std::arch::is_x86_feature_detected!("sse4.1")
-    {
+    if std::arch::is_x86_feature_detected!("sha") && std::arch::is_x86_feature_detected!("sse4.1") {
         for prf in [Prf::Sha1, Prf::Sha256] {
             let b = backends(prf);
             for want in [

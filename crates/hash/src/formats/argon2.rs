@@ -53,7 +53,7 @@ impl Argon2Variant {
 }
 
 /// A parsed argon2 hash with validated parameters.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Argon2Hash {
     /// Variant.
     pub variant: Argon2Variant,
@@ -95,7 +95,10 @@ impl Argon2Hash {
         if p_cost == 0 || p_cost > limits::MAX_ARGON2_P {
             return Err(FormatError::unsupported(
                 format,
-                format!("argon2 parallelism {p_cost} outside 1..={}", limits::MAX_ARGON2_P),
+                format!(
+                    "argon2 parallelism {p_cost} outside 1..={}",
+                    limits::MAX_ARGON2_P
+                ),
             ));
         }
         if t_cost == 0 {
@@ -242,9 +245,12 @@ pub fn parse_phc_hash(s: &str, format: &'static str) -> Result<Argon2Hash, Forma
     let rest: Vec<&str> = parts.collect();
     // Version is optional (absent means 0x10, as in the reference implementation).
     let (version, params, salt, hash) = match rest.as_slice() {
-        [v, params, salt, hash] if v.starts_with("v=") => {
-            (parse_dec::<u32>(format, "argon2 version", &v[2..])?, *params, *salt, *hash)
-        }
+        [v, params, salt, hash] if v.starts_with("v=") => (
+            parse_dec::<u32>(format, "argon2 version", &v[2..])?,
+            *params,
+            *salt,
+            *hash,
+        ),
         [params, salt, hash] if !params.starts_with("v=") => (0x10, *params, *salt, *hash),
         _ => {
             return Err(FormatError::malformed(
@@ -284,6 +290,20 @@ pub fn parse_phc_hash(s: &str, format: &'static str) -> Result<Argon2Hash, Forma
     Argon2Hash::new(format, variant, version, m, t, p, salt, hash)
 }
 
+impl std::fmt::Debug for Argon2Hash {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Salt and hash are offline-guessing material: never in logs.
+        f.debug_struct("Argon2Hash")
+            .field("variant", &self.variant)
+            .field("version", &self.version)
+            .field("m_cost", &self.m_cost)
+            .field("t_cost", &self.t_cost)
+            .field("p_cost", &self.p_cost)
+            .field("format", &self.format)
+            .finish_non_exhaustive()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -291,7 +311,8 @@ mod tests {
     // Produced by the reference implementation through argon2-cffi 25.1:
     // python: argon2.low_level.hash_secret(b"password", b"somesalt", time_cost=2,
     //         memory_cost=65536, parallelism=1, hash_len=32, type=Type.ID)
-    const REF: &str = "$argon2id$v=19$m=65536,t=2,p=1$c29tZXNhbHQ$CTFhFdXPJO1aFaMaO6Mm5c8y7cJHAph8ArZWb2GRPPc";
+    const REF: &str =
+        "$argon2id$v=19$m=65536,t=2,p=1$c29tZXNhbHQ$CTFhFdXPJO1aFaMaO6Mm5c8y7cJHAph8ArZWb2GRPPc";
 
     #[test]
     fn reference_vector_verifies_and_buffer_is_reused() {

@@ -18,7 +18,8 @@ const FORMAT: &str = "aspnet";
 
 /// Parse `s` if it decodes to an Identity v2 or v3 blob; `None` if it does not look like one.
 pub fn try_parse(s: &str) -> Option<Result<Credential, FormatError>> {
-    if s.len() % 4 != 0 || s.len() < 64 {
+    // The shortest valid blob (v3, 16-byte salt and subkey) is 45 bytes: 60 characters.
+    if !s.len().is_multiple_of(4) || s.len() < 60 {
         return None;
     }
     let raw = b64_std_padded(s)?;
@@ -68,7 +69,10 @@ fn parse_raw(raw: &[u8]) -> Result<Credential, FormatError> {
             let iterations = word(5)?;
             let salt_len = usize::try_from(word(9)?).unwrap_or(usize::MAX);
             if salt_len < 16 {
-                return Err(FormatError::malformed(FORMAT, "v3 salt shorter than 16 bytes"));
+                return Err(FormatError::malformed(
+                    FORMAT,
+                    "v3 salt shorter than 16 bytes",
+                ));
             }
             let body = &raw[13..];
             if salt_len > body.len() || body.len() - salt_len < 16 {

@@ -44,7 +44,7 @@ pub enum BcryptPrehash {
 }
 
 /// A parsed bcrypt hash.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct BcryptHash {
     /// Minor version letter: `a`, `b` or `y` (`$2x$` is refused).
     pub minor: char,
@@ -124,10 +124,18 @@ pub fn parse_modular_hash(
                 "$2x$ (crypt_blowfish's buggy variant) cannot be verified reliably",
             ));
         }
-        _ => return Err(FormatError::malformed(format, "expected $2a$, $2b$ or $2y$")),
+        _ => {
+            return Err(FormatError::malformed(
+                format,
+                "expected $2a$, $2b$ or $2y$",
+            ));
+        }
     };
     let (Some(cost), Some(body), None) = (parts.next(), parts.next(), parts.next()) else {
-        return Err(FormatError::malformed(format, "expected $2b$<cost>$<salt+hash>"));
+        return Err(FormatError::malformed(
+            format,
+            "expected $2b$<cost>$<salt+hash>",
+        ));
     };
     let cost = parse_cost(format, cost)?;
     if body.len() != 53 || !body.is_ascii() {
@@ -244,6 +252,18 @@ pub fn parse_passlib_sha256(s: &str) -> Result<Credential, FormatError> {
         ));
     }
     build(F, minor, cost, salt, hash, prehash).map(Credential::Bcrypt)
+}
+
+impl std::fmt::Debug for BcryptHash {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Salt and hash are offline-guessing material: never in logs.
+        f.debug_struct("BcryptHash")
+            .field("minor", &self.minor)
+            .field("cost", &self.cost)
+            .field("prehash", &self.prehash)
+            .field("format", &self.format)
+            .finish_non_exhaustive()
+    }
 }
 
 #[cfg(test)]

@@ -22,8 +22,10 @@ pub fn try_parse(s: &str) -> Option<Result<Credential, FormatError>> {
         "pbkdf2_sha1" => parse_pbkdf2("sha1", rest),
         "pbkdf2_sha512" => parse_pbkdf2("sha512", rest),
         "argon2" => argon2::parse_phc_hash(&s["argon2".len()..], FORMAT).map(Credential::Argon2),
-        "bcrypt_sha256" => bcrypt::parse_modular_hash(rest, FORMAT, bcrypt::BcryptPrehash::DjangoSha256Hex)
-            .map(Credential::Bcrypt),
+        "bcrypt_sha256" => {
+            bcrypt::parse_modular_hash(rest, FORMAT, bcrypt::BcryptPrehash::DjangoSha256Hex)
+                .map(Credential::Bcrypt)
+        }
         "bcrypt" => bcrypt::parse_modular_hash(rest, FORMAT, bcrypt::BcryptPrehash::None)
             .map(Credential::Bcrypt),
         "scrypt" => parse_scrypt(rest),
@@ -72,6 +74,13 @@ fn parse_scrypt(rest: &str) -> Result<Credential, FormatError> {
     let r: u32 = parse_dec(FORMAT, "scrypt r", r)?;
     let p: u32 = parse_dec(FORMAT, "scrypt p", p)?;
     let hash = b64_std(FORMAT, "hash", hash)?;
+    // Django always derives 64 bytes; a shorter key would be a truncated string.
+    if hash.len() != 64 {
+        return Err(FormatError::malformed(
+            FORMAT,
+            "scrypt hash must be 64 bytes",
+        ));
+    }
     scrypt::ScryptHash::new(FORMAT, log_n, r, p, salt.as_bytes().to_vec(), hash)
         .map(Credential::Scrypt)
 }
@@ -84,11 +93,10 @@ mod tests {
     #[test]
     fn django_docs_style_pbkdf2() {
         // Python: base64.b64encode(hashlib.pbkdf2_hmac("sha256", b"hunter2", b"seasalt", 1000))
-        let c = try_parse(
-            "pbkdf2_sha256$1000$seasalt$aZOLUDnbVq4qfmIhIFCkAqvDNHspRzj9l43SgVe7GOM=",
-        )
-        .unwrap()
-        .unwrap();
+        let c =
+            try_parse("pbkdf2_sha256$1000$seasalt$aZOLUDnbVq4qfmIhIFCkAqvDNHspRzj9l43SgVe7GOM=")
+                .unwrap()
+                .unwrap();
         assert!(c.verify(b"hunter2", &Peppers::new()).unwrap());
         assert!(!c.verify(b"hunter3", &Peppers::new()).unwrap());
     }

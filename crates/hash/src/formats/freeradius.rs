@@ -33,12 +33,15 @@ pub fn looks_like(s: &str) -> bool {
 pub fn parse(s: &str) -> Result<Credential, FormatError> {
     if let Some(body) = s.strip_prefix(CRYPT_HEADER) {
         // <digest>:<rounds>:<salt>$<hash>
-        let (head, hash) = body
-            .split_once('$')
-            .ok_or_else(|| FormatError::malformed(FORMAT, "expected $PBKDF2$<digest>:<rounds>:<salt>$<hash>"))?;
+        let (head, hash) = body.split_once('$').ok_or_else(|| {
+            FormatError::malformed(FORMAT, "expected $PBKDF2$<digest>:<rounds>:<salt>$<hash>")
+        })?;
         let fields: Vec<&str> = head.split(':').collect();
         let [digest, rounds, salt] = fields.as_slice() else {
-            return Err(FormatError::malformed(FORMAT, "expected <digest>:<rounds>:<salt>"));
+            return Err(FormatError::malformed(
+                FORMAT,
+                "expected <digest>:<rounds>:<salt>",
+            ));
         };
         let iterations: u32 = parse_dec(FORMAT, "iterations", rounds)?;
         return build(digest, iterations, salt, hash);
@@ -114,7 +117,10 @@ mod tests {
              AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
         )
         .unwrap();
-        let Credential::Pbkdf2 { iterations, salt, .. } = c else {
+        let Credential::Pbkdf2 {
+            iterations, salt, ..
+        } = c
+        else {
             panic!("variant")
         };
         assert_eq!(iterations, 10000);

@@ -95,16 +95,23 @@ pub fn normalize(s: &str) -> Result<String, FormatError> {
 
 fn representation(s: &str) -> Result<CredentialRepresentation, FormatError> {
     if s.len() > limits::MAX_JSON_LEN {
-        return Err(FormatError::unsupported(FORMAT, "credential JSON is too long"));
+        return Err(FormatError::unsupported(
+            FORMAT,
+            "credential JSON is too long",
+        ));
     }
-    let rep: CredentialRepresentation = serde_json::from_str(s)
-        .map_err(|e| FormatError::malformed(FORMAT, format!("invalid JSON ({})", e.classify_name())))?;
+    let rep: CredentialRepresentation = serde_json::from_str(s).map_err(|e| {
+        FormatError::malformed(FORMAT, format!("invalid JSON ({})", e.classify_name()))
+    })?;
     if let Some(kind) = &rep.kind
         && kind != "password"
     {
         return Err(FormatError::unsupported(
             FORMAT,
-            format!("credential type {:?} is not a password", super::truncate(kind)),
+            format!(
+                "credential type {:?} is not a password",
+                super::truncate(kind)
+            ),
         ));
     }
     Ok(rep)
@@ -127,10 +134,16 @@ impl ClassifyName for serde_json::Error {
 
 fn from_parts(credential_data: &str, secret_data: &str) -> Result<Credential, FormatError> {
     let cd: PasswordCredentialData = serde_json::from_str(credential_data).map_err(|e| {
-        FormatError::malformed(FORMAT, format!("credentialData: invalid JSON ({})", e.classify_name()))
+        FormatError::malformed(
+            FORMAT,
+            format!("credentialData: invalid JSON ({})", e.classify_name()),
+        )
     })?;
     let sd: PasswordSecretData = serde_json::from_str(secret_data).map_err(|e| {
-        FormatError::malformed(FORMAT, format!("secretData: invalid JSON ({})", e.classify_name()))
+        FormatError::malformed(
+            FORMAT,
+            format!("secretData: invalid JSON ({})", e.classify_name()),
+        )
     })?;
     let iterations = u32::try_from(cd.hash_iterations)
         .map_err(|_| FormatError::unsupported(FORMAT, "hashIterations out of range"))?;
@@ -164,11 +177,12 @@ fn from_parts(credential_data: &str, secret_data: &str) -> Result<Credential, Fo
             .get(key)
             .and_then(|v| v.first())
             .map(String::as_str)
-            .ok_or_else(|| FormatError::malformed(FORMAT, format!("argon2 needs additionalParameters.{key}")))
+            .ok_or_else(|| {
+                FormatError::malformed(FORMAT, format!("argon2 needs additionalParameters.{key}"))
+            })
     };
-    let number = |key: &str| -> Result<u32, FormatError> {
-        super::parse_dec(FORMAT, key, get(key)?)
-    };
+    let number =
+        |key: &str| -> Result<u32, FormatError> { super::parse_dec(FORMAT, key, get(key)?) };
     let variant = match get("type")? {
         "id" => Argon2Variant::Id,
         "i" => Argon2Variant::I,
@@ -189,8 +203,17 @@ fn from_parts(credential_data: &str, secret_data: &str) -> Result<Credential, Fo
     }
     let memory = number("memory")?;
     let parallelism = number("parallelism")?;
-    Argon2Hash::new(FORMAT, variant, version, memory, iterations, parallelism, salt, hash)
-        .map(Credential::Argon2)
+    Argon2Hash::new(
+        FORMAT,
+        variant,
+        version,
+        memory,
+        iterations,
+        parallelism,
+        salt,
+        hash,
+    )
+    .map(Credential::Argon2)
 }
 
 #[cfg(test)]

@@ -57,7 +57,7 @@ pub mod limits {
     pub const MAX_SCRYPT_MEMORY: u64 = 4 << 30;
     /// Largest scrypt work `N * r * p` (128-byte BlockMix units; ~1 minute).
     pub const MAX_SCRYPT_WORK: u64 = 1 << 30;
-    /// Largest Keycloak credential JSON accepted, in bytes.
+    /// Longest stored string accepted (any format, Keycloak JSON included), in bytes.
     pub const MAX_JSON_LEN: usize = 64 * 1024;
 }
 
@@ -126,7 +126,9 @@ impl fmt::Display for Format {
 
 /// `--format` value that names no format.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown hash format {0:?} (expected one of: phc, bcrypt, passlib, django, aspnet, freeradius, werkzeug, keycloak, ldap)")]
+#[error(
+    "unknown hash format {0:?} (expected one of: phc, bcrypt, passlib, django, aspnet, freeradius, werkzeug, keycloak, ldap)"
+)]
 pub struct UnknownFormat(pub String);
 
 impl FromStr for Format {
@@ -149,6 +151,7 @@ pub fn detect(s: &str) -> Result<Credential, FormatError> {
     if s.is_empty() {
         return Err(FormatError::Unrecognised(": empty string".into()));
     }
+    check_len(s)?;
     if s.starts_with('{') {
         if s.starts_with("{\"") || s.starts_with("{ ") || s.starts_with("{\n") {
             return keycloak::parse(s);
@@ -179,6 +182,7 @@ pub fn detect(s: &str) -> Result<Credential, FormatError> {
 /// Parse `s` as `format` only (for `--format`): strings of other formats are refused.
 pub fn parse_as(s: &str, format: Format) -> Result<Credential, FormatError> {
     let s = s.trim();
+    check_len(s)?;
     let not_this = || {
         Err(FormatError::Unrecognised(format!(
             ": not a {} hash",
@@ -292,6 +296,18 @@ fn parse_dollar(s: &str) -> Result<Credential, FormatError> {
     Err(unrecognised(s))
 }
 
+/// Real stored strings are at most a few hundred bytes (a Keycloak object a few KiB);
+/// refusing longer ones up front bounds every decoder's allocation.
+fn check_len(s: &str) -> Result<(), FormatError> {
+    if s.len() > limits::MAX_JSON_LEN {
+        return Err(FormatError::Unrecognised(format!(
+            ": longer than {} bytes",
+            limits::MAX_JSON_LEN
+        )));
+    }
+    Ok(())
+}
+
 /// Standard PHC pbkdf2 has `i=` parameters; passlib's variant has a bare rounds number.
 fn is_phc_pbkdf2(s: &str) -> bool {
     s.split('$').nth(2).is_some_and(|p| p.starts_with("i="))
@@ -350,11 +366,7 @@ pub(crate) fn check_pbkdf2(
 }
 
 /// Salt length within `[min, MAX_SALT_LEN]`.
-pub(crate) fn check_salt(
-    format: &'static str,
-    salt: &[u8],
-    min: usize,
-) -> Result<(), FormatError> {
+pub(crate) fn check_salt(format: &'static str, salt: &[u8], min: usize) -> Result<(), FormatError> {
     if salt.len() < min {
         return Err(FormatError::malformed(
             format,
@@ -382,9 +394,8 @@ pub(crate) fn parse_dec<T: FromStr>(
             format!("{what} is not a decimal number"),
         ));
     }
-    s.parse::<T>().map_err(|_| {
-        FormatError::unsupported(format, format!("{what} is out of range"))
-    })
+    s.parse::<T>()
+        .map_err(|_| FormatError::unsupported(format, format!("{what} is out of range")))
 }
 
 /// A PBKDF2 PRF named the way Python's hashlib / Django / Werkzeug name digests.
@@ -418,7 +429,10 @@ const STD_LENIENT: GeneralPurpose = GeneralPurpose::new(&base64::alphabet::STAND
 /// Decode standard base64 with or without padding; `what` names the field in errors.
 pub(crate) fn b64_std(format: &'static str, what: &str, s: &str) -> Result<Vec<u8>, FormatError> {
     if s.len() > 4 * limits::MAX_JSON_LEN {
-        return Err(FormatError::unsupported(format, format!("{what} is too long")));
+        return Err(FormatError::unsupported(
+            format,
+            format!("{what} is too long"),
+        ));
     }
     STD_LENIENT
         .decode(s)

@@ -30,7 +30,7 @@ pub enum ShaDigest {
 
 impl ShaDigest {
     /// Digest length in bytes.
-    pub const fn len(self) -> usize {
+    pub const fn output_len(self) -> usize {
         match self {
             ShaDigest::Sha1 => 20,
             ShaDigest::Sha256 => 32,
@@ -57,7 +57,7 @@ impl ShaDigest {
 }
 
 /// A parsed (salted or unsalted) SHA hash.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct SaltedSha {
     /// Digest.
     pub digest: ShaDigest,
@@ -101,7 +101,7 @@ pub fn parse(s: &str) -> Result<Credential, FormatError> {
         }
     };
     let raw = b64_std(FORMAT, "value", body)?;
-    let n = digest.len();
+    let n = digest.output_len();
     if salted {
         if raw.len() <= n {
             return Err(FormatError::malformed(
@@ -125,6 +125,16 @@ pub fn parse(s: &str) -> Result<Credential, FormatError> {
         hash: hash.to_vec(),
         format: FORMAT,
     }))
+}
+
+impl std::fmt::Debug for SaltedSha {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Salt and hash are offline-guessing material: never in logs.
+        f.debug_struct("SaltedSha")
+            .field("digest", &self.digest)
+            .field("format", &self.format)
+            .finish_non_exhaustive()
+    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use crate::credential::Credential;
 use crate::error::{FormatError, VerifyError};
 
 /// A parsed scrypt hash with validated parameters.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct ScryptHash {
     /// log2(N).
     pub log_n: u8,
@@ -43,7 +43,10 @@ impl ScryptHash {
             ));
         }
         if r == 0 || p == 0 {
-            return Err(FormatError::unsupported(format, "scrypt r and p must be >= 1"));
+            return Err(FormatError::unsupported(
+                format,
+                "scrypt r and p must be >= 1",
+            ));
         }
         let n = 1u64 << log_n;
         let memory = 128u64.saturating_mul(n).saturating_mul(u64::from(r));
@@ -100,7 +103,8 @@ pub(crate) fn derive(
 ) -> Result<(), VerifyError> {
     let params = ::scrypt::Params::new(log_n, r, p, 32)
         .map_err(|e| VerifyError::Kdf(format!("scrypt: {e}")))?;
-    ::scrypt::scrypt(secret, salt, &params, out).map_err(|e| VerifyError::Kdf(format!("scrypt: {e}")))
+    ::scrypt::scrypt(secret, salt, &params, out)
+        .map_err(|e| VerifyError::Kdf(format!("scrypt: {e}")))
 }
 
 /// Parse `$scrypt$ln=<log2 N>,r=<r>,p=<p>$<salt>$<hash>`.
@@ -144,6 +148,18 @@ pub(crate) fn log2_exact(format: &'static str, n: u64) -> Result<u8, FormatError
     }
     // trailing_zeros of a u64 is at most 63, which fits a u8.
     Ok(n.trailing_zeros() as u8)
+}
+
+impl std::fmt::Debug for ScryptHash {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Salt and hash are offline-guessing material: never in logs.
+        f.debug_struct("ScryptHash")
+            .field("log_n", &self.log_n)
+            .field("r", &self.r)
+            .field("p", &self.p)
+            .field("format", &self.format)
+            .finish_non_exhaustive()
+    }
 }
 
 #[cfg(test)]

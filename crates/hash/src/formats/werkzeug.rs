@@ -25,7 +25,10 @@ pub fn try_parse(s: &str) -> Option<Result<Credential, FormatError>> {
 fn parse(s: &str) -> Result<Credential, FormatError> {
     let parts: Vec<&str> = s.split('$').collect();
     let [method, salt, hex_hash] = parts.as_slice() else {
-        return Err(FormatError::malformed(FORMAT, "expected <method>$<salt>$<hex hash>"));
+        return Err(FormatError::malformed(
+            FORMAT,
+            "expected <method>$<salt>$<hex hash>",
+        ));
     };
     if salt.is_empty() {
         return Err(FormatError::malformed(FORMAT, "empty salt"));
@@ -57,6 +60,14 @@ fn parse(s: &str) -> Result<Credential, FormatError> {
             let log_n = scrypt::log2_exact(FORMAT, parse_dec(FORMAT, "scrypt N", n)?)?;
             let r: u32 = parse_dec(FORMAT, "scrypt r", r)?;
             let p: u32 = parse_dec(FORMAT, "scrypt p", p)?;
+            // hashlib.scrypt's dklen is 64 in every Werkzeug version; a shorter key would
+            // be a truncated string that still verifies (scrypt outputs are prefixes).
+            if hash.len() != 64 {
+                return Err(FormatError::malformed(
+                    FORMAT,
+                    "scrypt hash must be 64 bytes",
+                ));
+            }
             scrypt::ScryptHash::new(FORMAT, log_n, r, p, salt.as_bytes().to_vec(), hash)
                 .map(Credential::Scrypt)
         }

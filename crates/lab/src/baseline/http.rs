@@ -96,11 +96,7 @@ pub fn read_request(r: &mut BufReader<TcpStream>) -> Result<Request, ReadError> 
             "transfer-encoding" => return Err(ReadError::Bad("chunked requests not supported")),
             "authorization" => req.authorization = Some(value.to_string()),
             "content-type" => req.content_type = Some(value.to_string()),
-            "connection" => {
-                if value.eq_ignore_ascii_case("close") {
-                    req.close = true;
-                }
-            }
+            "connection" if value.eq_ignore_ascii_case("close") => req.close = true,
             _ => {}
         }
     }
