@@ -15,7 +15,7 @@ use std::process::ExitCode;
 
 use portcullis_hash::pepper::PepperedHmac;
 use portcullis_hash::{Credential, Policy};
-use portcullis_store::record::MAX_CLIENT_SECRETS;
+use portcullis_store::record::{validate_name, validate_settings};
 use portcullis_store::{
     ClientRecord, DEFAULT_DATA_DIR, DEFAULT_TOKEN_LIFETIME, DataDir, Grant, Store, StoreError,
     generate_client_secret,
@@ -162,8 +162,19 @@ async fn add(args: AddArgs) -> Result<ExitCode, String> {
         parse_grants(&args.grants)?
     };
     let scopes = dedup(args.scopes);
-    let dir = open(&args.dir).await?;
-    let (hash, shown) = new_secret_hash(&dir, args.secret_stdin)?;
+    // Refuse bad input before reading stdin, running a KDF or creating the data dir.
+    validate_name("client id", &args.id).map_err(|e| e.to_string())?;
+    validate_settings(&grants, &scopes, args.token_lifetime).map_err(|e| e.to_string())?;
+    let chosen = if args.secret_stdin {
+        Some(hash_stdin_secret()?)
+    } else {
+        None
+    };
+    let dir = open_or_create(&args.dir).await?;
+    let (hash, shown) = match chosen {
+        Some(hash) => (hash, None),
+        None => generate_secret_hash(&dir)?,
+    };
     let client = ClientRecord {
         id: args.id,
         secret_hashes: vec![hash],
@@ -178,7 +189,11 @@ async fn add(args: AddArgs) -> Result<ExitCode, String> {
         .put_client(&client)
         .await
         .map_err(|e| e.to_string())?;
+    let created = dir.created();
     dir.close().await;
+    if created {
+        note_created(&args.dir);
+    }
     if let Some(secret) = shown {
         println!("{}", secret.as_str());
         eprintln!(
@@ -322,45 +337,40 @@ async fn remove(args: RemoveArgs) -> Result<ExitCode, String> {
 async fn rotate(args: RotateArgs) -> Result<ExitCode, String> {
     let dir = open(&args.dir).await?;
     let store = dir.store();
+    if args.finish {
+        let dropped = store
+            .finish_client_rotation(&args.id)
+            .await
+            .map_err(|e| e.to_string())?;
+        dir.close().await;
+        if dropped {
+            eprintln!(
+                "portcullis: client {:?}: previous secret dropped; only the current one is valid.",
+                args.id
+            );
+        } else {
+            eprintln!(
+                "portcullis: client {:?} has no previous secret; nothing to finish.",
+                args.id
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let client = store
         .get_client(&args.id)
         .await
         .map_err(|e| e.to_string())?
         .ok_or_else(|| StoreError::NotFound(format!("client {:?}", args.id)).to_string())?;
-    let current = client.secret_hashes[0].clone();
-    if args.finish {
-        if client.secret_hashes.len() < MAX_CLIENT_SECRETS {
-            eprintln!(
-                "portcullis: client {:?} has no previous secret; nothing to finish.",
-                args.id
-            );
-        } else {
-            store
-                .update_client_secrets(&args.id, vec![current])
-                .await
-                .map_err(|e| e.to_string())?;
-            eprintln!(
-                "portcullis: client {:?}: previous secret dropped; only the current one is valid.",
-                args.id
-            );
-        }
-        dir.close().await;
-        return Ok(ExitCode::SUCCESS);
-    }
-    let (hash, shown) = new_secret_hash(&dir, args.secret_stdin)?;
-    if hash == current {
-        return Err("the new secret hashes to the current one; choose a different secret".into());
-    }
-    if secret_kind(&hash) != "generated" && secret_kind(&current) != "generated" {
-        eprintln!(
-            "portcullis: note: the new and the previous secret are both KDF-hashed, so until \
-             `--finish` a wrong secret costs two KDF runs instead of one."
-        );
-    }
-    // The new secret becomes current; the old current stays as "previous". An older
-    // previous secret is dropped: at most two are ever valid.
+    let (hash, shown) = if args.secret_stdin {
+        (hash_stdin_secret()?, None)
+    } else {
+        generate_secret_hash(&dir)?
+    };
+    // The new secret becomes current and the current one previous, in one atomic step
+    // (a concurrent rotation cannot make a printed secret silently invalid); an older
+    // previous secret is dropped, so at most two are ever valid.
     store
-        .update_client_secrets(&args.id, vec![hash, current])
+        .rotate_client_secret(&args.id, &hash)
         .await
         .map_err(|e| e.to_string())?;
     dir.close().await;
@@ -378,6 +388,12 @@ async fn rotate(args: RotateArgs) -> Result<ExitCode, String> {
         },
         args.id
     );
+    if secret_kind(&hash) != "generated" && secret_kind(&client.secret_hashes[0]) != "generated" {
+        eprintln!(
+            "portcullis: note: the new and the previous secret are both KDF-hashed, so until \
+             `--finish` a wrong secret costs two KDF runs instead of one."
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -392,17 +408,16 @@ async fn rotate_pepper(args: RotatePepperArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Hash a new client secret: generated (HMAC under the current pepper; returned for
-/// display) or read from stdin (slow KDF policy; not displayed).
-fn new_secret_hash(
-    dir: &DataDir,
-    from_stdin: bool,
-) -> Result<(String, Option<Zeroizing<String>>), String> {
-    if from_stdin {
-        let secret = read_stdin_secret("secret")?;
-        let hash = Policy::default().hash(&secret).map_err(|e| e.to_string())?;
-        return Ok((hash, None));
-    }
+/// Read a chosen secret from stdin and hash it under the KDF policy (a chosen secret may
+/// be guessable, so it gets the slow hash).
+fn hash_stdin_secret() -> Result<String, String> {
+    let secret = read_stdin_secret("secret")?;
+    Policy::default().hash(&secret).map_err(|e| e.to_string())
+}
+
+/// Generate a secret and hash it under the data directory's current pepper; the secret
+/// is returned for display.
+fn generate_secret_hash(dir: &DataDir) -> Result<(String, Option<Zeroizing<String>>), String> {
     let secret = generate_client_secret().map_err(|e| e.to_string())?;
     let peppers = dir.peppers();
     let key = peppers
@@ -437,11 +452,28 @@ pub(crate) fn block_on(f: impl std::future::Future<Output = Result<ExitCode, Str
     }
 }
 
-/// Open the data directory, with the error as a one-line message.
+/// Open an existing data directory, with the error as a one-line message.
 pub(crate) async fn open(arg: &DataDirArg) -> Result<DataDir, String> {
+    DataDir::open_existing(&arg.data_dir)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// Open the data directory, creating it on first use (commands that add data).
+pub(crate) async fn open_or_create(arg: &DataDirArg) -> Result<DataDir, String> {
     DataDir::open(&arg.data_dir)
         .await
         .map_err(|e| e.to_string())
+}
+
+/// Tell the operator a new data directory was made (a wrong working directory or path
+/// would otherwise go unnoticed) and what to back up.
+pub(crate) fn note_created(arg: &DataDirArg) {
+    eprintln!(
+        "portcullis: created data directory {} (back up {} separately from the database)",
+        arg.data_dir.display(),
+        portcullis_store::datadir::SECRETS_FILE
+    );
 }
 
 /// Read one line from stdin as a secret (`what` names it in errors): trailing newline

@@ -24,7 +24,10 @@ pub struct DemoArgs {
 
 /// Run `portcullis demo`.
 pub fn run(args: DemoArgs) -> ExitCode {
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(r) => r,
         Err(e) => return super::fail(format_args!("cannot start the async runtime: {e}")),
     };
@@ -91,7 +94,8 @@ mod portcullis_demo {
         fn start(&self, setup: Setup) -> BoxFuture<Result<Started, LabError>> {
             let n = self.starts.fetch_add(1, Ordering::Relaxed);
             Box::pin(async move {
-                let dir: PathBuf = std::env::temp_dir().join(format!("portcullis-demo-{}-{n}", std::process::id()));
+                let dir: PathBuf = std::env::temp_dir()
+                    .join(format!("portcullis-demo-{}-{n}", std::process::id()));
                 let _ = std::fs::remove_dir_all(&dir);
                 let policy = Policy::Pbkdf2 {
                     prf: Prf::Sha256,
@@ -104,7 +108,9 @@ mod portcullis_demo {
                 config.verifier.reject_delay_ms = setup.reject_delay.as_millis() as u64;
                 // Every loopback address is a distinct client machine in these scenarios.
                 config.verifier.ipv4_prefix_len = 32;
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(err)?;
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                    .await
+                    .map_err(err)?;
                 let server = Server::start(config, listener).await.map_err(err)?;
                 let clients = setup.clients;
                 let hashes = tokio::task::spawn_blocking(move || {

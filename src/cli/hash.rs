@@ -175,8 +175,8 @@ fn verify(a: VerifyArgs) -> ExitCode {
 }
 
 /// Time source of the bench. `openssl speed` divides by CPU time by default, so on a
-/// shared, busy machine we do too: this thread's on-CPU nanoseconds from
-/// `/proc/thread-self/schedstat` (Linux), falling back to wall-clock time elsewhere.
+/// shared, busy machine we do too: this thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`,
+/// nanosecond resolution), falling back to wall-clock time where that is unavailable.
 #[derive(Clone, Copy)]
 enum Clock {
     ThreadCpu,
@@ -216,13 +216,27 @@ impl Clock {
     }
 }
 
+/// CPU time consumed by the calling thread, in nanoseconds.
+#[cfg(target_os = "linux")]
 fn thread_cpu_ns() -> Option<u64> {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the duration of the call, and
+    // clock_gettime writes nothing else.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return None;
+    }
+    let secs = u64::try_from(ts.tv_sec).ok()?;
+    let nanos = u64::try_from(ts.tv_nsec).ok()?;
+    Some(secs * 1_000_000_000 + nanos)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn thread_cpu_ns() -> Option<u64> {
+    None
 }
 
 /// Median of `v` (sorted in place); `v` is never empty here (at least five runs).

@@ -235,7 +235,10 @@ fn baseline(a: BaselineArgs) -> ExitCode {
         Err(e) => return super::fail(e),
     };
     println!("baseline token endpoint http://{}/oauth2/token", b.addr());
-    println!("baseline metrics        http://{}/metrics", b.metrics_addr());
+    println!(
+        "baseline metrics        http://{}/metrics",
+        b.metrics_addr()
+    );
     loop {
         std::thread::sleep(Duration::from_secs(3600));
     }

@@ -12,7 +12,9 @@ use std::process::ExitCode;
 use portcullis_hash::{Credential, Format, Policy};
 use portcullis_store::{Store, StoreError, UserRecord};
 
-use super::client::{DataDirArg, block_on, now, open, print_table, read_stdin_secret};
+use super::client::{
+    DataDirArg, block_on, note_created, now, open, open_or_create, print_table, read_stdin_secret,
+};
 
 /// `portcullis user` subcommands.
 #[derive(Debug, clap::Subcommand)]
@@ -130,12 +132,16 @@ async fn add(args: AddArgs) -> Result<ExitCode, String> {
         disabled: args.disabled,
         created_at: now(),
     };
-    let dir = open(&args.dir).await?;
+    let dir = open_or_create(&args.dir).await?;
     dir.store()
         .put_user(&user)
         .await
         .map_err(|e| e.to_string())?;
+    let created = dir.created();
     dir.close().await;
+    if created {
+        note_created(&args.dir);
+    }
     eprintln!("portcullis: user {:?} added.", user.username);
     Ok(ExitCode::SUCCESS)
 }
@@ -271,13 +277,17 @@ async fn import(args: ImportArgs) -> Result<ExitCode, String> {
             Err(e) => rejected.push((line, e.to_string())),
         }
     }
-    let dir = open(&args.dir).await?;
+    let dir = open_or_create(&args.dir).await?;
     let inserted = dir
         .store()
         .put_users(&users)
         .await
         .map_err(|e| e.to_string())?;
+    let created = dir.created();
     dir.close().await;
+    if created {
+        note_created(&args.dir);
+    }
     let mut imported = 0usize;
     for ((line, user), done) in lines.iter().zip(&users).zip(inserted) {
         if done {

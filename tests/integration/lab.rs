@@ -11,7 +11,11 @@ use portcullis_lab::record::Outcome;
 use portcullis_lab::{RunOptions, Scenario};
 
 fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 fn bin() -> Command {
@@ -82,7 +86,10 @@ min = 1.0
     let rep = &res.repeats[0];
     let legit = &rep.groups[0];
     assert!(legit.outcomes[&Outcome::Success] >= 5, "{legit:?}");
-    assert_eq!(legit.success_rate, 1.0, "every valid client got a verified token: {legit:?}");
+    assert_eq!(
+        legit.success_rate, 1.0,
+        "every valid client got a verified token: {legit:?}"
+    );
     let bad = &rep.groups[1];
     assert_eq!(bad.outcomes[&Outcome::Success], 0);
     assert!(bad.outcomes[&Outcome::AuthFailure] >= 10, "{bad:?}");
@@ -91,7 +98,11 @@ min = 1.0
     assert_eq!(rep.breaches, 0);
     assert!(res.passed, "{:?}", res.failures);
     // The baseline's /metrics was scraped every second and counted the same attempts.
-    assert!(rep.server.iter().filter(|s| s.scraped).count() >= 1, "{:?}", rep.server);
+    assert!(
+        rep.server.iter().filter(|s| s.scraped).count() >= 1,
+        "{:?}",
+        rep.server
+    );
     b.shutdown();
 }
 
@@ -103,7 +114,9 @@ fn healthz_child() -> (std::process::Child, String) {
         .spawn()
         .unwrap();
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
     (child, line.trim().to_string())
 }
 
@@ -131,13 +144,26 @@ rate = 200.0
     );
     let scn = Scenario::parse(&text, None).unwrap();
     let rt = rt();
-    let run = rt.spawn(async move { portcullis_lab::run_scenario(&scn, &RunOptions::default()).await });
+    let run =
+        rt.spawn(async move { portcullis_lab::run_scenario(&scn, &RunOptions::default()).await });
     // The fault itself: pause the server process for one second in the middle of the run.
     std::thread::sleep(Duration::from_millis(1000));
-    assert!(Command::new("kill").args(["-STOP", &pid]).status().unwrap().success());
+    assert!(
+        Command::new("kill")
+            .args(["-STOP", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
     let paused = Instant::now();
     std::thread::sleep(Duration::from_millis(1000));
-    assert!(Command::new("kill").args(["-CONT", &pid]).status().unwrap().success());
+    assert!(
+        Command::new("kill")
+            .args(["-CONT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
     let stall = paused.elapsed();
     let res = rt.block_on(run).unwrap().unwrap();
     child.kill().unwrap();
@@ -147,11 +173,18 @@ rate = 200.0
     // About a third of the arrivals were intended during the stall and waited for it:
     // measured from their intended send times, the p99 is close to the whole stall.
     let stall_ms = stall.as_secs_f64() * 1000.0;
-    assert!(g.p99_ms >= 0.8 * stall_ms, "p99 {} ms vs stall {stall_ms} ms", g.p99_ms);
+    assert!(
+        g.p99_ms >= 0.8 * stall_ms,
+        "p99 {} ms vs stall {stall_ms} ms",
+        g.p99_ms
+    );
     assert!(g.max_ms >= 0.9 * stall_ms, "max {} ms", g.max_ms);
     // Arrivals kept their schedule: roughly rate x duration were sent, not fewer.
     assert!(g.completed >= 550, "{}", g.completed);
-    eprintln!("stall {stall_ms:.0} ms -> open-loop p50 {:.2} ms, p99 {:.1} ms, max {:.1} ms", g.p50_ms, g.p99_ms, g.max_ms);
+    eprintln!(
+        "stall {stall_ms:.0} ms -> open-loop p50 {:.2} ms, p99 {:.1} ms, max {:.1} ms",
+        g.p50_ms, g.p99_ms, g.max_ms
+    );
 }
 
 #[test]
@@ -159,11 +192,27 @@ fn issue_6_cli_lists_builtins_and_refuses_remote_targets() {
     let out = bin().args(["lab", "scenarios"]).output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
-    for name in ["brute-force-3x1s", "brute-force-2x5s", "connect-per-request", "overload-2x", "healthz-peak"] {
-        assert!(text.lines().any(|l| l.starts_with(name)), "{name} missing from:\n{text}");
+    for name in [
+        "brute-force-3x1s",
+        "brute-force-2x5s",
+        "connect-per-request",
+        "overload-2x",
+        "healthz-peak",
+    ] {
+        assert!(
+            text.lines().any(|l| l.starts_with(name)),
+            "{name} missing from:\n{text}"
+        );
     }
     let out = bin()
-        .args(["lab", "run", "healthz-peak", "--target", "http://192.0.2.1:80", "--quiet"])
+        .args([
+            "lab",
+            "run",
+            "healthz-peak",
+            "--target",
+            "http://192.0.2.1:80",
+            "--quiet",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -172,7 +221,10 @@ fn issue_6_cli_lists_builtins_and_refuses_remote_targets() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.toml");
     std::fs::write(&bad, "name = \"x\"\ntarget = {}\ndriver = { kind = \"http-get\" }\nspeed = 3\n[[group]]\nname = \"g\"\nsize = 1\n").unwrap();
-    let out = bin().args(["lab", "run", bad.to_str().unwrap()]).output().unwrap();
+    let out = bin()
+        .args(["lab", "run", bad.to_str().unwrap()])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8(out.stderr).unwrap().contains("speed"));
 }

@@ -2,6 +2,9 @@
 //! directory in a temp dir. What the commands wrote is checked independently with Python
 //! (`sqlite3`, `hmac`, `hashlib`, `tomllib`), never by reading it back through our code.
 
+// Test helpers: a failed step is a test failure, so panicking is the point.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -377,12 +380,19 @@ fn issue_5_bad_input_exits_2_with_one_line_and_writes_nothing() {
         let err = fails(args, None);
         assert!(err.contains("invalid input"), "{args:?}: {err}");
     }
-    assert_eq!(
-        ok(&["client", "list", "--json", "--data-dir", d], None).trim(),
-        "[]"
+    assert!(
+        !dir.exists(),
+        "refused input must not even create the data directory"
     );
+    // Commands that only read or change data do not create a data directory either.
+    let err = fails(&["client", "list", "--data-dir", d], None);
+    assert!(err.contains("not found"), "{err}");
+    assert!(!dir.exists());
 
-    ok(&["client", "add", "dup", "--data-dir", d], None);
+    let out = portcullis(&["client", "add", "dup", "--data-dir", d], None);
+    assert!(out.status.success());
+    let note = String::from_utf8(out.stderr).unwrap();
+    assert!(note.contains("created data directory"), "{note}");
     let err = fails(&["client", "add", "dup", "--data-dir", d], None);
     assert!(err.contains("already exists"), "{err}");
 
@@ -415,8 +425,15 @@ fn issue_5_data_dir_is_created_private() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("fresh");
     ok(
-        &["client", "list", "--data-dir", dir.to_str().unwrap()],
-        None,
+        &[
+            "user",
+            "add",
+            "u",
+            "--password-stdin",
+            "--data-dir",
+            dir.to_str().unwrap(),
+        ],
+        Some("pw\n"),
     );
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&dir), 0o700);

@@ -35,7 +35,10 @@ pub async fn connect(addr: SocketAddr, source: Option<IpAddr>) -> io::Result<Tcp
 }
 
 /// Open an HTTP/1.1 client connection; its driver task runs on the runtime until closed.
-pub async fn open(addr: SocketAddr, source: Option<IpAddr>) -> Result<SendRequest<Body>, io::Error> {
+pub async fn open(
+    addr: SocketAddr,
+    source: Option<IpAddr>,
+) -> Result<SendRequest<Body>, io::Error> {
     let stream = connect(addr, source).await?;
     let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
@@ -49,14 +52,20 @@ pub async fn open(addr: SocketAddr, source: Option<IpAddr>) -> Result<SendReques
 }
 
 /// One-off `GET path` (JWKS, discovery, metrics): status and body, within `timeout`.
-pub async fn get(addr: SocketAddr, host: &str, path: &str, timeout: Duration) -> Result<(u16, Bytes), LabError> {
+pub async fn get(
+    addr: SocketAddr,
+    host: &str,
+    path: &str,
+    timeout: Duration,
+) -> Result<(u16, Bytes), LabError> {
     let fut = async {
         let stream = connect(addr, None)
             .await
             .map_err(|e| LabError::Target(format!("connect {addr}: {e}")))?;
-        let (mut sender, conn) = hyper::client::conn::http1::handshake::<_, Empty<Bytes>>(TokioIo::new(stream))
-            .await
-            .map_err(|e| LabError::Target(format!("handshake {addr}: {e}")))?;
+        let (mut sender, conn) =
+            hyper::client::conn::http1::handshake::<_, Empty<Bytes>>(TokioIo::new(stream))
+                .await
+                .map_err(|e| LabError::Target(format!("handshake {addr}: {e}")))?;
         tokio::spawn(async move {
             let _ = conn.await;
         });

@@ -129,7 +129,13 @@ pub struct Calibration {
 pub fn calibrate(target: Duration) -> Calibration {
     let probe = 20_000u32;
     let mut out = [0u8; 32];
-    pbkdf2_hmac(Prf::Sha256, b"warm-up", b"calibration-salt", 2_000, &mut out);
+    pbkdf2_hmac(
+        Prf::Sha256,
+        b"warm-up",
+        b"calibration-salt",
+        2_000,
+        &mut out,
+    );
     let t = Instant::now();
     for _ in 0..3 {
         pbkdf2_hmac(Prf::Sha256, b"probe", b"calibration-salt", probe, &mut out);
@@ -181,11 +187,7 @@ pub async fn run(servers: &[&dyn DemoServer], opts: &DemoOptions) -> Result<Repo
         .await
         .map_err(|e| LabError::Baseline(e.to_string()))?;
     let scns = scenarios(opts.quick, cal.capacity)?;
-    let count = scns
-        .iter()
-        .map(|s| s.principals.len())
-        .max()
-        .unwrap_or(0);
+    let count = scns.iter().map(|s| s.principals.len()).max().unwrap_or(0);
     let clients: Vec<(String, String)> = match scns.first().map(|s| &s.principals) {
         Some(p @ Principals::Generated { .. }) => (0..count).filter_map(|i| p.get(i)).collect(),
         _ => Vec::new(),
@@ -228,7 +230,11 @@ pub async fn run(servers: &[&dyn DemoServer], opts: &DemoOptions) -> Result<Repo
         ),
         format!(
             "{} run: every scenario lasts {}; each server is started fresh for each scenario with the same {} clients, on loopback, while the lab runs on the same machine.",
-            if opts.quick { "Quick (--quick)" } else { "Full" },
+            if opts.quick {
+                "Quick (--quick)"
+            } else {
+                "Full"
+            },
             if opts.quick { "about 5 s" } else { "20 s" },
             clients.len()
         ),
@@ -238,7 +244,8 @@ pub async fn run(servers: &[&dyn DemoServer], opts: &DemoOptions) -> Result<Repo
     }
     notes.extend(headlines(&sections));
     Ok(Report {
-        title: "Portcullis demo: naive baseline vs Portcullis under the field reports' scenarios".into(),
+        title: "Portcullis demo: naive baseline vs Portcullis under the field reports' scenarios"
+            .into(),
         fingerprint: Fingerprint::collect(),
         notes,
         sections,

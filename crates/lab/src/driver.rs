@@ -133,7 +133,10 @@ impl Transport {
 
 fn retry_after(resp: &Response<Bytes>) -> Option<Duration> {
     let v = resp.headers().get(RETRY_AFTER)?.to_str().ok()?;
-    v.trim().parse::<u64>().ok().map(|s| Duration::from_secs(s.min(3600)))
+    v.trim()
+        .parse::<u64>()
+        .ok()
+        .map(|s| Duration::from_secs(s.min(3600)))
 }
 
 /// Common status classification (shared by both HTTP drivers).
@@ -183,10 +186,18 @@ impl Driver for HttpGetDriver {
         HttpSession::default()
     }
 
-    async fn attempt<'a>(&'a self, client: &'a HttpGetClient, session: &'a mut HttpSession) -> AttemptResult {
+    async fn attempt<'a>(
+        &'a self,
+        client: &'a HttpGetClient,
+        session: &'a mut HttpSession,
+    ) -> AttemptResult {
         let mut req = Request::new(Full::new(Bytes::new()));
         *req.uri_mut() = self.path.clone();
-        let Ok(resp) = self.transport.send(session, client.source, client.mode, req).await else {
+        let Ok(resp) = self
+            .transport
+            .send(session, client.source, client.mode, req)
+            .await
+        else {
             return AttemptResult::of(Outcome::ConnectionError);
         };
         if let Some(r) = classify_status(&resp) {
@@ -239,7 +250,9 @@ pub fn form_encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'*' => out.push(b as char),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'*' => {
+                out.push(b as char)
+            }
             b' ' => out.push('+'),
             _ => out.push_str(&format!("%{b:02X}")),
         }
@@ -316,16 +329,27 @@ impl Driver for OAuth2Driver {
         HttpSession::default()
     }
 
-    async fn attempt<'a>(&'a self, client: &'a OAuth2Client, session: &'a mut HttpSession) -> AttemptResult {
+    async fn attempt<'a>(
+        &'a self,
+        client: &'a OAuth2Client,
+        session: &'a mut HttpSession,
+    ) -> AttemptResult {
         let mut req = Request::new(Full::new(client.body.clone()));
         *req.method_mut() = Method::POST;
         *req.uri_mut() = self.token_path.clone();
         let h = req.headers_mut();
-        h.insert(CONTENT_TYPE, HeaderValue::from_static("application/x-www-form-urlencoded"));
+        h.insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static("application/x-www-form-urlencoded"),
+        );
         if let Some(a) = &client.authorization {
             h.insert(AUTHORIZATION, a.clone());
         }
-        let Ok(resp) = self.transport.send(session, client.source, client.mode, req).await else {
+        let Ok(resp) = self
+            .transport
+            .send(session, client.source, client.mode, req)
+            .await
+        else {
             return AttemptResult::of(Outcome::ConnectionError);
         };
         if let Some(r) = classify_status(&resp) {
@@ -353,7 +377,12 @@ impl Driver for OAuth2Driver {
             }
             401 => AttemptResult::of(Outcome::AuthFailure),
             400 => match serde_json::from_slice::<ErrorResponse>(resp.body()) {
-                Ok(e) if matches!(e.error.as_str(), "invalid_client" | "invalid_grant" | "unauthorized_client") => {
+                Ok(e)
+                    if matches!(
+                        e.error.as_str(),
+                        "invalid_client" | "invalid_grant" | "unauthorized_client"
+                    ) =>
+                {
                     AttemptResult::of(Outcome::AuthFailure)
                 }
                 _ => AttemptResult::of(Outcome::WrongResponse),

@@ -46,14 +46,15 @@ impl Jwks {
             if k.kty != "OKP" || k.crv.as_deref() != Some("Ed25519") {
                 continue;
             }
-            let x = k
-                .x
-                .ok_or_else(|| LabError::Target("JWKS Ed25519 key without x".into()))?;
+            let x =
+                k.x.ok_or_else(|| LabError::Target("JWKS Ed25519 key without x".into()))?;
             let bytes: [u8; 32] = URL_SAFE_NO_PAD
                 .decode(x.as_bytes())
                 .ok()
                 .and_then(|b| b.try_into().ok())
-                .ok_or_else(|| LabError::Target("JWKS Ed25519 x is not 32 base64url bytes".into()))?;
+                .ok_or_else(|| {
+                    LabError::Target("JWKS Ed25519 x is not 32 base64url bytes".into())
+                })?;
             let key = VerifyingKey::from_bytes(&bytes)
                 .map_err(|e| LabError::Target(format!("JWKS Ed25519 key invalid: {e}")))?;
             match k.kid {
@@ -124,7 +125,8 @@ struct Claims {
 /// Verify `token` for `expected` at unix time `now`.
 pub fn check(token: &str, jwks: &Jwks, expected: Expected<'_>, now: i64) -> Check {
     let mut parts = token.split('.');
-    let (Some(h64), Some(p64), Some(s64), None) = (parts.next(), parts.next(), parts.next(), parts.next())
+    let (Some(h64), Some(p64), Some(s64), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
     else {
         return Check::Invalid("not a compact JWS");
     };
@@ -176,7 +178,9 @@ pub fn check(token: &str, jwks: &Jwks, expected: Expected<'_>, now: i64) -> Chec
     {
         return Check::Invalid("wrong issuer");
     }
-    if claims.client_id.as_deref() != Some(expected.client_id) || claims.sub.as_deref() != Some(expected.sub) {
+    if claims.client_id.as_deref() != Some(expected.client_id)
+        || claims.sub.as_deref() != Some(expected.sub)
+    {
         return Check::Misdelivered;
     }
     Check::Valid
@@ -202,7 +206,8 @@ mod tests {
 
     // Built by hand here (not with the baseline's signer) so the check is independent.
     fn token(k: &SigningKey, kid: &str, claims: &str) -> String {
-        let h = URL_SAFE_NO_PAD.encode(format!(r#"{{"alg":"EdDSA","typ":"at+jwt","kid":"{kid}"}}"#));
+        let h =
+            URL_SAFE_NO_PAD.encode(format!(r#"{{"alg":"EdDSA","typ":"at+jwt","kid":"{kid}"}}"#));
         let p = URL_SAFE_NO_PAD.encode(claims);
         let input = format!("{h}.{p}");
         let s = URL_SAFE_NO_PAD.encode(k.sign(input.as_bytes()).to_bytes());
@@ -239,31 +244,64 @@ mod tests {
         let jws = "eyJhbGciOiJFZERTQSJ9.RXhhbXBsZSBvZiBFZDI1NTE5IHNpZ25pbmc.hgyY0il_MGCjP0JzlnLWG1PPOt7-09PGcvMg3AIbQR6dWbhijcNR4ki4iylGjg5BhVsPt9g7sVvpAr_MuM0KAg";
         // The payload is not JSON claims, so the check gets past the signature and stops
         // at the claims: proof that the signature itself verified.
-        assert_eq!(check(jws, &j, exp("a", "a"), 0), Check::Invalid("payload is not JSON claims"));
+        assert_eq!(
+            check(jws, &j, exp("a", "a"), 0),
+            Check::Invalid("payload is not JSON claims")
+        );
         let mut bad = jws.to_string();
         bad.replace_range(bad.len() - 3..bad.len() - 2, "B");
-        assert_eq!(check(&bad, &j, exp("a", "a"), 0), Check::Invalid("bad signature"));
+        assert_eq!(
+            check(&bad, &j, exp("a", "a"), 0),
+            Check::Invalid("bad signature")
+        );
     }
 
     #[test]
     fn token_for_the_right_client_is_valid_and_for_another_is_misdelivered() {
         let k = key(1);
         let j = jwks_for(&k, "k1");
-        let t = token(&k, "k1", &format!(r#"{{"sub":"c1","client_id":"c1",{EXP}}}"#));
+        let t = token(
+            &k,
+            "k1",
+            &format!(r#"{{"sub":"c1","client_id":"c1",{EXP}}}"#),
+        );
         assert_eq!(check(&t, &j, exp("c1", "c1"), 1_700_000_000), Check::Valid);
-        assert_eq!(check(&t, &j, exp("c2", "c2"), 1_700_000_000), Check::Misdelivered);
+        assert_eq!(
+            check(&t, &j, exp("c2", "c2"), 1_700_000_000),
+            Check::Misdelivered
+        );
     }
 
     #[test]
     fn forged_expired_and_unknown_key_tokens_are_invalid() {
         let k = key(1);
         let j = jwks_for(&k, "k1");
-        let forged = token(&key(2), "k1", &format!(r#"{{"sub":"c1","client_id":"c1",{EXP}}}"#));
-        assert_eq!(check(&forged, &j, exp("c1", "c1"), 0), Check::Invalid("bad signature"));
+        let forged = token(
+            &key(2),
+            "k1",
+            &format!(r#"{{"sub":"c1","client_id":"c1",{EXP}}}"#),
+        );
+        assert_eq!(
+            check(&forged, &j, exp("c1", "c1"), 0),
+            Check::Invalid("bad signature")
+        );
         let old = token(&k, "k1", r#"{"sub":"c1","client_id":"c1","exp":1000}"#);
-        assert_eq!(check(&old, &j, exp("c1", "c1"), 2000), Check::Invalid("expired"));
-        let other = token(&k, "k9", &format!(r#"{{"sub":"c1","client_id":"c1",{EXP}}}"#));
-        assert_eq!(check(&other, &j, exp("c1", "c1"), 0), Check::Invalid("unknown kid"));
-        assert_eq!(check("a.b", &j, exp("c1", "c1"), 0), Check::Invalid("not a compact JWS"));
+        assert_eq!(
+            check(&old, &j, exp("c1", "c1"), 2000),
+            Check::Invalid("expired")
+        );
+        let other = token(
+            &k,
+            "k9",
+            &format!(r#"{{"sub":"c1","client_id":"c1",{EXP}}}"#),
+        );
+        assert_eq!(
+            check(&other, &j, exp("c1", "c1"), 0),
+            Check::Invalid("unknown kid")
+        );
+        assert_eq!(
+            check("a.b", &j, exp("c1", "c1"), 0),
+            Check::Invalid("not a compact JWS")
+        );
     }
 }

@@ -237,7 +237,13 @@ pub fn summarize(
     active: Duration,
 ) -> GroupResult {
     let completed: u64 = counts.iter().sum();
-    let rate = |n: u64| if completed == 0 { 0.0 } else { n as f64 / completed as f64 };
+    let rate = |n: u64| {
+        if completed == 0 {
+            0.0
+        } else {
+            n as f64 / completed as f64
+        }
+    };
     let secs = active.as_secs_f64().max(1e-9);
     GroupResult {
         name: name.to_string(),
@@ -253,7 +259,11 @@ pub fn summarize(
         p90_ms: pct_ms(h, 90.0),
         p99_ms: pct_ms(h, 99.0),
         p999_ms: pct_ms(h, 99.9),
-        max_ms: if h.is_empty() { 0.0 } else { h.max() as f64 / 1000.0 },
+        max_ms: if h.is_empty() {
+            0.0
+        } else {
+            h.max() as f64 / 1000.0
+        },
         misdelivered: 0,
         breaches: 0,
         skipped_retry_after: 0,

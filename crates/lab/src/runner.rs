@@ -26,7 +26,9 @@ use crate::driver::{AttemptResult, Driver, HttpGetDriver, Identity, OAuth2Driver
 use crate::jwt::Jwks;
 use crate::record::{self, GroupRecorder, GroupResult, Outcome, RunClock};
 use crate::safety;
-use crate::scenario::{Credentials, DriverSpec, GroupSpec, JwksSource, Metric, Model, Scenario, Threshold};
+use crate::scenario::{
+    Credentials, DriverSpec, GroupSpec, JwksSource, Metric, Model, Scenario, Threshold,
+};
 use crate::schedule::{self, Arrivals, RateCurve};
 use crate::scrape::{self, ServerSecond, Snapshot};
 
@@ -119,7 +121,8 @@ pub async fn run_scenario(scn: &Scenario, opts: &RunOptions) -> Result<ScenarioR
     for r in 0..scn.run.repeats {
         repeats.push(run_once(scn, addr, r, opts).await?);
     }
-    let thresholds: Vec<ThresholdResult> = scn.thresholds.iter().map(|t| judge(t, &repeats)).collect();
+    let thresholds: Vec<ThresholdResult> =
+        scn.thresholds.iter().map(|t| judge(t, &repeats)).collect();
     let mut failures: Vec<String> = thresholds
         .iter()
         .filter(|t| !t.passed)
@@ -156,8 +159,14 @@ fn driver_summary(d: &DriverSpec) -> String {
     match d {
         DriverSpec::OAuth2 { grant, auth, .. } => format!(
             "oauth2 {} {}",
-            serde_json::to_value(grant).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
-            serde_json::to_value(auth).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default()
+            serde_json::to_value(grant)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default(),
+            serde_json::to_value(auth)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default()
         ),
         DriverSpec::HttpGet { path } => format!("http-get {path}"),
     }
@@ -207,31 +216,42 @@ pub fn judge(t: &Threshold, repeats: &[RepeatResult]) -> ThresholdResult {
             None => passed = false,
         }
     }
-    ThresholdResult { rule, values, passed }
+    ThresholdResult {
+        rule,
+        values,
+        passed,
+    }
 }
 
 async fn fetch_jwks(scn: &Scenario, addr: SocketAddr, host: &str) -> Result<Jwks, LabError> {
     let t = Duration::from_secs(5);
     let path = match &scn.target.jwks {
         JwksSource::Path(p) => p.clone(),
-        JwksSource::Discover => match conn::get(addr, host, "/.well-known/oauth-authorization-server", t).await {
-            Ok((200, body)) => serde_json::from_slice::<serde_json::Value>(&body)
-                .ok()
-                .and_then(|v| v.get("jwks_uri").and_then(|u| u.as_str()).map(url_path))
-                .unwrap_or_else(|| "/oauth2/jwks".into()),
-            _ => "/oauth2/jwks".into(),
-        },
+        JwksSource::Discover => {
+            match conn::get(addr, host, "/.well-known/oauth-authorization-server", t).await {
+                Ok((200, body)) => serde_json::from_slice::<serde_json::Value>(&body)
+                    .ok()
+                    .and_then(|v| v.get("jwks_uri").and_then(|u| u.as_str()).map(url_path))
+                    .unwrap_or_else(|| "/oauth2/jwks".into()),
+                _ => "/oauth2/jwks".into(),
+            }
+        }
     };
     let (status, body) = conn::get(addr, host, &path, t).await?;
     if status != 200 {
-        return Err(LabError::Target(format!("JWKS at {path} answered {status}")));
+        return Err(LabError::Target(format!(
+            "JWKS at {path} answered {status}"
+        )));
     }
     Jwks::parse(&body)
 }
 
 /// The path of an absolute URL (the lab fetches it from the target it was allowed to load).
 fn url_path(u: &str) -> String {
-    let rest = u.strip_prefix("http://").or_else(|| u.strip_prefix("https://")).unwrap_or(u);
+    let rest = u
+        .strip_prefix("http://")
+        .or_else(|| u.strip_prefix("https://"))
+        .unwrap_or(u);
     match rest.find('/') {
         Some(i) if u != rest => rest[i..].to_string(),
         _ if rest.starts_with('/') => rest.to_string(),
@@ -239,9 +259,15 @@ fn url_path(u: &str) -> String {
     }
 }
 
-async fn run_once(scn: &Scenario, addr: SocketAddr, repeat: u32, opts: &RunOptions) -> Result<RepeatResult, LabError> {
+async fn run_once(
+    scn: &Scenario,
+    addr: SocketAddr,
+    repeat: u32,
+    opts: &RunOptions,
+) -> Result<RepeatResult, LabError> {
     let host_str = format!("{}:{}", scn.target.host, scn.target.port);
-    let host = HeaderValue::from_str(&host_str).map_err(|_| LabError::Scenario("bad target host".into()))?;
+    let host = HeaderValue::from_str(&host_str)
+        .map_err(|_| LabError::Scenario("bad target host".into()))?;
     let transport = Transport { addr, host };
     let uri = |p: &str| {
         p.parse::<hyper::Uri>()
@@ -291,7 +317,10 @@ pub fn identities(scn: &Scenario, gi: usize, g: &GroupSpec) -> Vec<Identity> {
                         .principals
                         .get(g.principal_offset + i)
                         .unwrap_or_else(|| (format!("{}-{i}", g.name), String::new()));
-                    (id, format!("wrong-{}-{gi}-{i}-not-{}", scn.run.seed, real.len()))
+                    (
+                        id,
+                        format!("wrong-{}-{gi}-{i}-not-{}", scn.run.seed, real.len()),
+                    )
                 }
                 Credentials::UnknownPrincipal => (
                     format!("{}{}-{i}", scn.principals.unknown_prefix(), g.name),
@@ -331,7 +360,8 @@ async fn drive<D: Driver>(
 ) -> Result<RepeatResult, LabError> {
     let mut prepared = Vec::new();
     for (gi, g) in scn.groups.iter().enumerate() {
-        let clients: Result<Vec<D::Client>, LabError> = identities(scn, gi, g).iter().map(|w| d.client(w)).collect();
+        let clients: Result<Vec<D::Client>, LabError> =
+            identities(scn, gi, g).iter().map(|w| d.client(w)).collect();
         prepared.push(Arc::new(clients?));
     }
     let recs: Arc<Vec<GroupRecorder>> = Arc::new(
@@ -349,7 +379,10 @@ async fn drive<D: Driver>(
         Some(m) if m.starts_with('/') => Some((addr, m.clone())),
         Some(url) => {
             let (h, p) = safety::parse_http_url(url.trim_end_matches("/metrics"))?;
-            Some((safety::check_target(&h, p, &opts.allow_targets)?, "/metrics".to_string()))
+            Some((
+                safety::check_target(&h, p, &opts.allow_targets)?,
+                "/metrics".to_string(),
+            ))
         }
     };
     let host = format!("{}:{}", scn.target.host, scn.target.port);
@@ -388,9 +421,18 @@ async fn drive<D: Driver>(
                 poisson,
                 max_outstanding,
             } => {
-                let curve = RateCurve::new(Duration::ZERO, g.duration, scn.run.ramp_up, *rate, *rate_end);
+                let curve = RateCurve::new(
+                    Duration::ZERO,
+                    g.duration,
+                    scn.run.ramp_up,
+                    *rate,
+                    *rate_end,
+                );
                 let arrivals = if *poisson {
-                    Arrivals::poisson(curve, scn.run.seed ^ ((gi as u64 + 1) << 32) ^ u64::from(repeat))
+                    Arrivals::poisson(
+                        curve,
+                        scn.run.seed ^ ((gi as u64 + 1) << 32) ^ u64::from(repeat),
+                    )
                 } else {
                     Arrivals::uniform(curve)
                 };
@@ -434,7 +476,9 @@ async fn drive<D: Driver>(
             }
             if let Some((maddr, path)) = &metrics_addr {
                 let snap = match conn::get(*maddr, &host, path, Duration::from_millis(800)).await {
-                    Ok((200, body)) => Some(Snapshot::from_samples(&scrape::parse(&String::from_utf8_lossy(&body)))),
+                    Ok((200, body)) => Some(Snapshot::from_samples(&scrape::parse(
+                        &String::from_utf8_lossy(&body),
+                    ))),
                     _ => None,
                 };
                 snaps.push((k, snap));
@@ -463,10 +507,8 @@ async fn drive<D: Driver>(
 
     // Every client stops issuing at its group's end; answers get up to the timeout more.
     let hard_end = run_end + scn.run.timeout + Duration::from_secs(2);
-    let joined = tokio::time::timeout_at(hard_end, async {
-        while set.join_next().await.is_some() {}
-    })
-    .await;
+    let joined =
+        tokio::time::timeout_at(hard_end, async { while set.join_next().await.is_some() {} }).await;
     if joined.is_err() {
         set.abort_all();
     }
@@ -477,7 +519,11 @@ async fn drive<D: Driver>(
     }
 
     let groups: Vec<GroupResult> = recs.iter().map(GroupRecorder::finish).collect();
-    let legit_parts: Vec<_> = recs.iter().filter(|g| g.expects_success).map(GroupRecorder::raw).collect();
+    let legit_parts: Vec<_> = recs
+        .iter()
+        .filter(|g| g.expects_success)
+        .map(GroupRecorder::raw)
+        .collect();
     let legit_active = scn
         .groups
         .iter()
@@ -485,7 +531,8 @@ async fn drive<D: Driver>(
         .map(|g| g.duration)
         .max()
         .unwrap_or(scn.run.duration);
-    let legitimate = (!legit_parts.is_empty()).then(|| record::merge("legitimate", &legit_parts, legit_active));
+    let legitimate =
+        (!legit_parts.is_empty()).then(|| record::merge("legitimate", &legit_parts, legit_active));
     let used = budget.used.load(Ordering::Relaxed);
     Ok(RepeatResult {
         repeat,
@@ -536,7 +583,9 @@ impl<D: Driver> ClosedVu<D> {
             }
             let sent = Instant::now();
             g.outstanding.fetch_add(1, Ordering::Relaxed);
-            let res = match tokio::time::timeout(self.timeout, self.d.attempt(client, &mut session)).await {
+            let res = match tokio::time::timeout(self.timeout, self.d.attempt(client, &mut session))
+                .await
+            {
                 Ok(r) => r,
                 Err(_) => {
                     session = self.d.session();
@@ -580,11 +629,15 @@ struct OpenGroup<D: Driver> {
 impl<D: Driver> OpenGroup<D> {
     async fn run(self) {
         let slots = Arc::new(Semaphore::new(self.max_outstanding));
-        let pools: Arc<Vec<Mutex<Vec<D::Session>>>> =
-            Arc::new((0..self.clients.len()).map(|_| Mutex::new(Vec::new())).collect());
+        let pools: Arc<Vec<Mutex<Vec<D::Session>>>> = Arc::new(
+            (0..self.clients.len())
+                .map(|_| Mutex::new(Vec::new()))
+                .collect(),
+        );
         // Per client: microseconds after `start` before which a Retry-After asked it not
         // to send (Retry-After binds the client that got it, not the whole group).
-        let not_before: Arc<Vec<AtomicU64>> = Arc::new((0..self.clients.len()).map(|_| AtomicU64::new(0)).collect());
+        let not_before: Arc<Vec<AtomicU64>> =
+            Arc::new((0..self.clients.len()).map(|_| AtomicU64::new(0)).collect());
         let mut tasks = JoinSet::new();
         let n = self.clients.len().max(1);
         for (k, offset) in self.arrivals.enumerate() {
@@ -595,7 +648,10 @@ impl<D: Driver> OpenGroup<D> {
             tokio::time::sleep_until(intended).await;
             let g = &self.recs[self.gi];
             let ci = k % n;
-            if self.honour && (Instant::now() - self.start).as_micros() as u64 <= not_before[ci].load(Ordering::Relaxed) {
+            if self.honour
+                && (Instant::now() - self.start).as_micros() as u64
+                    <= not_before[ci].load(Ordering::Relaxed)
+            {
                 g.skipped.fetch_add(1, Ordering::Relaxed);
                 continue;
             }
@@ -611,7 +667,8 @@ impl<D: Driver> OpenGroup<D> {
                 self.recs.clone(),
                 not_before.clone(),
             );
-            let (gi, timeout, clock, start, honour) = (self.gi, self.timeout, self.clock, self.start, self.honour);
+            let (gi, timeout, clock, start, honour) =
+                (self.gi, self.timeout, self.clock, self.start, self.honour);
             tasks.spawn(async move {
                 let attempt = async {
                     let Ok(_slot) = slots.acquire_owned().await else {
@@ -654,7 +711,10 @@ mod tests {
 
     #[test]
     fn jwks_uri_path_is_taken_from_discovery() {
-        assert_eq!(url_path("http://127.0.0.1:8080/oauth2/jwks"), "/oauth2/jwks");
+        assert_eq!(
+            url_path("http://127.0.0.1:8080/oauth2/jwks"),
+            "/oauth2/jwks"
+        );
         assert_eq!(url_path("/keys"), "/keys");
         assert_eq!(url_path("https://issuer.example"), "/oauth2/jwks");
     }

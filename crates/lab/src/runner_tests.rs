@@ -21,7 +21,9 @@ async fn liar(signer: SigningKey, published: SigningKey, victim: &'static str) -
     let x = URL_SAFE_NO_PAD.encode(published.verifying_key().to_bytes());
     let jwks = format!(r#"{{"keys":[{{"kty":"OKP","crv":"Ed25519","x":"{x}","kid":"k"}}]}}"#);
     let h = URL_SAFE_NO_PAD.encode(r#"{"alg":"EdDSA","typ":"at+jwt","kid":"k"}"#);
-    let p = URL_SAFE_NO_PAD.encode(format!(r#"{{"sub":"{victim}","client_id":"{victim}","exp":4000000000}}"#));
+    let p = URL_SAFE_NO_PAD.encode(format!(
+        r#"{{"sub":"{victim}","client_id":"{victim}","exp":4000000000}}"#
+    ));
     let input = format!("{h}.{p}");
     let sig = URL_SAFE_NO_PAD.encode(signer.sign(input.as_bytes()).to_bytes());
     let token = format!(r#"{{"access_token":"{input}.{sig}","token_type":"Bearer"}}"#);
@@ -45,7 +47,9 @@ async fn liar(signer: SigningKey, published: SigningKey, victim: &'static str) -
                         Ok::<_, Infallible>(r)
                     }
                 });
-                let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(s), svc).await;
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(s), svc)
+                    .await;
             });
         }
     });
@@ -81,24 +85,40 @@ think = "50ms"
 async fn a_token_for_another_client_fails_the_run() {
     let k = SigningKey::from_bytes(&[7; 32]);
     let addr = liar(k.clone(), k, "lab-client-0").await;
-    let res = run_scenario(&scenario(addr), &RunOptions::default()).await.unwrap();
+    let res = run_scenario(&scenario(addr), &RunOptions::default())
+        .await
+        .unwrap();
     let g = &res.repeats[0].groups[0];
     // Client 0 gets its own token; clients 1 and 2 get client 0's.
     assert!(g.outcomes[&Outcome::Success] > 0, "{g:?}");
     assert!(g.misdelivered > 0);
     assert_eq!(g.misdelivered, g.outcomes[&Outcome::WrongResponse]);
     assert!(!res.passed);
-    assert!(res.failures.iter().any(|f| f.contains("wrong client")), "{:?}", res.failures);
+    assert!(
+        res.failures.iter().any(|f| f.contains("wrong client")),
+        "{:?}",
+        res.failures
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_not_signed_by_the_published_key_are_wrong_responses() {
-    let addr = liar(SigningKey::from_bytes(&[1; 32]), SigningKey::from_bytes(&[2; 32]), "lab-client-0").await;
-    let res = run_scenario(&scenario(addr), &RunOptions::default()).await.unwrap();
+    let addr = liar(
+        SigningKey::from_bytes(&[1; 32]),
+        SigningKey::from_bytes(&[2; 32]),
+        "lab-client-0",
+    )
+    .await;
+    let res = run_scenario(&scenario(addr), &RunOptions::default())
+        .await
+        .unwrap();
     let g = &res.repeats[0].groups[0];
     assert_eq!(g.outcomes[&Outcome::Success], 0, "{g:?}");
     assert!(g.outcomes[&Outcome::WrongResponse] > 0);
-    assert_eq!(g.misdelivered, 0, "a forged token is not a delivery to anyone");
+    assert_eq!(
+        g.misdelivered, 0,
+        "a forged token is not a delivery to anyone"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -106,6 +126,11 @@ async fn the_request_cap_stops_the_run() {
     let k = SigningKey::from_bytes(&[7; 32]);
     let addr = liar(k.clone(), k, "lab-client-0").await;
     let mut s = scenario(addr);
+    // Long enough that only the cap can end it (the run ends as soon as every client stops).
+    s.run.duration = Duration::from_secs(30);
+    for g in &mut s.groups {
+        g.duration = s.run.duration;
+    }
     s.run.max_requests = 5;
     let res = run_scenario(&s, &RunOptions::default()).await.unwrap();
     assert_eq!(res.repeats[0].requests, 5);

@@ -20,9 +20,9 @@ pub const MAX_RATE: f64 = 500_000.0;
 
 /// Split `http://host:port[/]` into host and port (https is not supported by the lab yet).
 pub fn parse_http_url(url: &str) -> Result<(String, u16), LabError> {
-    let rest = url.strip_prefix("http://").ok_or_else(|| {
-        LabError::Scenario(format!("target url {url:?} must start with http://"))
-    })?;
+    let rest = url
+        .strip_prefix("http://")
+        .ok_or_else(|| LabError::Scenario(format!("target url {url:?} must start with http://")))?;
     let rest = rest.trim_end_matches('/');
     if rest.contains('/') || rest.contains('@') || rest.is_empty() {
         return Err(LabError::Scenario(format!(

@@ -54,7 +54,13 @@ pub struct RateCurve {
 impl RateCurve {
     /// Ramp from 0 over `ramp_up` (clipped to the group's duration), then `rate` to
     /// `rate_end` over the rest of the group's time.
-    pub fn new(start: Duration, duration: Duration, ramp_up: Duration, rate: f64, rate_end: f64) -> RateCurve {
+    pub fn new(
+        start: Duration,
+        duration: Duration,
+        ramp_up: Duration,
+        rate: f64,
+        rate_end: f64,
+    ) -> RateCurve {
         let s = start.as_secs_f64();
         let d = duration.as_secs_f64();
         let ramp = ramp_up.as_secs_f64().min(d);
@@ -166,12 +172,20 @@ mod tests {
     use super::*;
 
     fn secs(v: &[Duration]) -> Vec<f64> {
-        v.iter().map(|d| (d.as_secs_f64() * 1e6).round() / 1e6).collect()
+        v.iter()
+            .map(|d| (d.as_secs_f64() * 1e6).round() / 1e6)
+            .collect()
     }
 
     #[test]
     fn constant_rate_is_evenly_spaced_from_the_group_start() {
-        let c = RateCurve::new(Duration::from_secs(2), Duration::from_secs(1), Duration::ZERO, 10.0, 10.0);
+        let c = RateCurve::new(
+            Duration::from_secs(2),
+            Duration::from_secs(1),
+            Duration::ZERO,
+            10.0,
+            10.0,
+        );
         let t: Vec<_> = Arrivals::uniform(c).collect();
         assert_eq!(
             secs(&t),
@@ -182,19 +196,34 @@ mod tests {
     #[test]
     fn linear_ramp_from_zero_follows_the_square_root() {
         // r(t) = 20 t over 1 s: N(t) = 10 t^2, so the k-th arrival is at sqrt(k / 10).
-        let c = RateCurve::new(Duration::ZERO, Duration::from_secs(1), Duration::ZERO, 0.0, 20.0);
+        let c = RateCurve::new(
+            Duration::ZERO,
+            Duration::from_secs(1),
+            Duration::ZERO,
+            0.0,
+            20.0,
+        );
         let t: Vec<_> = Arrivals::uniform(c).collect();
         assert_eq!(t.len(), 10);
         for (k, d) in t.iter().enumerate() {
             let want = (k as f64 / 10.0).sqrt();
-            assert!((d.as_secs_f64() - want).abs() < 1e-9, "k={k}: {d:?} vs {want}");
+            assert!(
+                (d.as_secs_f64() - want).abs() < 1e-9,
+                "k={k}: {d:?} vs {want}"
+            );
         }
     }
 
     #[test]
     fn ramp_up_then_constant_counts_add_up() {
         // 1 s ramp from 0 to 100/s (50 arrivals), then 2 s at 100/s (200 arrivals).
-        let c = RateCurve::new(Duration::ZERO, Duration::from_secs(3), Duration::from_secs(1), 100.0, 100.0);
+        let c = RateCurve::new(
+            Duration::ZERO,
+            Duration::from_secs(3),
+            Duration::from_secs(1),
+            100.0,
+            100.0,
+        );
         assert!((c.expected_total() - 250.0).abs() < 1e-9);
         let t: Vec<_> = Arrivals::uniform(c).collect();
         assert_eq!(t.len(), 250);
@@ -206,7 +235,13 @@ mod tests {
 
     #[test]
     fn poisson_arrivals_are_reproducible_and_have_the_right_mean() {
-        let c = RateCurve::new(Duration::ZERO, Duration::from_secs(100), Duration::ZERO, 50.0, 50.0);
+        let c = RateCurve::new(
+            Duration::ZERO,
+            Duration::from_secs(100),
+            Duration::ZERO,
+            50.0,
+            50.0,
+        );
         let a: Vec<_> = Arrivals::poisson(c.clone(), 7).collect();
         let b: Vec<_> = Arrivals::poisson(c.clone(), 7).collect();
         let other: Vec<_> = Arrivals::poisson(c, 8).collect();

@@ -31,7 +31,11 @@ fn parse_line(line: &str) -> Option<Sample> {
     let (name, labels, rest) = match line.find('{') {
         Some(i) => {
             let end = line.rfind('}')?;
-            (&line[..i], parse_labels(&line[i + 1..end])?, &line[end + 1..])
+            (
+                &line[..i],
+                parse_labels(&line[i + 1..end])?,
+                &line[end + 1..],
+            )
         }
         None => {
             let i = line.find(char::is_whitespace)?;
@@ -77,7 +81,10 @@ fn parse_labels(s: &str) -> Option<BTreeMap<String, String>> {
         }
         let end = end?;
         out.insert(key, val);
-        rest = after[end + 1..].trim_start().trim_start_matches(',').trim_start();
+        rest = after[end + 1..]
+            .trim_start()
+            .trim_start_matches(',')
+            .trim_start();
     }
     Some(out)
 }
@@ -123,7 +130,11 @@ impl Snapshot {
                 "portcullis_throttled_total" => s.throttled += m.value,
                 "portcullis_pool_busy_threads" => *s.pool_busy.get_or_insert(0.0) += m.value,
                 "portcullis_attempts_total" => {
-                    let o = m.labels.get("outcome").cloned().unwrap_or_else(|| "unknown".into());
+                    let o = m
+                        .labels
+                        .get("outcome")
+                        .cloned()
+                        .unwrap_or_else(|| "unknown".into());
                     *s.attempts.entry(o).or_insert(0.0) += m.value;
                 }
                 _ => {}

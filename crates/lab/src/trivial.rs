@@ -14,7 +14,11 @@ use tokio::net::TcpListener;
 
 async fn answer(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
     let ok = req.uri().path() == "/healthz";
-    let mut resp = Response::new(Full::new(Bytes::from_static(if ok { b"ok" } else { b"not found" })));
+    let mut resp = Response::new(Full::new(Bytes::from_static(if ok {
+        b"ok"
+    } else {
+        b"not found"
+    })));
     if !ok {
         *resp.status_mut() = hyper::StatusCode::NOT_FOUND;
     }

@@ -7,12 +7,18 @@
 //! from one cached record. The TTL (config `store.client_cache_ttl_ms`, default 1 s)
 //! bounds how long a rotated secret or removed client keeps working in this process.
 //!
+//! When an entry expires, one request refreshes it from the store while concurrent
+//! requests keep using the expiring record (for at most one more TTL): without that, every
+//! request arriving during the database read would miss too, and a busy client would be
+//! charged by the core for many simultaneous attempts at once.
+//!
 //! Only existing clients are cached (an attacker probing random ids cannot fill it), the
 //! cache is bounded, and users are never cached: their hashes change on rehash-on-login and
 //! they are verified on the hash pool anyway, where a database read is noise.
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
@@ -33,7 +39,17 @@ pub struct ClientCache {
     /// Time-to-live of an entry; zero disables caching.
     ttl: Duration,
     /// Cached records.
-    entries: RwLock<HashMap<String, (Instant, Arc<ClientRecord>)>>,
+    entries: RwLock<HashMap<String, Entry>>,
+}
+
+/// One cached record.
+struct Entry {
+    /// When it was read from the store.
+    at: Instant,
+    /// The record.
+    record: Arc<ClientRecord>,
+    /// A request is re-reading it; others may keep using this one meanwhile.
+    refreshing: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for ClientCache {
@@ -59,26 +75,49 @@ impl ClientCache {
 
     /// The client `id`, from the cache if fresh, else from the store.
     pub async fn get(&self, id: &str) -> Result<Option<Arc<ClientRecord>>, StoreError> {
-        if !self.ttl.is_zero()
-            && let Some((at, rec)) = self.entries.read().get(id)
-            && at.elapsed() < self.ttl
-        {
-            return Ok(Some(Arc::clone(rec)));
+        if self.ttl.is_zero() {
+            return Ok(self.store.get_client(id).await?.map(Arc::new));
         }
-        let Some(rec) = self.store.get_client(id).await? else {
+        let mut refresh_flag = None;
+        if let Some(e) = self.entries.read().get(id) {
+            let age = e.at.elapsed();
+            if age < self.ttl {
+                return Ok(Some(Arc::clone(&e.record)));
+            }
+            // Expired: the first caller refreshes; the others keep the old record for up
+            // to one more TTL rather than piling onto the store.
+            if e.refreshing.swap(true, Ordering::AcqRel) {
+                if age < self.ttl * 2 {
+                    return Ok(Some(Arc::clone(&e.record)));
+                }
+            } else {
+                refresh_flag = Some(Arc::clone(&e.refreshing));
+            }
+        }
+        let read = self.store.get_client(id).await;
+        if let Some(flag) = refresh_flag {
+            // On failure the next caller tries again.
+            flag.store(false, Ordering::Release);
+        }
+        let Some(rec) = read? else {
             self.entries.write().remove(id);
             return Ok(None);
         };
         let rec = Arc::new(rec);
-        if !self.ttl.is_zero() {
-            let mut entries = self.entries.write();
-            if entries.len() >= MAX_ENTRIES {
-                let ttl = self.ttl;
-                entries.retain(|_, (at, _)| at.elapsed() < ttl);
-            }
-            if entries.len() < MAX_ENTRIES {
-                entries.insert(id.to_owned(), (Instant::now(), Arc::clone(&rec)));
-            }
+        let mut entries = self.entries.write();
+        if entries.len() >= MAX_ENTRIES {
+            let ttl = self.ttl;
+            entries.retain(|_, e| e.at.elapsed() < ttl);
+        }
+        if entries.len() < MAX_ENTRIES || entries.contains_key(id) {
+            entries.insert(
+                id.to_owned(),
+                Entry {
+                    at: Instant::now(),
+                    record: Arc::clone(&rec),
+                    refreshing: Arc::new(AtomicBool::new(false)),
+                },
+            );
         }
         Ok(Some(rec))
     }
@@ -125,5 +164,60 @@ impl CredentialSource for ClientCache {
             self.invalidate(principal);
         }
         self.users.replace_hash(kind, principal, old, new)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use portcullis_store::{Grant, SqliteStore};
+
+    async fn store_with_client(dir: &std::path::Path) -> Arc<SqliteStore> {
+        let store = Arc::new(SqliteStore::open(&dir.join("db")).await.unwrap());
+        store
+            .put_client(&ClientRecord {
+                id: "c".into(),
+                secret_hashes: vec!["$hmac-sha256$k=p1$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA".into()],
+                grants: vec![Grant::ClientCredentials],
+                scopes: vec!["read".into()],
+                token_lifetime: 3600,
+                created_at: 0,
+            })
+            .await
+            .unwrap();
+        store
+    }
+
+    #[tokio::test]
+    async fn fresh_entries_are_served_without_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_with_client(dir.path()).await;
+        let cache = ClientCache::new(store.clone(), Duration::from_secs(3600));
+        let first = cache.get("c").await.unwrap().unwrap();
+        assert_eq!(first.scopes, vec!["read".to_owned()]);
+        store.close().await;
+        // Store gone: the cached record still answers, via both paths.
+        assert_eq!(cache.get("c").await.unwrap().unwrap().id, "c");
+        let creds = cache
+            .credentials(PrincipalKind::Client, "c")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(creds.hashes, first.secret_hashes);
+        // Unknown ids are never cached, so they reach the (failed) store.
+        assert!(cache.get("other").await.is_err());
+        // After invalidation the store is asked again.
+        cache.invalidate("c");
+        assert!(cache.get("c").await.is_err());
+    }
+
+    #[tokio::test]
+    async fn zero_ttl_disables_caching() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_with_client(dir.path()).await;
+        let cache = ClientCache::new(store.clone(), Duration::ZERO);
+        assert!(cache.get("c").await.unwrap().is_some());
+        store.close().await;
+        assert!(cache.get("c").await.is_err());
     }
 }

@@ -309,14 +309,16 @@ mod tests {
         let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls");
         let dir = tempfile::tempdir().unwrap();
         let data = portcullis_store::DataDir::open(dir.path()).await.unwrap();
-        let mut config = Config::default();
-        config.data_dir = dir.path().to_path_buf();
-        config.tls = Some(TlsSettings {
-            cert: fixtures.join("ec_server.crt"),
-            key: fixtures.join("ec_server.key"),
-            versions: vec![TlsVersion::Tls12, TlsVersion::Tls13],
-            cipher_suites: Vec::new(),
-        });
+        let config = Config {
+            data_dir: dir.path().to_path_buf(),
+            tls: Some(TlsSettings {
+                cert: fixtures.join("ec_server.crt"),
+                key: fixtures.join("ec_server.key"),
+                versions: vec![TlsVersion::Tls12, TlsVersion::Tls13],
+                cipher_suites: Vec::new(),
+            }),
+            ..Config::default()
+        };
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let app = App::from_data_dir(config, &data, addr).await.unwrap();
@@ -365,14 +367,16 @@ mod tests {
         let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls");
         let dir = tempfile::tempdir().unwrap();
         let data = portcullis_store::DataDir::open(dir.path()).await.unwrap();
-        let mut config = Config::default();
-        config.data_dir = dir.path().to_path_buf();
-        config.tls = Some(TlsSettings {
-            cert: fixtures.join("rsa_keyencipherment_only.crt"),
-            key: fixtures.join("rsa_keyencipherment_only.key"),
-            versions: vec![TlsVersion::Tls12, TlsVersion::Tls13],
-            cipher_suites: Vec::new(),
-        });
+        let config = Config {
+            data_dir: dir.path().to_path_buf(),
+            tls: Some(TlsSettings {
+                cert: fixtures.join("rsa_keyencipherment_only.crt"),
+                key: fixtures.join("rsa_keyencipherment_only.key"),
+                versions: vec![TlsVersion::Tls12, TlsVersion::Tls13],
+                cipher_suites: Vec::new(),
+            }),
+            ..Config::default()
+        };
         let addr = SocketAddr::from(([127, 0, 0, 1], 0));
         let err = App::from_data_dir(config, &data, addr).await.unwrap_err();
         assert!(err.to_string().contains("digitalSignature"), "{err}");

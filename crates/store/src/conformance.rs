@@ -61,6 +61,7 @@ pub async fn run_all(store: &dyn Store) {
     client_validation(store).await;
     client_rotation(store).await;
     client_settings_update(store).await;
+    concurrent_rotations_shift_atomically(store).await;
     client_credential_view_and_cas(store).await;
     cas_race_exactly_one_wins(store).await;
     cas_race_on_both_client_slots(store).await;
@@ -185,10 +186,63 @@ pub async fn client_rotation(store: &dyn Store) {
     }
     assert!(matches!(
         store
-            .update_client_secrets("conf-rotate-none", vec![new])
+            .update_client_secrets("conf-rotate-none", vec![new.clone()])
             .await,
         Err(StoreError::NotFound(_))
     ));
+
+    // The atomic rotation primitives.
+    let third = test_hash("conf-rotate/s3");
+    store.rotate_client_secret(&c.id, &third).await.unwrap();
+    let got = store.get_client(&c.id).await.unwrap().unwrap();
+    assert_eq!(got.secret_hashes, vec![third.clone(), new.clone()]);
+    let fourth = test_hash("conf-rotate/s4");
+    store.rotate_client_secret(&c.id, &fourth).await.unwrap();
+    let got = store.get_client(&c.id).await.unwrap().unwrap();
+    assert_eq!(
+        got.secret_hashes,
+        vec![fourth.clone(), third.clone()],
+        "the oldest is dropped"
+    );
+    assert!(matches!(
+        store.rotate_client_secret(&c.id, &fourth).await,
+        Err(StoreError::Invalid(_))
+    ));
+    assert!(matches!(
+        store.rotate_client_secret(&c.id, "plaintext").await,
+        Err(StoreError::Invalid(_))
+    ));
+    assert!(matches!(
+        store.rotate_client_secret("conf-rotate-none", &third).await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert!(store.finish_client_rotation(&c.id).await.unwrap());
+    assert!(!store.finish_client_rotation(&c.id).await.unwrap());
+    let got = store.get_client(&c.id).await.unwrap().unwrap();
+    assert_eq!(got.secret_hashes, vec![fourth]);
+    assert!(matches!(
+        store.finish_client_rotation("conf-rotate-none").await,
+        Err(StoreError::NotFound(_))
+    ));
+    store.remove_client(&c.id).await.unwrap();
+}
+
+/// Concurrent rotations never lose a secret: every new hash is current or previous at
+/// some point in a serial order, so the final pair is two of the new hashes, in the order
+/// of two consecutive rotations.
+pub async fn concurrent_rotations_shift_atomically(store: &dyn Store) {
+    let c = test_client("conf-rotate-race");
+    store.put_client(&c).await.unwrap();
+    let news: Vec<String> = (0..6).map(|i| test_hash(&format!("rr-{i}"))).collect();
+    let results = join_all(news.iter().map(|n| store.rotate_client_secret(&c.id, n))).await;
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+    let got = store.get_client(&c.id).await.unwrap().unwrap();
+    assert_eq!(got.secret_hashes.len(), 2);
+    assert!(news.contains(&got.secret_hashes[0]));
+    assert!(
+        news.contains(&got.secret_hashes[1]),
+        "a lost update would leave the original secret as previous"
+    );
     store.remove_client(&c.id).await.unwrap();
 }
 

@@ -56,6 +56,8 @@ pub struct DataDir {
     peppers: Peppers,
     /// Key-encryption key from `secrets.toml` for secrets kept in the database.
     master_key: MasterKey,
+    /// Whether this open created the secrets file (first use), so the CLI can say so.
+    created: bool,
 }
 
 impl std::fmt::Debug for DataDir {
@@ -73,7 +75,7 @@ impl DataDir {
     pub async fn open(path: impl AsRef<Path>) -> Result<DataDir, StoreError> {
         let path = path.as_ref().to_path_buf();
         ensure_dir(&path)?;
-        let (peppers, master_key) = load_or_create_secrets(&path.join(SECRETS_FILE))?;
+        let (peppers, master_key, created) = load_or_create_secrets(&path.join(SECRETS_FILE))?;
         let db = path.join(DB_FILE);
         ensure_private_file(&db)?;
         let store = Arc::new(SqliteStore::open(&db).await?);
@@ -82,7 +84,27 @@ impl DataDir {
             store,
             peppers,
             master_key,
+            created,
         })
+    }
+
+    /// Like [`DataDir::open`], but [`StoreError::NotFound`] if `path` does not exist yet:
+    /// for commands that only read or change existing data, so a mistyped path (or the
+    /// wrong working directory) is an error instead of a new, empty data directory.
+    pub async fn open_existing(path: impl AsRef<Path>) -> Result<DataDir, StoreError> {
+        let path = path.as_ref();
+        match fs::metadata(path) {
+            Ok(_) => Self::open(path).await,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(StoreError::NotFound(
+                format!("data directory {}", path.display()),
+            )),
+            Err(e) => Err(StoreError::io(format!("reading {}", path.display()), e)),
+        }
+    }
+
+    /// Whether this open created the data directory's secrets (its first use).
+    pub fn created(&self) -> bool {
+        self.created
     }
 
     /// The directory.
@@ -240,9 +262,10 @@ struct PepperEntry {
     key: String,
 }
 
-fn load_or_create_secrets(file: &Path) -> Result<(Peppers, MasterKey), StoreError> {
+fn load_or_create_secrets(file: &Path) -> Result<(Peppers, MasterKey, bool), StoreError> {
+    let existing = |file| load_secrets(file).map(|(p, m)| (p, m, false));
     match fs::symlink_metadata(file) {
-        Ok(_) => load_secrets(file),
+        Ok(_) => existing(file),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let mut peppers = Peppers::new();
             let key = PepperKey::generate("p1").map_err(|e| StoreError::Backend(e.to_string()))?;
@@ -258,9 +281,9 @@ fn load_or_create_secrets(file: &Path) -> Result<(Peppers, MasterKey), StoreErro
                     if let Some(dir) = file.parent() {
                         sync_dir(dir)?;
                     }
-                    Ok((peppers, master))
+                    Ok((peppers, master, true))
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => load_secrets(file),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => existing(file),
                 Err(e) => Err(StoreError::io(format!("creating {}", file.display()), e)),
             }
         }

@@ -217,6 +217,56 @@ impl Store for SqliteStore {
         Ok(())
     }
 
+    async fn rotate_client_secret(&self, id: &str, new_hash: &str) -> Result<(), StoreError> {
+        validate_hash(new_hash)?;
+        // One statement: the right-hand sides see the row as it was, so the shift is
+        // atomic even against a concurrent rotation or rehash.
+        let done = sqlx::query(
+            "UPDATE clients SET previous_secret_hash = secret_hash, secret_hash = ?2 \
+             WHERE id = ?1",
+        )
+        .bind(id)
+        .bind(new_hash)
+        .execute(&self.pool)
+        .await
+        .map_err(|e| match &e {
+            sqlx::Error::Database(db) if db.is_check_violation() => {
+                StoreError::invalid("the new secret hash equals the current one")
+            }
+            _ => backend(e),
+        })?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound(client_label(id)));
+        }
+        Ok(())
+    }
+
+    async fn finish_client_rotation(&self, id: &str) -> Result<bool, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(backend)?;
+        let done = sqlx::query(
+            "UPDATE clients SET previous_secret_hash = NULL \
+             WHERE id = ?1 AND previous_secret_hash IS NOT NULL",
+        )
+        .bind(id)
+        .execute(&mut *tx)
+        .await
+        .map_err(backend)?;
+        if done.rows_affected() > 0 {
+            tx.commit().await.map_err(backend)?;
+            return Ok(true);
+        }
+        let exists: Option<(i64,)> = sqlx::query_as("SELECT 1 FROM clients WHERE id = ?1")
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(backend)?;
+        tx.commit().await.map_err(backend)?;
+        match exists {
+            Some(_) => Ok(false),
+            None => Err(StoreError::NotFound(client_label(id))),
+        }
+    }
+
     async fn update_client_settings(
         &self,
         id: &str,

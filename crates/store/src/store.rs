@@ -37,6 +37,13 @@ pub trait Store: CredentialSource {
     /// Replace a client's secret hashes (1 or 2, current first), e.g. for rotation;
     /// [`StoreError::NotFound`] if there is no such client.
     async fn update_client_secrets(&self, id: &str, hashes: Vec<String>) -> Result<(), StoreError>;
+    /// Start a secret rotation atomically: `new_hash` becomes the current secret, the
+    /// current one becomes the previous one, and an older previous one is dropped.
+    /// [`StoreError::NotFound`] if there is no such client.
+    async fn rotate_client_secret(&self, id: &str, new_hash: &str) -> Result<(), StoreError>;
+    /// End a rotation: drop the previous secret. Returns whether there was one;
+    /// [`StoreError::NotFound`] if there is no such client.
+    async fn finish_client_rotation(&self, id: &str) -> Result<bool, StoreError>;
     /// Replace a client's grants, scopes and token lifetime (its secrets are untouched);
     /// [`StoreError::NotFound`] if there is no such client.
     async fn update_client_settings(

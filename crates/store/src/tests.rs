@@ -277,3 +277,17 @@ async fn issue_5_rehash_race_between_spawned_tasks_upgrades_once() {
         .unwrap();
     assert_eq!(stored.hashes, winners);
 }
+
+#[tokio::test]
+async fn issue_5_open_existing_does_not_create() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("data");
+    let err = DataDir::open_existing(&path).await.unwrap_err();
+    assert!(matches!(err, StoreError::NotFound(_)), "{err}");
+    assert!(!path.exists());
+    let first = DataDir::open(&path).await.unwrap();
+    assert!(first.created());
+    first.close().await;
+    let again = DataDir::open_existing(&path).await.unwrap();
+    assert!(!again.created());
+}

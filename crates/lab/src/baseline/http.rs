@@ -54,7 +54,8 @@ pub fn read_request(r: &mut BufReader<TcpStream>) -> Result<Request, ReadError> 
     }
     head_len += n;
     let mut parts = line.split_whitespace();
-    let (Some(method), Some(target), Some(version), None) = (parts.next(), parts.next(), parts.next(), parts.next())
+    let (Some(method), Some(target), Some(version), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
     else {
         return Err(ReadError::Bad("malformed request line"));
     };
@@ -88,7 +89,9 @@ pub fn read_request(r: &mut BufReader<TcpStream>) -> Result<Request, ReadError> 
         let value = value.trim();
         match name.trim().to_ascii_lowercase().as_str() {
             "content-length" => {
-                content_length = value.parse().map_err(|_| ReadError::Bad("bad content-length"))?;
+                content_length = value
+                    .parse()
+                    .map_err(|_| ReadError::Bad("bad content-length"))?;
                 if content_length > MAX_BODY {
                     return Err(ReadError::Bad("body too large"));
                 }

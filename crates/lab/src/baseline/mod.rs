@@ -65,7 +65,9 @@ struct Stored {
     hash: [u8; 32],
 }
 
-const BUCKETS: [f64; 11] = [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+const BUCKETS: [f64; 11] = [
+    0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
 
 /// Shared state of the workers.
 struct State {
@@ -132,7 +134,9 @@ pub struct Baseline {
 
 impl std::fmt::Debug for Baseline {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Baseline").field("addr", &self.addr).finish_non_exhaustive()
+        f.debug_struct("Baseline")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
     }
 }
 
@@ -146,7 +150,11 @@ fn hash_secret(secret: &str, iterations: u32) -> Result<Stored, LabError> {
 
 impl Baseline {
     /// Start serving on `listener` (token endpoint) and `metrics_listener` (`/metrics`).
-    pub fn start(listener: TcpListener, metrics_listener: TcpListener, cfg: BaselineConfig) -> Result<Baseline, LabError> {
+    pub fn start(
+        listener: TcpListener,
+        metrics_listener: TcpListener,
+        cfg: BaselineConfig,
+    ) -> Result<Baseline, LabError> {
         let io = |e: std::io::Error| LabError::Baseline(e.to_string());
         let addr = listener.local_addr().map_err(io)?;
         let metrics_addr = metrics_listener.local_addr().map_err(io)?;
@@ -304,14 +312,24 @@ fn accept_loop(
 }
 
 fn connection(stream: TcpStream, tx: &mpsc::Sender<Job>) {
-    let Ok(mut w) = stream.try_clone() else { return };
+    let Ok(mut w) = stream.try_clone() else {
+        return;
+    };
     let mut r = BufReader::new(stream);
     loop {
         let req = match http::read_request(&mut r) {
             Ok(req) => req,
             Err(http::ReadError::Bad(m)) => {
-                let body = serde_json::json!({"error": "invalid_request", "error_description": m}).to_string();
-                let _ = http::write_response(&mut w, 400, "application/json", &[], body.as_bytes(), true);
+                let body = serde_json::json!({"error": "invalid_request", "error_description": m})
+                    .to_string();
+                let _ = http::write_response(
+                    &mut w,
+                    400,
+                    "application/json",
+                    &[],
+                    body.as_bytes(),
+                    true,
+                );
                 return;
             }
             Err(_) => return,
@@ -329,7 +347,17 @@ fn connection(stream: TcpStream, tx: &mpsc::Sender<Job>) {
             return;
         }
         let Ok(rep) = reply_rx.recv() else { return };
-        if http::write_response(&mut w, rep.status, rep.content_type, &rep.headers, &rep.body, close).is_err() || close {
+        if http::write_response(
+            &mut w,
+            rep.status,
+            rep.content_type,
+            &rep.headers,
+            &rep.body,
+            close,
+        )
+        .is_err()
+            || close
+        {
             return;
         }
     }
@@ -346,7 +374,8 @@ fn worker(rx: &Mutex<mpsc::Receiver<Job>>, st: &State) {
             continue;
         }
         let wait = job.enqueued.elapsed();
-        st.wait_sum_us.fetch_add(wait.as_micros() as u64, Ordering::Relaxed);
+        st.wait_sum_us
+            .fetch_add(wait.as_micros() as u64, Ordering::Relaxed);
         st.wait_count.fetch_add(1, Ordering::Relaxed);
         for (i, le) in BUCKETS.iter().enumerate() {
             if wait.as_secs_f64() <= *le {
@@ -372,7 +401,8 @@ fn json(status: u16, body: String) -> Reply {
 fn oauth_error(status: u16, error: &str) -> Reply {
     let mut r = json(status, serde_json::json!({ "error": error }).to_string());
     if status == 401 {
-        r.headers.push(("www-authenticate", "Basic realm=\"baseline\""));
+        r.headers
+            .push(("www-authenticate", "Basic realm=\"baseline\""));
     }
     r
 }
@@ -396,7 +426,13 @@ fn handle(st: &State, req: &http::Request) -> Reply {
 fn verify(map: &HashMap<String, Stored>, id: &str, secret: &str, iterations: u32) -> bool {
     let Some(s) = map.get(id) else { return false };
     let mut out = [0u8; 32];
-    pbkdf2_hmac(Prf::Sha256, secret.as_bytes(), &s.salt, iterations, &mut out);
+    pbkdf2_hmac(
+        Prf::Sha256,
+        secret.as_bytes(),
+        &s.salt,
+        iterations,
+        &mut out,
+    );
     portcullis_hash::ct_eq(&out, &s.hash)
 }
 
@@ -476,11 +512,20 @@ fn metrics_loop(listener: &TcpListener, st: &State) {
         }
         let Ok(stream) = stream else { continue };
         let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-        let Ok(mut w) = stream.try_clone() else { continue };
+        let Ok(mut w) = stream.try_clone() else {
+            continue;
+        };
         let mut r = BufReader::new(stream);
         if http::read_request(&mut r).is_ok() {
             let body = render_metrics(st);
-            let _ = http::write_response(&mut w, 200, "text/plain; version=0.0.4", &[], body.as_bytes(), true);
+            let _ = http::write_response(
+                &mut w,
+                200,
+                "text/plain; version=0.0.4",
+                &[],
+                body.as_bytes(),
+                true,
+            );
         }
     }
 }
@@ -488,7 +533,10 @@ fn metrics_loop(listener: &TcpListener, st: &State) {
 fn render_metrics(st: &State) -> String {
     let mut s = String::new();
     s.push_str("# TYPE portcullis_pool_busy_threads gauge\n");
-    s.push_str(&format!("portcullis_pool_busy_threads {}\n", st.busy.load(Ordering::Relaxed)));
+    s.push_str(&format!(
+        "portcullis_pool_busy_threads {}\n",
+        st.busy.load(Ordering::Relaxed)
+    ));
     s.push_str("# TYPE portcullis_queue_wait_seconds histogram\n");
     for (i, le) in BUCKETS.iter().enumerate() {
         s.push_str(&format!(
@@ -497,7 +545,9 @@ fn render_metrics(st: &State) -> String {
         ));
     }
     let count = st.wait_count.load(Ordering::Relaxed);
-    s.push_str(&format!("portcullis_queue_wait_seconds_bucket{{le=\"+Inf\"}} {count}\n"));
+    s.push_str(&format!(
+        "portcullis_queue_wait_seconds_bucket{{le=\"+Inf\"}} {count}\n"
+    ));
     s.push_str(&format!(
         "portcullis_queue_wait_seconds_sum {}\n",
         st.wait_sum_us.load(Ordering::Relaxed) as f64 / 1e6

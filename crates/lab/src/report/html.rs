@@ -10,7 +10,9 @@ use crate::fingerprint::utc;
 use crate::record::{GroupResult, OUTCOMES, Outcome};
 use crate::runner::{RepeatResult, ScenarioResult};
 
-const GROUP_COLORS: [&str; 6] = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"];
+const GROUP_COLORS: [&str; 6] = [
+    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
+];
 
 fn outcome_color(o: Outcome) -> &'static str {
     match o {
@@ -109,7 +111,9 @@ fn headline(o: &mut String, r: &Report) {
     o.push_str("<h2>Summary</h2><table><tr><th>scenario</th><th>target</th><th>legitimate success</th><th>legitimate tokens/s</th><th>p50</th><th>p99</th><th>timeouts</th><th>other clients: answered/s, p50</th><th>verdict</th></tr>");
     for s in &r.sections {
         for res in &s.results {
-            let Some(rep) = res.repeats.first() else { continue };
+            let Some(rep) = res.repeats.first() else {
+                continue;
+            };
             let other = first_non_legit(rep)
                 .map(|g| format!("{:.1}/s, {}", g.completed_per_s, ms(g.p50_ms)))
                 .unwrap_or_else(|| "-".into());
@@ -136,8 +140,12 @@ fn headline(o: &mut String, r: &Report) {
                         "<tr><td>{}</td><td>{}</td><td colspan=6>{}</td><td>{}</td></tr>",
                         esc(&res.scenario),
                         esc(&res.target),
-                        g.map(|g| format!("{:.0} completed/s, p99 {}", g.completed_per_s, ms(g.p99_ms)))
-                            .unwrap_or_default(),
+                        g.map(|g| format!(
+                            "{:.0} completed/s, p99 {}",
+                            g.completed_per_s,
+                            ms(g.p99_ms)
+                        ))
+                        .unwrap_or_default(),
                         verdict(res.passed)
                     );
                     let _ = other;
@@ -166,7 +174,9 @@ fn scales(s: &Section) -> Scales {
         server: 1.0,
     };
     for res in &s.results {
-        let Some(rep) = res.repeats.first() else { continue };
+        let Some(rep) = res.repeats.first() else {
+            continue;
+        };
         sc.x = sc.x.max(rep.duration_s);
         for g in &rep.groups {
             for row in &g.series {
@@ -178,7 +188,11 @@ fn scales(s: &Section) -> Scales {
             if let Some(w) = row.queue_wait_mean_ms {
                 sc.wait = sc.wait.max(w);
             }
-            sc.server = sc.server.max(row.shed).max(row.throttled).max(row.pool_busy.unwrap_or(0.0));
+            sc.server = sc
+                .server
+                .max(row.shed)
+                .max(row.throttled)
+                .max(row.pool_busy.unwrap_or(0.0));
         }
     }
     let up = |v: f64| {
@@ -193,7 +207,12 @@ fn scales(s: &Section) -> Scales {
 }
 
 fn section(o: &mut String, s: &Section) {
-    let _ = write!(o, "<h2>{}</h2><p>{}</p>", esc(&s.scenario), esc(&s.description));
+    let _ = write!(
+        o,
+        "<h2>{}</h2><p>{}</p>",
+        esc(&s.scenario),
+        esc(&s.description)
+    );
     let sc = scales(s);
     let _ = write!(
         o,
@@ -221,7 +240,11 @@ fn group_table(o: &mut String, rep: &RepeatResult) {
             o,
             "<tr><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&g.name),
-            if g.expects_success { "" } else { " (bad creds)" },
+            if g.expects_success {
+                ""
+            } else {
+                " (bad creds)"
+            },
             g.completed,
             c(Outcome::Success),
             c(Outcome::AuthFailure),
@@ -253,7 +276,9 @@ fn column(o: &mut String, res: &ScenarioResult, sc: &Scales) {
     };
     group_table(o, rep);
     if res.repeats.len() > 1 {
-        o.push_str("<table><tr><th>repeat</th><th>legit success</th><th>tokens/s</th><th>p99</th></tr>");
+        o.push_str(
+            "<table><tr><th>repeat</th><th>legit success</th><th>tokens/s</th><th>p99</th></tr>",
+        );
         for r in &res.repeats {
             if let Some(l) = &r.legitimate {
                 let _ = write!(
@@ -274,7 +299,11 @@ fn column(o: &mut String, res: &ScenarioResult, sc: &Scales) {
             r#"<p class="note">{} {} (observed {})</p>"#,
             verdict(t.passed),
             esc(&t.rule),
-            t.values.iter().map(|v| format!("{v:.3}")).collect::<Vec<_>>().join(", ")
+            t.values
+                .iter()
+                .map(|v| format!("{v:.3}"))
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
     for f in &res.failures {
@@ -288,11 +317,21 @@ fn column(o: &mut String, res: &ScenarioResult, sc: &Scales) {
         .map(|(i, g)| Line {
             name: &g.name,
             color: col(i),
-            points: g.series.iter().map(|r| (r.second as f64 + 0.5, r.completed as f64)).collect(),
+            points: g
+                .series
+                .iter()
+                .map(|r| (r.second as f64 + 0.5, r.completed as f64))
+                .collect(),
             dashed: !g.expects_success,
         })
         .collect();
-    o.push_str(&svg::lines("Completed requests per second", "req/s", &rate, sc.x, sc.rate));
+    o.push_str(&svg::lines(
+        "Completed requests per second",
+        "req/s",
+        &rate,
+        sc.x,
+        sc.rate,
+    ));
     let p99: Vec<Line<'_>> = rep
         .groups
         .iter()
@@ -309,8 +348,17 @@ fn column(o: &mut String, res: &ScenarioResult, sc: &Scales) {
             dashed: !g.expects_success,
         })
         .collect();
-    o.push_str(&svg::lines("p99 latency per second (from intended send time in open loop)", "ms", &p99, sc.x, sc.p99));
-    let cats: Vec<(&str, &str)> = OUTCOMES.iter().map(|x| (x.name(), outcome_color(*x))).collect();
+    o.push_str(&svg::lines(
+        "p99 latency per second (from intended send time in open loop)",
+        "ms",
+        &p99,
+        sc.x,
+        sc.p99,
+    ));
+    let cats: Vec<(&str, &str)> = OUTCOMES
+        .iter()
+        .map(|x| (x.name(), outcome_color(*x)))
+        .collect();
     for g in rep.groups.iter().take(3) {
         let bars: Vec<(f64, Vec<f64>)> = g
             .series
@@ -318,7 +366,10 @@ fn column(o: &mut String, res: &ScenarioResult, sc: &Scales) {
             .map(|r| {
                 (
                     r.second as f64,
-                    OUTCOMES.iter().map(|x| r.outcomes.get(x).copied().unwrap_or(0) as f64).collect(),
+                    OUTCOMES
+                        .iter()
+                        .map(|x| r.outcomes.get(x).copied().unwrap_or(0) as f64)
+                        .collect(),
                 )
             })
             .collect();
@@ -336,7 +387,13 @@ fn column(o: &mut String, res: &ScenarioResult, sc: &Scales) {
                 .collect(),
             dashed: false,
         };
-        o.push_str(&svg::lines("Server: queue wait (ms, from /metrics)", "ms", &[wait], sc.x, sc.wait));
+        o.push_str(&svg::lines(
+            "Server: queue wait (ms, from /metrics)",
+            "ms",
+            &[wait],
+            sc.x,
+            sc.wait,
+        ));
         let pts = |f: &dyn Fn(&crate::scrape::ServerSecond) -> Option<f64>| -> Vec<(f64, f64)> {
             rep.server
                 .iter()
@@ -364,10 +421,19 @@ fn column(o: &mut String, res: &ScenarioResult, sc: &Scales) {
                 dashed: false,
             },
         ];
-        o.push_str(&svg::lines("Server: busy threads, shed/s, throttled/s", "count", &server, sc.x, sc.server));
+        o.push_str(&svg::lines(
+            "Server: busy threads, shed/s, throttled/s",
+            "count",
+            &server,
+            sc.x,
+            sc.server,
+        ));
         let missed = rep.server.iter().filter(|r| !r.scraped).count();
         if missed > 0 {
-            let _ = write!(o, r#"<p class="note">{missed} scrape(s) of /metrics got no answer.</p>"#);
+            let _ = write!(
+                o,
+                r#"<p class="note">{missed} scrape(s) of /metrics got no answer.</p>"#
+            );
         }
     } else {
         o.push_str(r#"<p class="note">Server metrics were not scraped.</p>"#);

@@ -44,14 +44,17 @@ pub struct Section {
 impl Report {
     /// Whether every result passed.
     pub fn passed(&self) -> bool {
-        self.sections.iter().all(|s| s.results.iter().all(|r| r.passed))
+        self.sections
+            .iter()
+            .all(|s| s.results.iter().all(|r| r.passed))
     }
 
     /// Write the three files into `dir` (created if missing); returns the HTML path.
     pub fn write(&self, dir: &Path) -> Result<PathBuf, LabError> {
         let err = |p: &Path, e: std::io::Error| LabError::Output(format!("{}: {e}", p.display()));
         std::fs::create_dir_all(dir).map_err(|e| err(dir, e))?;
-        let json = serde_json::to_string_pretty(self).map_err(|e| LabError::Output(e.to_string()))?;
+        let json =
+            serde_json::to_string_pretty(self).map_err(|e| LabError::Output(e.to_string()))?;
         let p = dir.join("summary.json");
         std::fs::write(&p, json).map_err(|e| err(&p, e))?;
         let p = dir.join("timeseries.csv");
@@ -64,17 +67,28 @@ impl Report {
     /// The CSV text: a header, then per scenario, target, repeat and second one row per
     /// group and one `server` row (server columns empty on group rows and vice versa).
     pub fn csv(&self) -> String {
-        let mut out = String::from("scenario,target,repeat,series,second,completed,outstanding,p50_ms,p99_ms");
+        let mut out = String::from(
+            "scenario,target,repeat,series,second,completed,outstanding,p50_ms,p99_ms",
+        );
         for o in OUTCOMES {
             out.push(',');
             out.push_str(o.name());
         }
         out.push_str(",queue_wait_mean_ms,queue_wait_p99_ms,server_shed,server_throttled,pool_busy,server_attempts\n");
-        let opt = |v: Option<f64>| v.filter(|x| x.is_finite()).map(|x| format!("{x:.3}")).unwrap_or_default();
+        let opt = |v: Option<f64>| {
+            v.filter(|x| x.is_finite())
+                .map(|x| format!("{x:.3}"))
+                .unwrap_or_default()
+        };
         for s in &self.sections {
             for r in &s.results {
                 for rep in &r.repeats {
-                    let lead = format!("{},{},{}", csv_field(&r.scenario), csv_field(&r.target), rep.repeat);
+                    let lead = format!(
+                        "{},{},{}",
+                        csv_field(&r.scenario),
+                        csv_field(&r.target),
+                        rep.repeat
+                    );
                     for g in &rep.groups {
                         for row in &g.series {
                             out.push_str(&format!(
@@ -87,7 +101,10 @@ impl Report {
                                 row.p99_ms
                             ));
                             for o in OUTCOMES {
-                                out.push_str(&format!(",{}", row.outcomes.get(&o).copied().unwrap_or(0)));
+                                out.push_str(&format!(
+                                    ",{}",
+                                    row.outcomes.get(&o).copied().unwrap_or(0)
+                                ));
                             }
                             out.push_str(",,,,,,\n");
                         }

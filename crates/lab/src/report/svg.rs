@@ -25,7 +25,10 @@ pub struct Line<'a> {
 
 /// Escape text for HTML/SVG.
 pub fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 /// A round step so that `max / step` is about `n`.
@@ -129,7 +132,11 @@ fn legend(out: &mut String, items: &[(&str, &str)]) {
 /// A line chart; `y_max` fixes the scale (side-by-side charts share it).
 pub fn lines(title: &str, y_label: &str, series: &[Line<'_>], x_max: f64, y_max: f64) -> String {
     let x_max = x_max.max(1.0);
-    let y_max = if y_max > 0.0 && y_max.is_finite() { y_max } else { 1.0 };
+    let y_max = if y_max > 0.0 && y_max.is_finite() {
+        y_max
+    } else {
+        1.0
+    };
     let mut out = String::new();
     let (pw, ph) = frame(&mut out, title, y_label, x_max, y_max);
     for s in series {
@@ -152,7 +159,11 @@ pub fn lines(title: &str, y_label: &str, series: &[Line<'_>], x_max: f64, y_max:
             out,
             r##"<polyline fill="none" stroke="{c}" stroke-width="2"{d} points="{p}"/>"##,
             c = s.color,
-            d = if s.dashed { r#" stroke-dasharray="5 3""# } else { "" },
+            d = if s.dashed {
+                r#" stroke-dasharray="5 3""#
+            } else {
+                ""
+            },
             p = pts.join(" ")
         );
     }
@@ -163,9 +174,20 @@ pub fn lines(title: &str, y_label: &str, series: &[Line<'_>], x_max: f64, y_max:
 }
 
 /// Stacked bars: one bar per x, one segment per category.
-pub fn stacked(title: &str, y_label: &str, categories: &[(&str, &str)], bars: &[(f64, Vec<f64>)], x_max: f64, y_max: f64) -> String {
+pub fn stacked(
+    title: &str,
+    y_label: &str,
+    categories: &[(&str, &str)],
+    bars: &[(f64, Vec<f64>)],
+    x_max: f64,
+    y_max: f64,
+) -> String {
     let x_max = x_max.max(1.0);
-    let y_max = if y_max > 0.0 && y_max.is_finite() { y_max } else { 1.0 };
+    let y_max = if y_max > 0.0 && y_max.is_finite() {
+        y_max
+    } else {
+        1.0
+    };
     let mut out = String::new();
     let (pw, ph) = frame(&mut out, title, y_label, x_max, y_max);
     let bw = (pw / x_max * 0.85).max(1.0);

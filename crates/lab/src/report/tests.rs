@@ -20,7 +20,11 @@ fn known_result() -> ScenarioResult {
         bad.record(1, Outcome::AuthFailure, Duration::from_millis(1000));
     }
     let groups = vec![legit.finish(), bad.finish()];
-    let legitimate = Some(crate::record::merge("legitimate", &[legit.raw()], Duration::from_secs(2)));
+    let legitimate = Some(crate::record::merge(
+        "legitimate",
+        &[legit.raw()],
+        Duration::from_secs(2),
+    ));
     let server = vec![
         ServerSecond {
             second: 0,
@@ -92,7 +96,8 @@ fn summary_json_round_trips_the_recorded_counts() {
     let dir = tempfile::tempdir().unwrap();
     let html = report().write(dir.path()).unwrap();
     assert_eq!(html, dir.path().join("report.html"));
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.path().join("summary.json")).unwrap()).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("summary.json")).unwrap()).unwrap();
     let rep = &v["sections"][0]["results"][0]["repeats"][0];
     let legit = &rep["groups"][0];
     assert_eq!(legit["name"], "legit");
@@ -117,15 +122,24 @@ fn timeseries_csv_has_one_row_per_group_second_and_server_second() {
     // Quoted fields contain commas, so split with a tiny CSV reader.
     let rows: Vec<Vec<String>> = lines.map(split_csv).collect();
     assert!(rows.iter().all(|r| r.len() == header.len()), "{csv}");
-    let legit: Vec<_> = rows.iter().filter(|r| r[col("series")] == "legit").collect();
+    let legit: Vec<_> = rows
+        .iter()
+        .filter(|r| r[col("series")] == "legit")
+        .collect();
     assert_eq!(legit.len(), 2);
     assert_eq!(legit[0][col("completed")], "8");
     assert_eq!(legit[1][col("success")], "1");
     assert_eq!(legit[1][col("timeout")], "1");
-    let bad: Vec<_> = rows.iter().filter(|r| r[col("series")] == "attackers, \"evil\"").collect();
+    let bad: Vec<_> = rows
+        .iter()
+        .filter(|r| r[col("series")] == "attackers, \"evil\"")
+        .collect();
     assert_eq!(bad.len(), 2);
     assert_eq!(bad[1][col("auth_failure")], "3");
-    let server: Vec<_> = rows.iter().filter(|r| r[col("series")] == "server").collect();
+    let server: Vec<_> = rows
+        .iter()
+        .filter(|r| r[col("series")] == "server")
+        .collect();
     assert_eq!(server.len(), 3);
     assert_eq!(server[1][col("server_shed")], "4");
     assert_eq!(server[1][col("pool_busy")], "16.000");
@@ -159,7 +173,10 @@ fn html_is_self_contained_and_escapes_names() {
     assert!(html.starts_with("<!doctype html>"));
     assert!(!html.contains("<script"));
     assert!(!html.contains("http://") || !html.contains("src=\"http"));
-    assert!(html.matches("<svg").count() >= 5, "throughput, p99, 2 outcome stacks, server");
+    assert!(
+        html.matches("<svg").count() >= 5,
+        "throughput, p99, 2 outcome stacks, server"
+    );
     assert!(html.contains("known &lt;inputs&gt;"));
     assert!(html.contains("attackers, &quot;evil&quot;"));
     assert!(html.contains("90.0%"), "legit success rate 9/10");

@@ -38,12 +38,20 @@ fn minimal_scenario_gets_documented_defaults() {
     assert_eq!(s.run.duration, Duration::from_secs(10));
     assert_eq!(s.run.repeats, 1);
     let g = &s.groups[0];
-    assert_eq!(g.model, Model::Closed { think: Duration::ZERO });
+    assert_eq!(
+        g.model,
+        Model::Closed {
+            think: Duration::ZERO
+        }
+    );
     assert_eq!(g.connection, ConnectionMode::KeepAlive);
     assert!(g.honour_retry_after);
     assert_eq!(g.duration, Duration::from_secs(10));
     assert!(g.expects_success());
-    assert_eq!(s.principals.get(1), Some(("lab-client-1".into(), "lab-secret-1".into())));
+    assert_eq!(
+        s.principals.get(1),
+        Some(("lab-client-1".into(), "lab-secret-1".into()))
+    );
 }
 
 #[test]
@@ -54,13 +62,19 @@ fn unknown_keys_are_rejected_with_the_key_named() {
     assert!(e.contains("thinktime"), "{e}");
     let e = err(&MINIMAL.replace("[principals]", "[run]\nrepeat = 2\n[principals]"));
     assert!(e.contains("repeat"), "{e}");
-    let e = err(&MINIMAL.replace("kind = \"oauth2\"", "kind = \"oauth2\"\ngrnat = \"password\""));
+    let e = err(&MINIMAL.replace(
+        "kind = \"oauth2\"",
+        "kind = \"oauth2\"\ngrnat = \"password\"",
+    ));
     assert!(e.contains("grnat"), "{e}");
 }
 
 #[test]
 fn open_loop_groups_need_a_rate_and_reject_closed_loop_keys() {
-    let open = MINIMAL.replace("size = 2", "size = 2\nmodel = \"open\"\nrate = 50.0\nrate_end = 100.0\narrival = \"poisson\"");
+    let open = MINIMAL.replace(
+        "size = 2",
+        "size = 2\nmodel = \"open\"\nrate = 50.0\nrate_end = 100.0\narrival = \"poisson\"",
+    );
     let s = Scenario::parse(&open, None).unwrap();
     assert_eq!(
         s.groups[0].model,
@@ -72,7 +86,9 @@ fn open_loop_groups_need_a_rate_and_reject_closed_loop_keys() {
         }
     );
     assert!(err(&MINIMAL.replace("size = 2", "size = 2\nmodel = \"open\"")).contains("needs rate"));
-    assert!(err(&open.replace("rate = 50.0", "rate = 50.0\nthink = \"1s\"")).contains("think is for"));
+    assert!(
+        err(&open.replace("rate = 50.0", "rate = 50.0\nthink = \"1s\"")).contains("think is for")
+    );
     assert!(err(&MINIMAL.replace("size = 2", "size = 2\nrate = 5.0")).contains("are for model"));
 }
 
@@ -86,7 +102,10 @@ fn group_timing_and_principals_are_checked() {
     assert!(e.contains("unit"), "{e}");
     let two = format!("{MINIMAL}\n[[group]]\nname = \"h\"\nsize = 2\n");
     let s = Scenario::parse(&two, None).unwrap();
-    assert_eq!(s.groups[1].principal_offset, 2, "groups get consecutive principals");
+    assert_eq!(
+        s.groups[1].principal_offset, 2,
+        "groups get consecutive principals"
+    );
     assert!(err(&two.replace("name = \"h\"", "name = \"g\"")).contains("unique"));
 }
 
@@ -97,7 +116,10 @@ fn durations_and_source_ranges_parse() {
     assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
     assert!(parse_duration("5").is_err());
     assert!(parse_duration("5h").is_err());
-    assert!(parse_duration("61m").is_err(), "beyond the hard ceiling of one hour");
+    assert!(
+        parse_duration("61m").is_err(),
+        "beyond the hard ceiling of one hour"
+    );
     let s = parse_sources("127.0.0.2-127.0.0.250").unwrap();
     assert_eq!(s.len(), 249);
     assert_eq!(s[0], "127.0.0.2".parse::<IpAddr>().unwrap());
@@ -110,42 +132,69 @@ fn durations_and_source_ranges_parse() {
 #[test]
 fn credentials_from_a_file_are_read_relative_to_the_scenario() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("creds.csv"), "# id,secret\nalice,s3cret,with,commas\nbob,pw\n").unwrap();
+    std::fs::write(
+        dir.path().join("creds.csv"),
+        "# id,secret\nalice,s3cret,with,commas\nbob,pw\n",
+    )
+    .unwrap();
     let text = MINIMAL.replace(
         "size = 2",
         "size = 2\ncredentials = \"file\"\ncredentials_file = \"creds.csv\"\nexpect = \"failure\"",
     );
     let s = Scenario::parse(&text, Some(dir.path())).unwrap();
     match &s.groups[0].credentials {
-        Credentials::File { pairs, expect_success } => {
-            assert_eq!(pairs[0], ("alice".to_string(), "s3cret,with,commas".to_string()));
+        Credentials::File {
+            pairs,
+            expect_success,
+        } => {
+            assert_eq!(
+                pairs[0],
+                ("alice".to_string(), "s3cret,with,commas".to_string())
+            );
             assert_eq!(pairs.len(), 2);
             assert!(!expect_success);
         }
         c => panic!("{c:?}"),
     }
     assert!(!s.groups[0].expects_success());
-    assert!(err(&MINIMAL.replace("size = 2", "size = 2\ncredentials_file = \"x\"")).contains("only for"));
+    assert!(
+        err(&MINIMAL.replace("size = 2", "size = 2\ncredentials_file = \"x\""))
+            .contains("only for")
+    );
 }
 
 #[test]
 fn thresholds_name_known_groups_and_metrics() {
     let t = format!("{MINIMAL}\n[[threshold]]\nmetric = \"p99_ms\"\nmax = 200.0\n");
-    assert_eq!(Scenario::parse(&t, None).unwrap().thresholds[0].metric, Metric::P99Ms);
-    assert!(err(&t.replace("metric = \"p99_ms\"", "group = \"nope\"\nmetric = \"p99_ms\"")).contains("nope"));
+    assert_eq!(
+        Scenario::parse(&t, None).unwrap().thresholds[0].metric,
+        Metric::P99Ms
+    );
+    assert!(
+        err(&t.replace(
+            "metric = \"p99_ms\"",
+            "group = \"nope\"\nmetric = \"p99_ms\""
+        ))
+        .contains("nope")
+    );
     assert!(err(&t.replace("p99_ms", "p98_ms")).contains("p98_ms"));
     assert!(err(&t.replace("max = 200.0", "")).contains("min and/or max"));
 }
 
 #[test]
 fn caps_cannot_be_raised_past_the_hard_ceilings() {
-    let e = err(&MINIMAL.replace("[principals]", "[run]\nmax_requests = 50000000\n[principals]"));
+    let e = err(&MINIMAL.replace(
+        "[principals]",
+        "[run]\nmax_requests = 50000000\n[principals]",
+    ));
     assert!(e.contains("max_requests"), "{e}");
     let e = err(&MINIMAL.replace("[principals]", "[run]\nrepeats = 0\n[principals]"));
     assert!(e.contains("repeats"), "{e}");
     let e = err(&MINIMAL.replace("[principals]", "[run]\nduration = \"2h\"\n[principals]"));
     assert!(e.contains("unit") || e.contains("range"), "{e}");
-    let big = MINIMAL.replace("count = 4", "count = 30000").replace("size = 2", "size = 25000");
+    let big = MINIMAL
+        .replace("count = 4", "count = 30000")
+        .replace("size = 2", "size = 25000");
     assert!(err(&big).contains("ceiling"));
     let fast = MINIMAL.replace("size = 2", "size = 2\nmodel = \"open\"\nrate = 1e9");
     assert!(err(&fast).contains("rate must be"));
@@ -156,7 +205,9 @@ fn only_loopback_targets_unless_explicitly_allowed() {
     assert!(safety::check_target("127.0.0.1", 80, &[]).is_ok());
     assert!(safety::check_target("127.0.0.9", 80, &[]).is_ok());
     assert!(safety::check_target("localhost", 80, &[]).is_ok());
-    let e = safety::check_target("192.0.2.1", 80, &[]).unwrap_err().to_string();
+    let e = safety::check_target("192.0.2.1", 80, &[])
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("--allow-target 192.0.2.1"), "{e}");
     assert!(safety::check_target("192.0.2.1", 80, &["192.0.2.1".into()]).is_ok());
     assert!(safety::check_target("192.0.2.1", 80, &["192.0.2.2".into()]).is_err());
@@ -164,5 +215,8 @@ fn only_loopback_targets_unless_explicitly_allowed() {
     assert!(safety::check_sources(&["10.0.0.1".parse().unwrap()], lo).is_err());
     assert!(safety::parse_http_url("https://127.0.0.1").is_err());
     assert!(safety::parse_http_url("http://127.0.0.1:8080/x").is_err());
-    assert_eq!(safety::parse_http_url("http://[::1]:81").unwrap(), ("::1".into(), 81));
+    assert_eq!(
+        safety::parse_http_url("http://[::1]:81").unwrap(),
+        ("::1".into(), 81)
+    );
 }

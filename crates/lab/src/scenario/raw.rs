@@ -1,0 +1,362 @@
+//! The scenario file format as a person writes it: every table and key, with its default.
+//! Unknown keys are rejected (`deny_unknown_fields`), naming the key.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::LabError;
+use crate::safety;
+
+// ---------------------------------------------------------------------------------------
+
+/// A scenario file as written.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawScenario {
+    /// Short name (used in reports and file names).
+    pub name: String,
+    /// One line saying what the scenario shows.
+    #[serde(default)]
+    pub description: String,
+    /// The server under test.
+    pub target: RawTarget,
+    /// How one attempt is made.
+    pub driver: RawDriver,
+    /// The principals (clients or users) valid credentials are drawn from.
+    #[serde(default)]
+    pub principals: Option<RawPrincipals>,
+    /// Whole-run settings.
+    #[serde(default)]
+    pub run: RawRun,
+    /// Groups of virtual clients (at least one).
+    #[serde(rename = "group")]
+    pub groups: Vec<RawGroup>,
+    /// Pass/fail rules deciding the exit code.
+    #[serde(default, rename = "threshold")]
+    pub thresholds: Vec<RawThreshold>,
+    /// Settings `portcullis demo` applies to the servers it starts (ignored by `lab run`).
+    #[serde(default)]
+    pub demo: RawDemo,
+}
+
+/// `[target]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTarget {
+    /// Base URL, `http://host:port` (default `http://127.0.0.1:8080`).
+    #[serde(default = "default_url")]
+    pub url: String,
+    /// Token endpoint path (default `/oauth2/token`).
+    #[serde(default = "default_token_path")]
+    pub token_path: String,
+    /// Where signing keys come from: `"discover"` (RFC 8414 metadata, falling back to
+    /// `/oauth2/jwks`) or a path/URL of a JWKS document. Default `"discover"`.
+    #[serde(default = "default_jwks")]
+    pub jwks: String,
+    /// Prometheus metrics URL or path scraped every second; `"off"` disables. Default `/metrics`.
+    #[serde(default = "default_metrics")]
+    pub metrics: String,
+    /// Expected `iss` claim; not checked when absent.
+    #[serde(default)]
+    pub issuer: Option<String>,
+}
+
+fn default_url() -> String {
+    "http://127.0.0.1:8080".into()
+}
+fn default_token_path() -> String {
+    "/oauth2/token".into()
+}
+fn default_jwks() -> String {
+    "discover".into()
+}
+fn default_metrics() -> String {
+    "/metrics".into()
+}
+
+/// `[driver]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDriver {
+    /// `"oauth2"` (token endpoint) or `"http-get"` (trivial GET of `path`, for tool comparisons).
+    pub kind: String,
+    /// OAuth2 grant: `"client_credentials"` (default) or `"password"`.
+    #[serde(default)]
+    pub grant: Option<String>,
+    /// OAuth2 client authentication: `"client_secret_basic"` (default) or `"client_secret_post"`.
+    #[serde(default)]
+    pub client_auth: Option<String>,
+    /// Requested scope (optional).
+    #[serde(default)]
+    pub scope: Option<String>,
+    /// Password grant: the application's client id (principals are then users).
+    #[serde(default)]
+    pub client_id: Option<String>,
+    /// Password grant: the application's client secret.
+    #[serde(default)]
+    pub client_secret: Option<String>,
+    /// `http-get`: the path requested (default `/healthz`).
+    #[serde(default)]
+    pub path: Option<String>,
+}
+
+/// `[principals]`: either generated (`prefix` + n, secret `secret_prefix` + n) or a file.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPrincipals {
+    /// Id of principal n is `prefix` followed by n (default `lab-client-`).
+    #[serde(default)]
+    pub prefix: Option<String>,
+    /// Secret of principal n is `secret_prefix` followed by n (default `lab-secret-`).
+    #[serde(default)]
+    pub secret_prefix: Option<String>,
+    /// How many generated principals exist on the target.
+    #[serde(default)]
+    pub count: Option<usize>,
+    /// Alternatively: a file of `id,secret` lines (relative to the scenario file).
+    #[serde(default)]
+    pub file: Option<String>,
+}
+
+/// `[run]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRun {
+    /// Length of one repeat (default `"10s"`).
+    #[serde(default = "default_duration")]
+    pub duration: String,
+    /// Closed-loop clients start evenly spread over this; open-loop rates rise from zero
+    /// over it (default `"0s"`).
+    #[serde(default = "default_zero")]
+    pub ramp_up: String,
+    /// How many times the whole run is repeated (default 1).
+    #[serde(default = "default_one")]
+    pub repeats: u32,
+    /// Seed for Poisson arrivals and think-time jitter (default 1).
+    #[serde(default = "default_one_u64")]
+    pub seed: u64,
+    /// Per-request timeout, counted from the intended send time (default `"10s"`).
+    #[serde(default = "default_timeout")]
+    pub timeout: String,
+    /// Cap on requests per repeat (default 1,000,000; hard ceiling 20,000,000).
+    #[serde(default = "default_max_requests")]
+    pub max_requests: u64,
+}
+
+impl Default for RawRun {
+    fn default() -> Self {
+        RawRun {
+            duration: default_duration(),
+            ramp_up: default_zero(),
+            repeats: 1,
+            seed: 1,
+            timeout: default_timeout(),
+            max_requests: default_max_requests(),
+        }
+    }
+}
+
+fn default_duration() -> String {
+    "10s".into()
+}
+fn default_zero() -> String {
+    "0s".into()
+}
+fn default_one() -> u32 {
+    1
+}
+fn default_one_u64() -> u64 {
+    1
+}
+fn default_timeout() -> String {
+    "10s".into()
+}
+fn default_max_requests() -> u64 {
+    1_000_000
+}
+
+/// `[[group]]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawGroup {
+    /// Group name (unique).
+    pub name: String,
+    /// `"valid"`, `"wrong_secret"`, `"unknown_principal"` or `"file"` (default `"valid"`).
+    #[serde(default = "default_valid")]
+    pub credentials: String,
+    /// With `credentials = "file"`: `id,secret` lines, relative to the scenario file.
+    #[serde(default)]
+    pub credentials_file: Option<String>,
+    /// With `credentials = "file"`: `"success"` (default) or `"failure"`.
+    #[serde(default)]
+    pub expect: Option<String>,
+    /// Number of clients (each a distinct principal and, with `sources`, a distinct address).
+    pub size: usize,
+    /// Index of this group's first principal (default: after the previous groups').
+    #[serde(default)]
+    pub principal_offset: Option<usize>,
+    /// `"closed"` (each client waits for its answer, thinks, sends again) or `"open"`
+    /// (arrivals at `rate` per second regardless of answers). Default `"closed"`.
+    #[serde(default = "default_closed")]
+    pub model: String,
+    /// Closed loop: pause between an answer and the next request (default `"0s"`).
+    #[serde(default)]
+    pub think: Option<String>,
+    /// Open loop: arrivals per second for the whole group.
+    #[serde(default)]
+    pub rate: Option<f64>,
+    /// Open loop: if set, the rate ramps linearly from `rate` to this over the group's run.
+    #[serde(default)]
+    pub rate_end: Option<f64>,
+    /// Open loop: `"uniform"` (evenly spaced, default) or `"poisson"` (seeded).
+    #[serde(default)]
+    pub arrival: Option<String>,
+    /// Open loop: most requests in flight at once; later arrivals wait (their latency still
+    /// counts from the intended time). Default 4096.
+    #[serde(default)]
+    pub max_outstanding: Option<usize>,
+    /// Offset from the start of the run (default `"0s"`).
+    #[serde(default)]
+    pub start: Option<String>,
+    /// How long the group runs (default: until the end of the run).
+    #[serde(default)]
+    pub duration: Option<String>,
+    /// `"keep-alive"` (default) or `"per-request"` (new connection per request).
+    #[serde(default)]
+    pub connection: Option<String>,
+    /// Local source addresses, e.g. `"127.0.0.2-127.0.0.250"` or `"127.0.0.7"`; client i
+    /// binds to address i mod n before connecting. Default: the OS's choice.
+    #[serde(default)]
+    pub sources: Option<String>,
+    /// Whether clients wait out a `Retry-After` on 429/503 (default true).
+    #[serde(default = "default_true", alias = "honor_retry_after")]
+    pub honour_retry_after: bool,
+}
+
+fn default_valid() -> String {
+    "valid".into()
+}
+fn default_closed() -> String {
+    "closed".into()
+}
+fn default_true() -> bool {
+    true
+}
+
+/// `[[threshold]]`: `metric` of `group` (or of all legitimate groups together) must be
+/// `>= min` and/or `<= max`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawThreshold {
+    /// Group name; absent means all groups expecting success, merged.
+    #[serde(default)]
+    pub group: Option<String>,
+    /// `success_rate`, `p50_ms`, `p90_ms`, `p99_ms`, `p999_ms`, `max_ms`, `throughput`,
+    /// `timeout_rate`.
+    pub metric: String,
+    /// Lower bound.
+    #[serde(default)]
+    pub min: Option<f64>,
+    /// Upper bound.
+    #[serde(default)]
+    pub max: Option<f64>,
+}
+
+/// `[demo]`: settings for the servers `portcullis demo` starts.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDemo {
+    /// Delay before a failed attempt is answered (`"1s"`, `"5s"`).
+    #[serde(default)]
+    pub reject_delay: Option<String>,
+    /// Sets open-loop legitimate groups' rate to this multiple of the measured capacity.
+    #[serde(default)]
+    pub rate_x_capacity: Option<f64>,
+    /// Whether `demo --quick` runs this scenario too (default true; the full demo runs all).
+    #[serde(default)]
+    pub quick: Option<bool>,
+}
+
+fn bad(msg: impl Into<String>) -> LabError {
+    LabError::Scenario(msg.into())
+}
+
+/// Parse a duration such as `"250ms"`, `"2s"`, `"1.5s"`, `"3m"`.
+pub fn parse_duration(s: &str) -> Result<Duration, LabError> {
+    let t = s.trim();
+    let (num, unit) = match t.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
+        Some(i) => t.split_at(i),
+        None => return Err(bad(format!("duration {s:?} needs a unit (ms, s, m)"))),
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| bad(format!("duration {s:?}: {num:?} is not a number")))?;
+    let secs = match unit {
+        "ms" => v / 1000.0,
+        "s" => v,
+        "m" => v * 60.0,
+        _ => return Err(bad(format!("duration {s:?}: unit must be ms, s or m"))),
+    };
+    if !secs.is_finite() || !(0.0..=safety::MAX_DURATION.as_secs_f64()).contains(&secs) {
+        return Err(bad(format!("duration {s:?} out of range")));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Parse `"127.0.0.2-127.0.0.250"`, `"127.0.0.7"` or `"a,b,c"` into addresses.
+pub fn parse_sources(s: &str) -> Result<Vec<IpAddr>, LabError> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        if let Some((a, b)) = part.split_once('-') {
+            let a: Ipv4Addr = a
+                .trim()
+                .parse()
+                .map_err(|_| bad(format!("sources: {a:?} is not an IPv4 address")))?;
+            let b: Ipv4Addr = b
+                .trim()
+                .parse()
+                .map_err(|_| bad(format!("sources: {b:?} is not an IPv4 address")))?;
+            let (a, b) = (u32::from(a), u32::from(b));
+            if b < a || b - a >= 65_536 {
+                return Err(bad(format!("sources: bad range {part:?}")));
+            }
+            out.extend((a..=b).map(|v| IpAddr::V4(Ipv4Addr::from(v))));
+        } else {
+            out.push(
+                part.parse()
+                    .map_err(|_| bad(format!("sources: {part:?} is not an IP address")))?,
+            );
+        }
+    }
+    if out.is_empty() {
+        return Err(bad("sources: empty"));
+    }
+    Ok(out)
+}
+
+pub(super) fn read_pairs(path: &Path) -> Result<Vec<(String, String)>, LabError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| bad(format!("cannot read {}: {e}", path.display())))?;
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (id, secret) = line.split_once(',').ok_or_else(|| {
+            bad(format!(
+                "{}:{}: expected `id,secret`",
+                path.display(),
+                n + 1
+            ))
+        })?;
+        out.push((id.trim().to_string(), secret.to_string()));
+    }
+    if out.is_empty() {
+        return Err(bad(format!("{} has no `id,secret` lines", path.display())));
+    }
+    Ok(out)
+}
