@@ -2,11 +2,11 @@
 //! servers on port 0. Each module covers one area; regression tests are named after their
 //! issue (`issue_N_...`).
 
-mod store_cli;
-mod hash_cli;
 mod formats_cli;
+mod hash_cli;
+mod lab;
 mod server;
 mod server_interop;
 mod server_malformed;
 mod server_support;
-mod lab;
+mod store_cli;

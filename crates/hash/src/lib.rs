@@ -15,6 +15,12 @@
 //! - [`credential`]: a parsed stored credential of any supported format; verify, cost,
 //!   batch key.
 //! - [`pepper`]: server-side pepper keys and the `$hmac-sha256$` format for generated secrets.
+//! - [`formats`]: stored formats of other systems (Django, passlib, Werkzeug, ASP.NET
+//!   Identity, FreeRADIUS, Keycloak, LDAP, PHC, bcrypt), detection and `--format` names,
+//!   and the argon2 / bcrypt / scrypt / salted-SHA hash types.
+//! - [`policy`]: the algorithm and cost of new hashes, rehash decisions, `PolicyConfig`.
+//! - [`import`]: reading existing password stores for `portcullis user import`.
+//! - [`calibrate`]: measuring each KDF to suggest parameters for a target time.
 
 mod arch;
 pub mod batch;
@@ -29,9 +35,9 @@ pub mod policy;
 
 pub use credential::{BatchKey, Cost, Credential};
 pub use error::{FormatError, VerifyError};
+pub use formats::Format;
 pub use pbkdf2::Prf;
 pub use pepper::{PepperKey, Peppers};
-pub use formats::Format;
 pub use policy::{HashError, Policy, PolicyConfig};
 
 /// Compare two byte strings in constant time (for equal lengths; lengths are not secret).

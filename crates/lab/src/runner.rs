@@ -532,7 +532,7 @@ async fn drive<D: Driver>(
         .max()
         .unwrap_or(scn.run.duration);
     let legitimate =
-        (!legit_parts.is_empty()).then(|| record::merge("legitimate", &legit_parts, legit_active));
+        (!legit_parts.is_empty()).then(|| record::merge("all legitimate", &legit_parts, legit_active));
     let used = budget.used.load(Ordering::Relaxed);
     Ok(RepeatResult {
         repeat,

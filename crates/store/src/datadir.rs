@@ -75,8 +75,22 @@ impl DataDir {
     pub async fn open(path: impl AsRef<Path>) -> Result<DataDir, StoreError> {
         let path = path.as_ref().to_path_buf();
         ensure_dir(&path)?;
-        let (peppers, master_key, created) = load_or_create_secrets(&path.join(SECRETS_FILE))?;
         let db = path.join(DB_FILE);
+        let secrets = path.join(SECRETS_FILE);
+        // A database without its secrets file means the file was lost: making a new one
+        // would silently invalidate every generated secret and signing key (new pepper,
+        // same id). The database is created after the secrets file, so a concurrent
+        // first open never trips this.
+        let db_has_data = fs::metadata(&db).is_ok_and(|m| m.len() > 0);
+        if db_has_data && !secrets.exists() {
+            return Err(StoreError::invalid(format!(
+                "{} exists but {} is missing: restore the secrets file from its backup \
+                 (or move the database away to start afresh)",
+                db.display(),
+                secrets.display()
+            )));
+        }
+        let (peppers, master_key, created) = load_or_create_secrets(&secrets)?;
         ensure_private_file(&db)?;
         let store = Arc::new(SqliteStore::open(&db).await?);
         Ok(DataDir {
@@ -157,6 +171,37 @@ impl DataDir {
     /// Close the database cleanly (checkpoints the WAL). Dropping also closes it.
     pub async fn close(self) {
         self.store.close().await;
+    }
+}
+
+/// The contents of a secrets file on their own, for deployments whose store is not the
+/// data directory's SQLite file (PostgreSQL shared by several nodes: every node needs the
+/// same peppers and master key, so the file is distributed to each, never put in the DB).
+#[derive(Debug, Clone)]
+pub struct Secrets {
+    /// Pepper keys; the current one hashes new generated secrets.
+    pub peppers: Peppers,
+    /// Key-encryption key for secrets kept in the database.
+    pub master_key: MasterKey,
+}
+
+impl Secrets {
+    /// Read an existing secrets file (refused if group/other can access it).
+    pub fn load(file: impl AsRef<Path>) -> Result<Secrets, StoreError> {
+        let (peppers, master_key) = load_secrets(file.as_ref())?;
+        Ok(Secrets {
+            peppers,
+            master_key,
+        })
+    }
+
+    /// Read the secrets file, creating it (0600, fresh pepper and master key) if missing.
+    pub fn load_or_create(file: impl AsRef<Path>) -> Result<Secrets, StoreError> {
+        let (peppers, master_key, _) = load_or_create_secrets(file.as_ref())?;
+        Ok(Secrets {
+            peppers,
+            master_key,
+        })
     }
 }
 

@@ -6,6 +6,7 @@
 //! - [`record`]: the records and the input validation every backend applies.
 //! - [`sqlite`]: [`SqliteStore`], SQLite through sqlx (WAL, embedded migrations); also
 //!   the verification core's [`CredentialSource`](portcullis_core::CredentialSource).
+//! - [`postgres`]: [`PgStore`], the shared PostgreSQL backend (same schema and rules).
 //! - [`datadir`]: [`DataDir`], the on-disk layout: database plus the 0600 secrets file
 //!   holding pepper keys and the master key, which never enter the database.
 //! - [`seal`]: [`MasterKey`] AEAD sealing for secrets kept in the database (signing keys).
@@ -16,7 +17,9 @@
 pub mod conformance;
 pub mod datadir;
 pub mod error;
+pub mod postgres;
 pub mod record;
+mod rows;
 pub mod seal;
 pub mod sqlite;
 pub mod store;
@@ -24,8 +27,9 @@ pub mod store;
 #[cfg(test)]
 mod tests;
 
-pub use datadir::{DEFAULT_DATA_DIR, DataDir, generate_client_secret};
+pub use datadir::{DEFAULT_DATA_DIR, DataDir, Secrets, generate_client_secret};
 pub use error::StoreError;
+pub use postgres::PgStore;
 pub use record::{ClientRecord, DEFAULT_TOKEN_LIFETIME, Grant, SigningKeyRecord, UserRecord};
 pub use seal::MasterKey;
 pub use sqlite::SqliteStore;

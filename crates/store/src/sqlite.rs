@@ -7,7 +7,6 @@
 //! need a database at build time). Every write validates its record first.
 
 use std::path::Path;
-use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,6 +21,10 @@ use crate::error::StoreError;
 use crate::record::{
     ClientRecord, Grant, SigningKeyRecord, UserRecord, validate_hash, validate_name,
     validate_secret_hashes, validate_settings,
+};
+use crate::rows::{
+    CLIENT_COLUMNS, ClientRow, KEY_COLUMNS, KeyRow, USER_COLUMNS, UserRow, backend,
+    client_from_row, client_label, insert_error, join, key_from_row, user_from_row, user_label,
 };
 use crate::store::Store;
 
@@ -40,16 +43,6 @@ pub struct SqliteStore {
     pool: SqlitePool,
 }
 
-type ClientRow = (String, String, Option<String>, String, String, i64, i64);
-type UserRow = (String, String, bool, i64);
-type KeyRow = (String, String, Vec<u8>, Vec<u8>, i64, i64, Option<i64>);
-
-const CLIENT_COLUMNS: &str =
-    "id, secret_hash, previous_secret_hash, grants, scopes, token_lifetime, created_at";
-const USER_COLUMNS: &str = "username, password_hash, disabled, created_at";
-const KEY_COLUMNS: &str =
-    "kid, alg, public_key, private_key_sealed, created_at, not_after, retired_at";
-
 impl SqliteStore {
     /// Open (creating if missing) the database file at `path` and bring its schema up to
     /// date. Prefer [`DataDir::open`](crate::DataDir::open), which also sets file modes.
@@ -58,7 +51,10 @@ impl SqliteStore {
             .filename(path)
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
+            // FULL: a commit is on disk before we answer. Writes are rare (admin commands,
+            // revocations, rehash upgrades) and a revocation or a just-printed secret must
+            // not be rolled back by a power cut, which NORMAL allows in WAL mode.
+            .synchronous(SqliteSynchronous::Full)
             .foreign_keys(true)
             .busy_timeout(BUSY_TIMEOUT);
         let pool = SqlitePoolOptions::new()
@@ -82,83 +78,6 @@ impl SqliteStore {
     pub async fn close(&self) {
         self.pool.close().await;
     }
-}
-
-fn backend(e: sqlx::Error) -> StoreError {
-    StoreError::Backend(e.to_string())
-}
-
-/// Map a failed insert: a unique violation means `what` exists already.
-fn insert_error(e: sqlx::Error, what: impl FnOnce() -> String) -> StoreError {
-    match &e {
-        sqlx::Error::Database(db) if db.is_unique_violation() => StoreError::AlreadyExists(what()),
-        _ => backend(e),
-    }
-}
-
-fn corrupt(what: &str) -> StoreError {
-    StoreError::Backend(format!("corrupt row in database: {what}"))
-}
-
-fn join<T: AsRef<str>>(items: impl IntoIterator<Item = T>) -> String {
-    items
-        .into_iter()
-        .map(|s| s.as_ref().to_owned())
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-fn client_from_row(row: ClientRow) -> Result<ClientRecord, StoreError> {
-    let (id, current, previous, grants, scopes, lifetime, created_at) = row;
-    let grants = grants
-        .split(' ')
-        .filter(|g| !g.is_empty())
-        .map(Grant::from_str)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|_| corrupt("client grants"))?;
-    let scopes = scopes
-        .split(' ')
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
-        .collect();
-    Ok(ClientRecord {
-        id,
-        secret_hashes: std::iter::once(current).chain(previous).collect(),
-        grants,
-        scopes,
-        token_lifetime: u32::try_from(lifetime).map_err(|_| corrupt("token lifetime"))?,
-        created_at,
-    })
-}
-
-fn user_from_row((username, password_hash, disabled, created_at): UserRow) -> UserRecord {
-    UserRecord {
-        username,
-        password_hash,
-        disabled,
-        created_at,
-    }
-}
-
-fn key_from_row(row: KeyRow) -> SigningKeyRecord {
-    let (kid, alg, public_key, private_key_sealed, created_at, not_after, retired_at) = row;
-    SigningKeyRecord {
-        kid,
-        alg,
-        public_key,
-        private_key_sealed,
-        created_at,
-        not_after,
-        retired_at,
-    }
-}
-
-fn client_label(id: &str) -> String {
-    format!("client {id:?}")
-}
-
-fn user_label(name: &str) -> String {
-    format!("user {name:?}")
 }
 
 #[async_trait]

@@ -291,3 +291,101 @@ async fn issue_5_open_existing_does_not_create() {
     let again = DataDir::open_existing(&path).await.unwrap();
     assert!(!again.created());
 }
+
+/// A private schema in the test PostgreSQL (`scripts/services` starts it; override with
+/// `PORTCULLIS_TEST_POSTGRES`), dropped by [`PgSchema::drop_now`].
+struct PgSchema {
+    url: String,
+    name: String,
+}
+
+impl PgSchema {
+    async fn new() -> PgSchema {
+        let url = std::env::var("PORTCULLIS_TEST_POSTGRES")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+        let mut tag = [0u8; 8];
+        portcullis_hash::os_random(&mut tag).unwrap();
+        let name = format!(
+            "portcullis_store_{}",
+            tag.iter().map(|b| format!("{b:02x}")).collect::<String>()
+        );
+        let mut admin = sqlx::PgConnection::connect(&url)
+            .await
+            .unwrap_or_else(|e| panic!("test PostgreSQL at {url} (run scripts/services): {e}"));
+        sqlx::query(&format!("CREATE SCHEMA {name}"))
+            .execute(&mut admin)
+            .await
+            .unwrap();
+        PgSchema { url, name }
+    }
+
+    fn options(&self) -> sqlx::postgres::PgConnectOptions {
+        self.url
+            .parse::<sqlx::postgres::PgConnectOptions>()
+            .unwrap()
+            .options([("search_path", self.name.as_str())])
+    }
+
+    async fn drop_now(self) {
+        let mut admin = sqlx::PgConnection::connect(&self.url).await.unwrap();
+        sqlx::query(&format!("DROP SCHEMA {} CASCADE", self.name))
+            .execute(&mut admin)
+            .await
+            .unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_5_postgres_passes_the_conformance_suite() {
+    let schema = PgSchema::new().await;
+    // Two nodes starting together on an empty schema migrate once (advisory lock).
+    let (a, b) = tokio::join!(
+        crate::PgStore::connect_with(schema.options(), 8),
+        crate::PgStore::connect_with(schema.options(), 8)
+    );
+    let (a, b) = (a.unwrap(), b.unwrap());
+    b.close().await;
+    conformance::run_all(&a).await;
+    a.close().await;
+    // Reconnecting finds the schema current.
+    let again = crate::PgStore::connect_with(schema.options(), 2)
+        .await
+        .unwrap();
+    again.ping().await.unwrap();
+    again.close().await;
+    schema.drop_now().await;
+}
+
+#[tokio::test]
+async fn issue_5_secrets_file_alone_matches_the_data_dir() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("data");
+    let dir = DataDir::open(&path).await.unwrap();
+    let alone = crate::Secrets::load(path.join(SECRETS_FILE)).unwrap();
+    assert_eq!(
+        alone.peppers.current().unwrap().key_bytes(),
+        dir.peppers().current().unwrap().key_bytes()
+    );
+    let sealed = dir.master_key().seal(b"k", b"").unwrap();
+    assert_eq!(&alone.master_key.open(&sealed, b"").unwrap()[..], b"k");
+    assert!(crate::Secrets::load(tmp.path().join("missing.toml")).is_err());
+    let fresh = tmp.path().join("node-secrets.toml");
+    crate::Secrets::load_or_create(&fresh).unwrap();
+    assert_eq!(mode(&fresh), 0o600);
+}
+
+#[tokio::test]
+async fn issue_5_lost_secrets_file_is_not_silently_regenerated() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("data");
+    let dir = DataDir::open(&path).await.unwrap();
+    dir.store().put_client(&test_client("c")).await.unwrap();
+    dir.close().await;
+    std::fs::remove_file(path.join(SECRETS_FILE)).unwrap();
+    let err = DataDir::open(&path).await.unwrap_err();
+    assert!(
+        err.to_string().contains("restore the secrets file"),
+        "{err}"
+    );
+    assert!(!path.join(SECRETS_FILE).exists());
+}

@@ -1,7 +1,5 @@
 //! The pool: where hashing runs, how much of it each attempt costs, fairness, rehash.
 
-use std::time::Duration;
-
 use super::*;
 use crate::Outcome;
 
@@ -140,6 +138,7 @@ async fn issue_4_an_attacker_flood_cannot_starve_a_legitimate_flow() {
     c.pool_threads = 1;
     c.throttle.prefix.burst = 1_000_000;
     c.throttle.principal_prefix.burst = 1_000_000;
+    c.throttle.principal.burst = 1_000_000;
     let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
     let go_rx = Mutex::new(go_rx);
     // Blocks the first job until the test drops `go_tx`; later jobs pass straight through.
@@ -164,12 +163,17 @@ async fn issue_4_an_attacker_flood_cannot_starve_a_legitimate_flow() {
             }));
         }
     };
+    let queued = |n: usize| {
+        let s = h.v.snapshot();
+        assert_eq!(s.throttled + s.overloaded + s.rejected, 0, "{s:?}");
+        s.queued >= n
+    };
     submit(200, "bot", "bot-pw", "203.0.113.7");
-    while h.v.snapshot().queued < 199 {
+    while !queued(199) {
         tokio::task::yield_now().await;
     }
     submit(20, "user", "alice-pw", "198.51.100.9");
-    while h.v.snapshot().queued < 219 {
+    while !queued(219) {
         tokio::task::yield_now().await;
     }
     drop(go_tx);

@@ -31,7 +31,8 @@ body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:18p
 h1{font-size:26px;margin:4px 0}h2{font-size:20px;margin:26px 0 2px;border-top:2px solid #ddd;padding-top:12px}
 h3{font-size:16px;margin:6px 0}p{margin:4px 0}
 table{border-collapse:collapse;font-size:13px;margin:6px 0}
-td,th{border:1px solid #ddd;padding:3px 7px;text-align:right}th{background:#f4f4f4}
+td,th{border:1px solid #ddd;padding:2px 5px;text-align:right}
+.col table{font-size:12px}th{background:#f4f4f4}
 td:first-child,th:first-child{text-align:left}
 .pass{color:#17803d;font-weight:600}.fail{color:#c0392b;font-weight:600}
 .cols{display:grid;gap:18px}
@@ -180,6 +181,8 @@ fn scales(s: &Section) -> Scales {
         sc.x = sc.x.max(rep.duration_s);
         for g in &rep.groups {
             for row in &g.series {
+                // Answers to requests sent just before the end land in the next seconds.
+                sc.x = sc.x.max(row.second as f64 + 1.0);
                 sc.rate = sc.rate.max(row.completed as f64);
                 sc.p99 = sc.p99.max(row.p99_ms);
             }
@@ -234,7 +237,9 @@ fn section(o: &mut String, s: &Section) {
 
 fn group_table(o: &mut String, rep: &RepeatResult) {
     o.push_str("<table><tr><th>group</th><th>done</th><th>success</th><th>auth fail</th><th>429</th><th>503</th><th>timeout</th><th>conn err</th><th>wrong</th><th>/s</th><th>p50</th><th>p99</th><th>max</th></tr>");
-    for g in rep.groups.iter().chain(rep.legitimate.iter()) {
+    // The merged row only adds information when several groups expect success.
+    let merged = rep.legitimate.iter().filter(|_| rep.groups.iter().filter(|g| g.expects_success).count() > 1);
+    for g in rep.groups.iter().chain(merged) {
         let c = |x: Outcome| g.outcomes.get(&x).copied().unwrap_or(0);
         let _ = write!(
             o,

@@ -5,10 +5,10 @@ use std::fmt::Write;
 
 /// Chart size and plot margins.
 const W: f64 = 640.0;
-const H: f64 = 210.0;
+const H: f64 = 224.0;
 const L: f64 = 56.0;
 const R: f64 = 12.0;
-const T: f64 = 26.0;
+const T: f64 = 40.0;
 const B: f64 = 40.0;
 
 /// One named line.
@@ -122,7 +122,7 @@ fn legend(out: &mut String, items: &[(&str, &str)]) {
         x -= w;
         let _ = write!(
             out,
-            r##"<rect x="{x:.1}" y="7" width="12" height="10" fill="{color}"/><text x="{tx:.1}" y="16" class="lg">{n}</text>"##,
+            r##"<rect x="{x:.1}" y="22" width="12" height="10" fill="{color}"/><text x="{tx:.1}" y="31" class="lg">{n}</text>"##,
             tx = x + 16.0,
             n = esc(name)
         );

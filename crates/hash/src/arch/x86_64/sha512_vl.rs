@@ -86,22 +86,23 @@ macro_rules! store_wk {
 macro_rules! round {
     ($a:ident, $b:ident, $c:ident, $d:ident, $e:ident, $f:ident, $g:ident, $h:ident,
      $wk:ident, $bc:ident, $i:expr) => {
-        let t1 = $h
-            .wrapping_add(
-                // SAFETY: `$wk` has 80 initialised u64s and `$i` < 80. The read is volatile
-                // so it stays a memory operand of the add (as in OpenSSL): forwarding the
-                // vector store through lane extracts measured ~3% slower.
-                unsafe { core::ptr::read_volatile($wk.as_ptr().add($i)) },
-            )
-            .wrapping_add($g ^ ($e & ($f ^ $g)))
-            .wrapping_add($e.rotate_right(14) ^ $e.rotate_right(18) ^ $e.rotate_right(41));
+        // h + W + K and d + h + W + K do not depend on e, so the new e is two adds
+        // after Sigma1(e) and Ch(e, f, g) (a shorter chain than d + t1).
+        let hk = $h.wrapping_add(
+            // SAFETY: `$wk` has 80 initialised u64s and `$i` < 80. The read is volatile
+            // so it stays a memory operand of the add (as in OpenSSL): forwarding the
+            // vector store through lane extracts measured ~3% slower.
+            unsafe { core::ptr::read_volatile($wk.as_ptr().add($i)) },
+        );
+        let ch = $g ^ ($e & ($f ^ $g));
+        let s1 = $e.rotate_right(14) ^ $e.rotate_right(18) ^ $e.rotate_right(41);
         // Maj(a, b, c) = b ^ ((a ^ b) & (b ^ c)); this round's a ^ b is the next one's b ^ c.
         let ab = $a ^ $b;
         let t2 = ($a.rotate_right(28) ^ $a.rotate_right(34) ^ $a.rotate_right(39))
             .wrapping_add($b ^ (ab & $bc));
         $bc = ab;
-        $d = $d.wrapping_add(t1);
-        $h = t1.wrapping_add(t2);
+        $d = $d.wrapping_add(hk).wrapping_add(ch).wrapping_add(s1);
+        $h = hk.wrapping_add(ch).wrapping_add(t2).wrapping_add(s1);
     };
 }
 
