@@ -222,7 +222,10 @@ impl VerifierConfig {
             ));
         }
         if s.trusted.max(s.unknown).max(s.suspect) > 1_000_000 {
-            return Err(CoreError::config("shares", "weights must be at most 1000000"));
+            return Err(CoreError::config(
+                "shares",
+                "weights must be at most 1000000",
+            ));
         }
         if self.codel.target_ms == Some(0) {
             return Err(CoreError::config("codel.target_ms", "must be positive"));
@@ -230,13 +233,13 @@ impl VerifierConfig {
         if self.codel.interval_ms == Some(0) {
             return Err(CoreError::config("codel.interval_ms", "must be positive"));
         }
-        if let (Some(t), Some(i)) = (self.codel.target_ms, self.codel.interval_ms) {
-            if i < t {
-                return Err(CoreError::config(
-                    "codel.interval_ms",
-                    "must be at least codel.target_ms",
-                ));
-            }
+        if let (Some(t), Some(i)) = (self.codel.target_ms, self.codel.interval_ms)
+            && i < t
+        {
+            return Err(CoreError::config(
+                "codel.interval_ms",
+                "must be at least codel.target_ms",
+            ));
         }
         if self.initial_hash_estimate_ms == 0 || self.initial_hash_estimate_ms > 60_000 {
             return Err(CoreError::config(
@@ -256,7 +259,10 @@ impl VerifierConfig {
                 ));
             }
             if l.period_secs > 365 * 24 * 3600 {
-                return Err(CoreError::config(name, "period_secs must be at most a year"));
+                return Err(CoreError::config(
+                    name,
+                    "period_secs must be at most a year",
+                ));
             }
         }
         let f = self.throttle.suspect_fill;
@@ -273,15 +279,24 @@ impl VerifierConfig {
             return Err(CoreError::config("ipv6_prefix_len", "must be 1..=128"));
         }
         if self.trusted_ttl_secs > 365 * 24 * 3600 {
-            return Err(CoreError::config("trusted_ttl_secs", "must be at most a year"));
+            return Err(CoreError::config(
+                "trusted_ttl_secs",
+                "must be at most a year",
+            ));
         }
         if self.reject_delay_ms > 60_000 {
-            return Err(CoreError::config("reject_delay_ms", "must be at most 60000"));
+            return Err(CoreError::config(
+                "reject_delay_ms",
+                "must be at most 60000",
+            ));
         }
-        if let UnknownDelay::Fixed { ms } = self.unknown_delay {
-            if ms > 60_000 {
-                return Err(CoreError::config("unknown_delay.ms", "must be at most 60000"));
-            }
+        if let UnknownDelay::Fixed { ms } = self.unknown_delay
+            && ms > 60_000
+        {
+            return Err(CoreError::config(
+                "unknown_delay.ms",
+                "must be at most 60000",
+            ));
         }
         if !(0.0..=10.0).contains(&self.retry_jitter) {
             return Err(CoreError::config("retry_jitter", "must be in [0, 10]"));
@@ -306,20 +321,70 @@ mod tests {
     #[test]
     fn default_is_valid() {
         VerifierConfig::default().validate().unwrap();
+        let empty: VerifierConfig = toml::from_str("").unwrap();
+        assert_eq!(empty, VerifierConfig::default());
+    }
+
+    #[test]
+    fn parses_toml_and_refuses_unknown_fields() {
+        let c: VerifierConfig = toml::from_str(
+            r#"
+            pool_threads = 4
+            trusted_cidrs = ["10.0.0.0/8", "2001:db8::/32"]
+            reject_delay_ms = 1000
+            unknown_delay = { strategy = "fixed", ms = 300 }
+            [shares]
+            trusted = 10
+            [codel]
+            target_ms = 5
+            [throttle]
+            principal = { burst = 3, period_secs = 60 }
+            "#,
+        )
+        .unwrap();
+        c.validate().unwrap();
+        assert_eq!(c.pool_threads, 4);
+        assert_eq!(c.trusted_cidrs.len(), 2);
+        assert_eq!(c.unknown_delay, UnknownDelay::Fixed { ms: 300 });
+        assert_eq!(c.shares.trusted, 10);
+        assert_eq!(c.shares.unknown, 8, "unset fields keep their default");
+        assert_eq!(c.codel.target_ms, Some(5));
+        assert_eq!(c.throttle.principal.burst, 3);
+        assert_eq!(c.throttle.prefix.burst, 100);
+
+        for bad in [
+            "pool_thread = 4",
+            "[throttle]\nprefix = { burst = 1 }",
+            "trusted_cidrs = [\"10.0.0.1/8\"]",
+            "unknown_delay = { strategy = \"random\" }",
+            "[codel]\ntarget = 5",
+        ] {
+            assert!(
+                toml::from_str::<VerifierConfig>(bad).is_err(),
+                "{bad} parsed"
+            );
+        }
     }
 
     #[test]
     fn bad_values_name_their_field() {
-        let cases: Vec<(&str, Box<dyn Fn(&mut VerifierConfig)>)> = vec![
+        type Mutation = Box<dyn Fn(&mut VerifierConfig)>;
+        let cases: Vec<(&str, Mutation)> = vec![
             ("queue_capacity", Box::new(|c| c.queue_capacity = 0)),
             ("hand_size", Box::new(|c| c.hand_size = 65)),
             ("shares", Box::new(|c| c.shares.suspect = 0)),
-            ("codel.interval_ms", Box::new(|c| {
-                c.codel.target_ms = Some(100);
-                c.codel.interval_ms = Some(50);
-            })),
+            (
+                "codel.interval_ms",
+                Box::new(|c| {
+                    c.codel.target_ms = Some(100);
+                    c.codel.interval_ms = Some(50);
+                }),
+            ),
             ("throttle.prefix", Box::new(|c| c.throttle.prefix.burst = 0)),
-            ("throttle.suspect_fill", Box::new(|c| c.throttle.suspect_fill = f64::NAN)),
+            (
+                "throttle.suspect_fill",
+                Box::new(|c| c.throttle.suspect_fill = f64::NAN),
+            ),
             ("ipv4_prefix_len", Box::new(|c| c.ipv4_prefix_len = 33)),
             ("retry_jitter", Box::new(|c| c.retry_jitter = -1.0)),
         ];

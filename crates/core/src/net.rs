@@ -136,7 +136,11 @@ fn canonical(addr: IpAddr) -> IpAddr {
 
 fn mask_v4(a: Ipv4Addr, len: u8) -> Ipv4Addr {
     let bits = u32::from(a);
-    let mask = if len == 0 { 0 } else { u32::MAX << (32 - u32::from(len)) };
+    let mask = if len == 0 {
+        0
+    } else {
+        u32::MAX << (32 - u32::from(len))
+    };
     Ipv4Addr::from(bits & mask)
 }
 
@@ -175,7 +179,14 @@ mod tests {
         assert!(!p.contains("::1".parse().unwrap()));
         let host: IpPrefix = "192.0.2.7".parse().unwrap();
         assert_eq!(host.len, 32);
-        for bad in ["10.0.0.1/8", "10.0.0.0/33", "nope/8", "10.0.0.0/x", "::/129", ""] {
+        for bad in [
+            "10.0.0.1/8",
+            "10.0.0.0/33",
+            "nope/8",
+            "10.0.0.0/x",
+            "::/129",
+            "",
+        ] {
             assert!(bad.parse::<IpPrefix>().is_err(), "{bad} parsed");
         }
     }

@@ -129,6 +129,8 @@ struct Shared {
     threads: usize,
     background_capacity: usize,
     busy: AtomicUsize,
+    /// Jobs taken by workers and not yet answered.
+    in_service: AtomicUsize,
     hashes: AtomicU64,
     batches: AtomicU64,
     shed: AtomicU64,
@@ -148,6 +150,7 @@ pub(crate) struct Pool {
 pub(crate) struct PoolStats {
     pub threads: usize,
     pub busy: usize,
+    pub in_service: usize,
     pub queued: usize,
     pub queued_by_class: [usize; 3],
     pub queued_background: usize,
@@ -186,6 +189,7 @@ impl Pool {
             threads,
             background_capacity: config.rehash_queue_capacity,
             busy: AtomicUsize::new(0),
+            in_service: AtomicUsize::new(0),
             hashes: AtomicU64::new(0),
             batches: AtomicU64::new(0),
             shed: AtomicU64::new(0),
@@ -279,6 +283,7 @@ impl Pool {
         PoolStats {
             threads: sh.threads,
             busy: sh.busy.load(Ordering::Relaxed),
+            in_service: sh.in_service.load(Ordering::SeqCst),
             queued,
             queued_by_class: by_class,
             queued_background: bg,
@@ -375,9 +380,11 @@ impl Shared {
             match work {
                 Work::Verify(batch) => self.run_verify(batch),
                 Work::Background(f) => {
+                    // Counted when started, like verifications, so the count never lags
+                    // behind what the work's result has already caused.
+                    self.hashes.fetch_add(1, Ordering::Relaxed);
                     // A panic in background work must not take the thread down.
                     let _ = catch_unwind(AssertUnwindSafe(f));
-                    self.hashes.fetch_add(1, Ordering::Relaxed);
                 }
             }
             let busy = self.busy.fetch_sub(1, Ordering::Relaxed) - 1;
@@ -419,6 +426,7 @@ impl Shared {
                     }
                 }
                 self.gauges(&st);
+                self.in_service.fetch_add(batch.len(), Ordering::SeqCst);
                 return Some(Work::Verify(batch));
             }
             if let Some(bg) = st.background.pop_front() {
@@ -437,9 +445,6 @@ impl Shared {
     }
 
     fn run_verify(&self, batch: Vec<(VerifyJob, Class)>) {
-        if batch.is_empty() {
-            return;
-        }
         let start = self.clock.now();
         let outcome = catch_unwind(AssertUnwindSafe(|| self.compute(&batch)));
         let took = self.clock.now().saturating_duration_since(start);
@@ -465,15 +470,16 @@ impl Shared {
                 error,
                 queue_wait,
             });
+            self.in_service.fetch_sub(1, Ordering::SeqCst);
         }
     }
 
     /// Derive and compare; `(matched index, error)` per job.
     fn compute(&self, batch: &[(VerifyJob, Class)]) -> Vec<(Option<usize>, bool)> {
-        if batch.len() >= 2 {
-            if let Some(r) = self.compute_batch(batch) {
-                return r;
-            }
+        if batch.len() >= 2
+            && let Some(r) = self.compute_batch(batch)
+        {
+            return r;
         }
         batch
             .iter()
@@ -518,17 +524,14 @@ impl Shared {
                 out: out.as_mut_slice(),
             })
             .collect();
+        self.hashes.fetch_add(batch.len() as u64, Ordering::Relaxed);
         batch::derive(key.prf, key.iterations, &mut jobs);
         drop(jobs);
-        self.hashes
-            .fetch_add(batch.len() as u64, Ordering::Relaxed);
         Some(
             parts
                 .iter()
                 .zip(outs.iter())
-                .map(|((_, _, h), out)| {
-                    (portcullis_hash::ct_eq(out, h).then_some(0), false)
-                })
+                .map(|((_, _, h), out)| (portcullis_hash::ct_eq(out, h).then_some(0), false))
                 .collect(),
         )
     }

@@ -152,7 +152,9 @@ impl<T: Schedulable> Scheduler<T> {
     ) -> Self {
         let class = |w: u32| ClassQueues {
             weight: u64::from(w.max(1)),
-            queues: (0..queues_per_class.max(1)).map(|_| FlowQueue::new()).collect(),
+            queues: (0..queues_per_class.max(1))
+                .map(|_| FlowQueue::new())
+                .collect(),
             active: VecDeque::new(),
             vtime: 0,
             len: 0,

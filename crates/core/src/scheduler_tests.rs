@@ -127,7 +127,8 @@ fn light_flow_is_not_stuck_behind_a_heavy_one() {
     let now = Instant::now();
     let mut s = sched([1, 1, 1]);
     for _ in 0..1000 {
-        s.push(Class::Unknown, &"attacker", job(1, 1_000, now)).unwrap();
+        s.push(Class::Unknown, &"attacker", job(1, 1_000, now))
+            .unwrap();
     }
     s.push(Class::Unknown, &"user", job(2, 1_000, now)).unwrap();
     // The attacker fills at most its hand of 4 queues; the user's queue is served within

@@ -274,10 +274,10 @@ impl MemoryThrottleStore {
             let Some((_, g)) = guards.iter().find(|(i, _)| *i == s) else {
                 continue;
             };
-            if let Some(&tat) = g.get(&c.key) {
-                if let Err(wait) = c.limit.conforms(tat, now) {
-                    worst = Some(worst.map_or(wait, |w| w.max(wait)));
-                }
+            if let Some(&tat) = g.get(&c.key)
+                && let Err(wait) = c.limit.conforms(tat, now)
+            {
+                worst = Some(worst.map_or(wait, |w| w.max(wait)));
             }
         }
         if let Some(retry_after) = worst {
@@ -381,3 +381,7 @@ impl ThrottleStore for MemoryThrottleStore {
         ready(Ok(self.is_trusted_now(key, now))).boxed()
     }
 }
+
+#[cfg(test)]
+#[path = "throttle_tests.rs"]
+mod tests;

@@ -96,6 +96,8 @@ pub struct PoolSnapshot {
     pub busy_threads: usize,
     /// Verification jobs waiting, all classes.
     pub queued: usize,
+    /// Verification jobs taken by a worker and not yet answered.
+    pub in_service: usize,
     /// Waiting jobs per class: trusted, unknown, suspect.
     pub queued_by_class: [usize; 3],
     /// Rehash jobs waiting (lowest priority).
@@ -303,6 +305,7 @@ impl Verifier {
             threads: p.threads,
             busy_threads: p.busy,
             queued: p.queued,
+            in_service: p.in_service,
             queued_by_class: p.queued_by_class,
             queued_rehash: p.queued_background,
             in_flight: i.in_flight.load(Ordering::Relaxed),
@@ -375,7 +378,11 @@ impl Verifier {
         }
         let class = match self.acquire(&charges, start).await {
             Decision::Denied { retry_after } => {
-                let class = if trusted { Class::Trusted } else { Class::Unknown };
+                let class = if trusted {
+                    Class::Trusted
+                } else {
+                    Class::Unknown
+                };
                 let outcome = Outcome::Throttled {
                     retry_after: jittered(retry_after, cfg.retry_jitter),
                 };
@@ -506,7 +513,11 @@ impl Verifier {
         self.refund(&adm.charges).await;
         let now = i.clock.now();
         let ttl = Duration::from_secs(i.config.trusted_ttl_secs);
-        if i.throttle.mark_trusted(&adm.pp_key, now, ttl).await.is_err() {
+        if i.throttle
+            .mark_trusted(&adm.pp_key, now, ttl)
+            .await
+            .is_err()
+        {
             metrics::store_error("throttle");
             let _ = i.fallback.mark_trusted(&adm.pp_key, now, ttl).await;
         }
@@ -534,7 +545,10 @@ impl Verifier {
         let i = &*self.inner;
         let now = i.clock.now();
         let typical = i.pool.typical_cost();
-        if let Err(r) = i.pool.check(adm.class, adm.flow, typical, adm.deadline, now) {
+        if let Err(r) = i
+            .pool
+            .check(adm.class, adm.flow, typical, adm.deadline, now)
+        {
             self.refund(&adm.charges).await;
             return self.overloaded(refusal_wait(r));
         }

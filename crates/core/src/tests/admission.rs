@@ -124,13 +124,19 @@ async fn issue_4_reject_delay_is_returned_not_slept() {
     let h = Harness::sharing(c, policy(1000), Some(hook), clock, MemSource::new());
     alice(&h);
     // The time spent hashing counts towards the delay.
-    let d = h.v.verify_deferred(h.attempt("alice", "wrong", "10.0.0.1")).await;
+    let d =
+        h.v.verify_deferred(h.attempt("alice", "wrong", "10.0.0.1"))
+            .await;
     assert_eq!(d.outcome, Outcome::Rejected);
     assert_eq!(d.answer_after, Duration::from_millis(300));
-    let d = h.v.verify_deferred(h.attempt("ghost", "wrong", "10.0.0.1")).await;
+    let d =
+        h.v.verify_deferred(h.attempt("ghost", "wrong", "10.0.0.1"))
+            .await;
     assert_eq!(d.outcome, Outcome::Rejected);
     assert_eq!(d.answer_after, Duration::from_millis(500));
-    let d = h.v.verify_deferred(h.attempt("alice", "right", "10.0.0.1")).await;
+    let d =
+        h.v.verify_deferred(h.attempt("alice", "right", "10.0.0.1"))
+            .await;
     assert!(matches!(d.outcome, Outcome::Accepted { .. }));
     assert_eq!(d.answer_after, Duration::ZERO);
 }
@@ -174,10 +180,9 @@ async fn issue_4_unknown_delay_is_drawn_from_real_latencies() {
     let hashes = h.v.snapshot().hashes_computed;
     let mut seen = std::collections::BTreeSet::new();
     for i in 0..60 {
-        let d = h
-            .v
-            .verify_deferred(h.attempt(&format!("ghost{i}"), "pw", "10.0.2.1"))
-            .await;
+        let d =
+            h.v.verify_deferred(h.attempt(&format!("ghost{i}"), "pw", "10.0.2.1"))
+                .await;
         assert_eq!(d.outcome, Outcome::Rejected);
         seen.insert(d.answer_after.as_millis());
     }
@@ -186,10 +191,9 @@ async fn issue_4_unknown_delay_is_drawn_from_real_latencies() {
     // Latencies are kept per principal kind: no client was verified yet, so an unknown
     // client id is not timed like a user (before any sample: the median hash time,
     // which the manual clock measures as zero).
-    let d = h
-        .v
-        .verify_deferred(h.attempt_kind(PrincipalKind::Client, "ghost-client", "s", "10.0.3.1"))
-        .await;
+    let d =
+        h.v.verify_deferred(h.attempt_kind(PrincipalKind::Client, "ghost-client", "s", "10.0.3.1"))
+            .await;
     assert_eq!(d.answer_after, Duration::ZERO);
 }
 

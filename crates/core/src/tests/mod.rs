@@ -69,7 +69,7 @@ pub(crate) struct MemSource {
     pub lookups: AtomicUsize,
     pub replace_calls: AtomicUsize,
     pub replaced: AtomicUsize,
-    /// Lookups wait here first when set (to line concurrent logins up).
+    /// Lookups wait here after reading, when set (to line concurrent logins up).
     pub gate: Mutex<Option<Arc<tokio::sync::Barrier>>>,
     /// Told the result of every `replace_hash` call.
     pub replace_tx: Mutex<Option<tokio::sync::mpsc::UnboundedSender<bool>>>,
@@ -111,16 +111,23 @@ impl CredentialSource for MemSource {
     ) -> BoxFuture<'a, Result<Option<StoredCredentials>, SourceError>> {
         async move {
             self.lookups.fetch_add(1, Ordering::SeqCst);
+            let fault = *self.fault.lock();
+            let found = match fault {
+                Fault::Error => return Err(SourceError("connection refused".into())),
+                Fault::Hang => futures::future::pending().await,
+                Fault::None => self
+                    .creds
+                    .lock()
+                    .get(&(kind, principal.to_owned()))
+                    .cloned(),
+            };
+            // Read first, then wait: every gated lookup sees the state before any of them
+            // returns.
             let gate = self.gate.lock().clone();
             if let Some(g) = gate {
                 g.wait().await;
             }
-            let fault = *self.fault.lock();
-            match fault {
-                Fault::Error => Err(SourceError("connection refused".into())),
-                Fault::Hang => futures::future::pending().await,
-                Fault::None => Ok(self.creds.lock().get(&(kind, principal.to_owned())).cloned()),
-            }
+            Ok(found)
         }
         .boxed()
     }

@@ -84,10 +84,9 @@ async fn issue_4_principal_prefix_budget_throttles_before_hashing() {
 async fn issue_4_prefix_budget_stops_spraying_across_principals() {
     let h = harness();
     for i in 0..10 {
-        let o = h
-            .v
-            .verify(h.attempt(&format!("user{i}"), "pw", &format!("10.0.0.{i}")))
-            .await;
+        let o =
+            h.v.verify(h.attempt(&format!("user{i}"), "pw", &format!("10.0.0.{i}")))
+                .await;
         assert_eq!(o, Outcome::Rejected, "attempt {i}");
     }
     // The /24 has used its 10 failures: a new principal from a new address in it is
@@ -105,10 +104,12 @@ async fn issue_4_prefix_budget_stops_spraying_across_principals() {
             .await;
     }
     assert!(is_throttled(
-        h.v.verify(h.attempt("other", "pw", "2001:db8::ffff:1")).await
+        h.v.verify(h.attempt("other", "pw", "2001:db8::ffff:1"))
+            .await
     ));
     assert_eq!(
-        h.v.verify(h.attempt("other", "pw", "2001:db8:0:1::1")).await,
+        h.v.verify(h.attempt("other", "pw", "2001:db8:0:1::1"))
+            .await,
         Outcome::Rejected
     );
     // Unknown principals: no hash was computed for any of this.
@@ -127,17 +128,20 @@ async fn issue_4_strangers_cannot_lock_out_the_real_user() {
     // A distributed guess: one wrong password from each of five networks uses up the
     // per-principal budget for untrusted sources.
     for i in 0..5 {
-        let o = h
-            .v
-            .verify(h.attempt("alice", "guess", &format!("203.0.{i}.1")))
-            .await;
+        let o =
+            h.v.verify(h.attempt("alice", "guess", &format!("203.0.{i}.1")))
+                .await;
         assert_eq!(o, Outcome::Rejected);
     }
     let before = h.v.snapshot().hashes_computed;
     assert!(is_throttled(
         h.v.verify(h.attempt("alice", "guess", "203.0.99.1")).await
     ));
-    assert_eq!(h.v.snapshot().hashes_computed, before, "throttled = no hash");
+    assert_eq!(
+        h.v.snapshot().hashes_computed,
+        before,
+        "throttled = no hash"
+    );
     // The real user, from where she logged in before, is not locked out.
     for _ in 0..3 {
         assert_eq!(
@@ -149,7 +153,8 @@ async fn issue_4_strangers_cannot_lock_out_the_real_user() {
     }
     // From a new device she is subject to the account's budget like anyone new.
     assert!(is_throttled(
-        h.v.verify(h.attempt("alice", "right", "198.51.100.1")).await
+        h.v.verify(h.attempt("alice", "right", "198.51.100.1"))
+            .await
     ));
 }
 
@@ -200,7 +205,9 @@ async fn issue_4_allow_listed_sources_skip_prefix_and_principal_budgets() {
         .add(PrincipalKind::User, "alice", vec![phc("right", 1000)]);
     // A RADIUS NAS relaying many users' typos is not a spraying attacker.
     for i in 0..30 {
-        let o = h.v.verify(h.attempt(&format!("u{i}"), "pw", "10.9.1.1")).await;
+        let o =
+            h.v.verify(h.attempt(&format!("u{i}"), "pw", "10.9.1.1"))
+                .await;
         assert_eq!(o, Outcome::Rejected, "attempt {i}");
     }
     // But guessing one account through it still hits the (principal, prefix) budget.
@@ -216,15 +223,26 @@ async fn issue_4_allow_listed_sources_skip_prefix_and_principal_budgets() {
 async fn issue_4_a_success_gives_its_charge_back() {
     let h = harness();
     let ip = "10.0.0.1";
-    assert_eq!(h.v.verify(h.attempt("alice", "typo", ip)).await, Outcome::Rejected);
-    assert_eq!(h.v.verify(h.attempt("alice", "typo", ip)).await, Outcome::Rejected);
+    assert_eq!(
+        h.v.verify(h.attempt("alice", "typo", ip)).await,
+        Outcome::Rejected
+    );
+    assert_eq!(
+        h.v.verify(h.attempt("alice", "typo", ip)).await,
+        Outcome::Rejected
+    );
     assert!(matches!(
         h.v.verify(h.attempt("alice", "right", ip)).await,
         Outcome::Accepted { .. }
     ));
     // Three attempts charged, the success refunded: one failure of budget left.
-    assert_eq!(h.v.verify(h.attempt("alice", "typo", ip)).await, Outcome::Rejected);
-    assert!(is_throttled(h.v.verify(h.attempt("alice", "typo", ip)).await));
+    assert_eq!(
+        h.v.verify(h.attempt("alice", "typo", ip)).await,
+        Outcome::Rejected
+    );
+    assert!(is_throttled(
+        h.v.verify(h.attempt("alice", "typo", ip)).await
+    ));
 }
 
 #[tokio::test]
@@ -239,7 +257,10 @@ async fn issue_4_unknown_principal_is_indistinguishable_and_spends_no_hash() {
     let shape = |v: &[Outcome]| -> Vec<&'static str> {
         v.iter().map(crate::metrics::outcome_label).collect()
     };
-    assert_eq!(shape(&real), ["rejected", "rejected", "rejected", "throttled"]);
+    assert_eq!(
+        shape(&real),
+        ["rejected", "rejected", "rejected", "throttled"]
+    );
     assert_eq!(shape(&ghost), shape(&real));
     // Only alice's three verifications were hashed.
     assert_eq!(h.v.snapshot().hashes_computed, 3);

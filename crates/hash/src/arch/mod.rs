@@ -6,7 +6,7 @@
 //! CPU first, so no safe code can reach an instruction the CPU lacks. Callers pick a
 //! backend once per derivation and call through the pointer.
 //!
-//! Single-stream kernels: `x86_64::{sha1_ni, sha256_ni, sha512_bmi2}`. Multi-buffer
+//! Single-stream kernels: `x86_64::{sha1_ni, sha256_ni, sha512_vl, sha512_bmi2}`. Multi-buffer
 //! (batch) kernels are added as further modules next to them.
 
 #[cfg(target_arch = "x86_64")]

@@ -6,8 +6,9 @@
 //! password; each iteration compresses one fixed-layout block through the inner state and
 //! one through the outer state, and the running XOR stays in registers. On x86-64 the
 //! SHA-1 and SHA-256 loops use SHA-NI (selected at run time, so a plain release build is as
-//! fast as a `target-cpu=native` one); SHA-512 uses unrolled scalar code built for BMI2.
-//! Other CPUs get the portable scalar loops.
+//! fast as a `target-cpu=native` one); SHA-512 (no SHA-512 instructions on x86 CPUs of
+//! today) runs unrolled scalar BMI2 rounds with the message schedule in AVX-512VL vectors,
+//! or plain BMI2 scalar code. Other CPUs get the portable scalar loops.
 //!
 //! Layout: [`kernel`] drives a derivation, [`soft`] holds the portable compressions and
 //! loops, `crate::arch` the intrinsics, [`phc`] the string format.

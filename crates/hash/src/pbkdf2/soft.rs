@@ -5,8 +5,7 @@
 //! `#[inline(always)]`: in the PBKDF2 loop the second half of every message block is fixed
 //! padding, and once inlined the compiler folds those constant words through the message
 //! schedule. The SHA-512 loop here is also what the BMI2 build in `arch` compiles (the
-//! same code, with `rorx`/`andn` available), because this CPU has no SHA-512
-//! instructions and scalar code with the state in registers is the fastest single stream.
+//! same code, with `rorx`/`andn` available) for x86-64 CPUs without AVX-512VL.
 
 #![allow(clippy::many_single_char_names, clippy::unreadable_literal)]
 

@@ -2,8 +2,8 @@
 //! without flag dependencies or extra moves). It is the portable scalar loop, state and
 //! message in locals, fully unrolled; only the instruction selection differs.
 //!
-//! This CPU has no SHA-512 instructions; measured against AVX2/AVX-512 schedule variants
-//! the scalar loop is the fastest single stream (see ARCHITECTURE.md, "Hash kernel").
+//! The fallback for x86-64 CPUs with BMI2 but without AVX-512VL; where AVX-512VL exists,
+//! `sha512_vl` (same rounds, message schedule in vectors) is faster.
 
 use crate::pbkdf2::soft;
 
