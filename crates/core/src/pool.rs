@@ -108,6 +108,9 @@ impl Refusal {
     }
 }
 
+/// Longest a worker holds a partial batch waiting for more jobs of its parameters.
+const MAX_GATHER_WAIT: Duration = Duration::from_millis(5);
+
 /// A unit of background work (rehash).
 pub(crate) type Background = Box<dyn FnOnce() + Send + 'static>;
 
@@ -416,6 +419,29 @@ impl Shared {
                         match st.sched.pop(now, &p, Some(key), &mut shed) {
                             Some(j) => batch.push(j),
                             None => break,
+                        }
+                    }
+                    // Every thread busy and the batch not full: lanes would run empty at
+                    // almost no saving in wall time, so wait a sliver of a hash time for
+                    // the clients just answered to come back (closed loops resubmit within
+                    // microseconds). An idle pool never waits: lowest latency when idle.
+                    let window = (p.service(batch[0].0.cost) / 50).min(MAX_GATHER_WAIT);
+                    let until = std::time::Instant::now() + window;
+                    let others_busy =
+                        self.threads > 1 && self.busy.load(Ordering::Relaxed) + 1 >= self.threads;
+                    while batch.len() < want
+                        && others_busy
+                        && st.idle == 0
+                        && !st.shutdown
+                        && !window.is_zero()
+                        && !self.work.wait_until(&mut st, until).timed_out()
+                    {
+                        let now = self.clock.now();
+                        while batch.len() < want {
+                            match st.sched.pop(now, &p, Some(key), &mut shed) {
+                                Some(j) => batch.push(j),
+                                None => break,
+                            }
                         }
                     }
                     for (job, class, reason) in shed.drain(..) {

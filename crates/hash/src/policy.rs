@@ -408,6 +408,22 @@ mod tests {
     }
 
     #[test]
+    fn config_reads_from_toml_and_refuses_unknown_fields() {
+        let cfg: PolicyConfig =
+            toml::from_str("algorithm = \"scrypt\"\nlog_n = 15\nblock_size = 8\n").unwrap();
+        assert_eq!(
+            cfg.into_policy(),
+            Ok(Policy::Scrypt {
+                log_n: 15,
+                r: 8,
+                p: 1
+            })
+        );
+        assert!(toml::from_str::<PolicyConfig>("algoritm = \"bcrypt\"\n").is_err());
+        assert!(toml::from_str::<PolicyConfig>("cost = \"12\"\n").is_err());
+    }
+
+    #[test]
     fn config_validation() {
         let cfg = |algorithm: &str| PolicyConfig {
             algorithm: Some(algorithm.into()),

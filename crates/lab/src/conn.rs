@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use http_body_util::{BodyExt, Empty, Full};
 use hyper::body::Bytes;
-use hyper::client::conn::http1::SendRequest;
+use std::pin::Pin;
+
+use hyper::client::conn::http1::{Connection, SendRequest};
 use hyper_util::rt::TokioIo;
 use tokio::net::{TcpSocket, TcpStream};
 
@@ -34,21 +36,20 @@ pub async fn connect(addr: SocketAddr, source: Option<IpAddr>) -> io::Result<Tcp
     Ok(stream)
 }
 
-/// Open an HTTP/1.1 client connection; its driver task runs on the runtime until closed.
+/// The I/O half of a client connection. The attempt that uses the connection polls it in
+/// its own task (no separate connection task, so no cross-task wake-ups per request).
+pub type ClientConn = Pin<Box<Connection<TokioIo<TcpStream>, Body>>>;
+
+/// Open an HTTP/1.1 client connection.
 pub async fn open(
     addr: SocketAddr,
     source: Option<IpAddr>,
-) -> Result<SendRequest<Body>, io::Error> {
+) -> Result<(SendRequest<Body>, ClientConn), io::Error> {
     let stream = connect(addr, source).await?;
     let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .map_err(io::Error::other)?;
-    tokio::spawn(async move {
-        // The connection ends when the peer closes or the sender is dropped; either way
-        // the attempt that used it has already been classified.
-        let _ = conn.await;
-    });
-    Ok(sender)
+    Ok((sender, Box::pin(conn)))
 }
 
 /// One-off `GET path` (JWKS, discovery, metrics): status and body, within `timeout`.

@@ -21,7 +21,9 @@ use hyper::{Method, Request, Response};
 use serde::Deserialize;
 
 use crate::LabError;
-use crate::conn::{self, Body};
+use futures::FutureExt;
+
+use crate::conn::{self, Body, ClientConn};
 use crate::jwt::{self, Check, Expected, Jwks};
 use crate::record::Outcome;
 use crate::scenario::{ClientAuth, ConnectionMode, Grant};
@@ -92,7 +94,7 @@ pub struct Transport {
 /// An HTTP session: at most one open connection.
 #[derive(Debug, Default)]
 pub struct HttpSession {
-    sender: Option<SendRequest<Body>>,
+    conn: Option<(SendRequest<Body>, ClientConn)>,
 }
 
 impl Transport {
@@ -106,26 +108,51 @@ impl Transport {
     ) -> Result<Response<Bytes>, ()> {
         // Taken out for the duration of the attempt: if the attempt is dropped by a timeout
         // the half-used connection is dropped with it.
-        let mut sender = match session.sender.take() {
-            Some(s) if !s.is_closed() => s,
-            _ => conn::open(self.addr, source).await.map_err(|_| ())?,
+        let reuse = match session.conn.take() {
+            // Polling the idle connection once notices a close by the server since the
+            // last request, so we reconnect instead of failing on a dead socket.
+            Some((s, mut c)) => {
+                (!s.is_closed() && c.as_mut().now_or_never().is_none()).then_some((s, c))
+            }
+            None => None,
         };
-        sender.ready().await.map_err(|_| ())?;
+        let (mut sender, mut conn) = match reuse {
+            Some(sc) => sc,
+            None => conn::open(self.addr, source).await.map_err(|_| ())?,
+        };
         let h = req.headers_mut();
         h.insert(HOST, self.host.clone());
         if mode == ConnectionMode::PerRequest {
             // The server closes first, so TIME_WAIT lands on its side, not on our ports.
             h.insert(CONNECTION, HeaderValue::from_static("close"));
         }
-        let resp = sender.send_request(req).await.map_err(|_| ())?;
-        let (parts, body) = resp.into_parts();
-        let body = body.collect().await.map_err(|_| ())?.to_bytes();
+        let mut conn_done = false;
+        let (parts, body) = {
+            let exchange = async {
+                sender.ready().await.map_err(|_| ())?;
+                let resp = sender.send_request(req).await.map_err(|_| ())?;
+                let (parts, body) = resp.into_parts();
+                let body = body.collect().await.map_err(|_| ())?.to_bytes();
+                Ok::<_, ()>((parts, body))
+            };
+            let mut exchange = std::pin::pin!(exchange);
+            tokio::select! {
+                biased;
+                r = &mut exchange => r?,
+                _ = conn.as_mut() => {
+                    // The connection finished (server closed after answering): whatever it
+                    // delivered is already in the body channel.
+                    conn_done = true;
+                    exchange.await?
+                }
+            }
+        };
         let close = parts
             .headers
             .get(CONNECTION)
             .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"close"));
-        if mode == ConnectionMode::KeepAlive && !close {
-            session.sender = Some(sender);
+        if mode == ConnectionMode::KeepAlive && !close && !conn_done {
+            session.conn = Some((sender, conn));
         }
         Ok(Response::from_parts(parts, body))
     }

@@ -87,7 +87,6 @@ fn unreachable_hist() -> Histogram<u64> {
 struct Second {
     counts: [u64; 7],
     hist: Histogram<u64>,
-    outstanding: i64,
 }
 
 impl Second {
@@ -95,7 +94,43 @@ impl Second {
         Second {
             counts: [0; 7],
             hist: hist(2),
-            outstanding: 0,
+        }
+    }
+}
+
+/// Independent locks per group, picked by client index, so clients completing at the same
+/// moment on different runtime threads rarely wait for each other.
+const SHARDS: usize = 16;
+
+fn add_hist(into: &mut Histogram<u64>, from: &Histogram<u64>) {
+    // Same bounds everywhere, so adding cannot fail; saturate rather than panic.
+    if into.add(from).is_err() {
+        for v in from.iter_recorded() {
+            into.saturating_record_n(v.value_iterated_to(), v.count_at_value());
+        }
+    }
+}
+
+impl Data {
+    fn new() -> Data {
+        Data {
+            hist: hist(3),
+            counts: [0; 7],
+            seconds: Vec::new(),
+        }
+    }
+
+    fn absorb(&mut self, o: &Data) {
+        add_hist(&mut self.hist, &o.hist);
+        for i in 0..7 {
+            self.counts[i] += o.counts[i];
+        }
+        for (i, s) in o.seconds.iter().enumerate() {
+            let d = second_mut(&mut self.seconds, i);
+            add_hist(&mut d.hist, &s.hist);
+            for k in 0..7 {
+                d.counts[k] += s.counts[k];
+            }
         }
     }
 }
@@ -124,7 +159,9 @@ pub struct GroupRecorder {
     pub breaches: AtomicU64,
     /// Open-loop arrivals skipped while honouring a Retry-After.
     pub skipped: AtomicU64,
-    data: Mutex<Data>,
+    /// Requests in flight sampled at the end of each second.
+    outstanding_series: Mutex<Vec<i64>>,
+    shards: Vec<Mutex<Data>>,
 }
 
 impl GroupRecorder {
@@ -138,21 +175,23 @@ impl GroupRecorder {
             misdelivered: AtomicU64::new(0),
             breaches: AtomicU64::new(0),
             skipped: AtomicU64::new(0),
-            data: Mutex::new(Data {
-                hist: hist(3),
-                counts: [0; 7],
-                seconds: Vec::new(),
-            }),
+            outstanding_series: Mutex::new(Vec::new()),
+            shards: (0..SHARDS).map(|_| Mutex::new(Data::new())).collect(),
         }
     }
 
     /// Record one completed attempt that finished `at_second` seconds into the run.
     pub fn record(&self, at_second: usize, outcome: Outcome, latency: Duration) {
+        self.record_on(0, at_second, outcome, latency);
+    }
+
+    /// [`Self::record`] for client `client` (spreads clients over the lock shards).
+    pub fn record_on(&self, client: usize, at_second: usize, outcome: Outcome, latency: Duration) {
         let us = (latency.as_micros() as u64).clamp(1, HIGHEST_US);
         if outcome == Outcome::Success && !self.expects_success {
             self.breaches.fetch_add(1, Ordering::Relaxed);
         }
-        let mut d = self.data.lock();
+        let mut d = self.shards[client % SHARDS].lock();
         d.hist.saturating_record(us);
         d.counts[outcome.index()] += 1;
         let s = second_mut(&mut d.seconds, at_second);
@@ -163,18 +202,33 @@ impl GroupRecorder {
     /// Store the sampled number of requests in flight for `second`.
     pub fn sample_outstanding(&self, second: usize) {
         let n = self.outstanding.load(Ordering::Relaxed);
-        let mut d = self.data.lock();
-        second_mut(&mut d.seconds, second).outstanding = n;
+        let mut o = self.outstanding_series.lock();
+        if o.len() <= second {
+            o.resize(second + 1, 0);
+        }
+        o[second] = n;
     }
 
     /// Completed attempts so far.
     pub fn completed(&self) -> u64 {
-        self.data.lock().counts.iter().sum()
+        self.shards
+            .iter()
+            .map(|s| s.lock().counts.iter().sum::<u64>())
+            .sum()
+    }
+
+    fn merged(&self) -> Data {
+        let mut d = Data::new();
+        for s in &self.shards {
+            d.absorb(&s.lock());
+        }
+        d
     }
 
     /// Summarise into the serialisable result.
     pub fn finish(&self) -> GroupResult {
-        let d = self.data.lock();
+        let d = self.merged();
+        let outstanding = self.outstanding_series.lock().clone();
         let series = d
             .seconds
             .iter()
@@ -182,7 +236,7 @@ impl GroupRecorder {
             .map(|(i, s)| SecondRow {
                 second: i as u64,
                 completed: s.counts.iter().sum(),
-                outstanding: s.outstanding,
+                outstanding: outstanding.get(i).copied().unwrap_or(0),
                 p50_ms: pct_ms(&s.hist, 50.0),
                 p99_ms: pct_ms(&s.hist, 99.0),
                 outcomes: outcome_map(&s.counts),
@@ -204,8 +258,8 @@ impl GroupRecorder {
 
     /// The overall histogram and counts (for merging legitimate groups).
     pub fn raw(&self) -> (Histogram<u64>, [u64; 7]) {
-        let d = self.data.lock();
-        (d.hist.clone(), d.counts)
+        let d = self.merged();
+        (d.hist, d.counts)
     }
 }
 
@@ -276,12 +330,7 @@ pub fn merge(name: &str, parts: &[(Histogram<u64>, [u64; 7])], active: Duration)
     let mut h = hist(3);
     let mut counts = [0u64; 7];
     for (ph, pc) in parts {
-        // Same bounds everywhere, so adding cannot fail; saturate rather than panic.
-        if h.add(ph).is_err() {
-            for v in ph.iter_recorded() {
-                h.saturating_record_n(v.value_iterated_to(), v.count_at_value());
-            }
-        }
+        add_hist(&mut h, ph);
         for i in 0..7 {
             counts[i] += pc[i];
         }

@@ -531,8 +531,8 @@ async fn drive<D: Driver>(
         .map(|g| g.duration)
         .max()
         .unwrap_or(scn.run.duration);
-    let legitimate =
-        (!legit_parts.is_empty()).then(|| record::merge("all legitimate", &legit_parts, legit_active));
+    let legitimate = (!legit_parts.is_empty())
+        .then(|| record::merge("all legitimate", &legit_parts, legit_active));
     let used = budget.used.load(Ordering::Relaxed);
     Ok(RepeatResult {
         repeat,
@@ -577,24 +577,33 @@ impl<D: Driver> ClosedVu<D> {
         let g = &self.recs[self.gi];
         let client = &self.clients[self.index];
         let mut session = self.d.session();
+        // One timer per client, re-armed per request (cheaper than a new one each time).
+        let deadline = tokio::time::sleep_until(self.end);
+        tokio::pin!(deadline);
         while Instant::now() < self.end {
             if !self.budget.take() {
                 break;
             }
             let sent = Instant::now();
             g.outstanding.fetch_add(1, Ordering::Relaxed);
-            let res = match tokio::time::timeout(self.timeout, self.d.attempt(client, &mut session))
-                .await
-            {
-                Ok(r) => r,
-                Err(_) => {
-                    session = self.d.session();
-                    timed_out()
-                }
+            deadline.as_mut().reset(sent + self.timeout);
+            let res = tokio::select! {
+                biased;
+                r = self.d.attempt(client, &mut session) => Some(r),
+                _ = &mut deadline => None,
             };
+            let res = res.unwrap_or_else(|| {
+                session = self.d.session();
+                timed_out()
+            });
             g.outstanding.fetch_sub(1, Ordering::Relaxed);
             let done = Instant::now();
-            g.record(self.clock.second(done.into_std()), res.outcome, done - sent);
+            g.record_on(
+                self.index,
+                self.clock.second(done.into_std()),
+                res.outcome,
+                done - sent,
+            );
             if res.misdelivered {
                 g.misdelivered.fetch_add(1, Ordering::Relaxed);
             }
@@ -690,7 +699,12 @@ impl<D: Driver> OpenGroup<D> {
                 let done = Instant::now();
                 let g = &recs[gi];
                 g.outstanding.fetch_sub(1, Ordering::Relaxed);
-                g.record(clock.second(done.into_std()), res.outcome, done - intended);
+                g.record_on(
+                    ci,
+                    clock.second(done.into_std()),
+                    res.outcome,
+                    done - intended,
+                );
                 if res.misdelivered {
                     g.misdelivered.fetch_add(1, Ordering::Relaxed);
                 }

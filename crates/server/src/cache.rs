@@ -177,7 +177,9 @@ mod tests {
         store
             .put_client(&ClientRecord {
                 id: "c".into(),
-                secret_hashes: vec!["$hmac-sha256$k=p1$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA".into()],
+                secret_hashes: vec![
+                    "$hmac-sha256$k=p1$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA".into(),
+                ],
                 grants: vec![Grant::ClientCredentials],
                 scopes: vec!["read".into()],
                 token_lifetime: 3600,

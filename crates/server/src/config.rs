@@ -505,7 +505,10 @@ mod tests {
             ("[server]\nissuer = \"https://x/?a\"\n", "server.issuer"),
             ("[server]\nbody_limit = 1\n", "server.body_limit"),
             ("[tokens]\nlifetime_secs = 0\n", "tokens.lifetime_secs"),
-            ("[policy]\nalgorithm = \"md5\"\n", "policy: unknown algorithm"),
+            (
+                "[policy]\nalgorithm = \"md5\"\n",
+                "policy: unknown algorithm",
+            ),
             (
                 "[policy]\nalgorithm = \"argon2id\"\niterations = 5\n",
                 "iterations",

@@ -208,10 +208,27 @@ impl KeySet {
     }
 }
 
-/// A fresh random token id (128 bits, base64url).
+/// A fresh random token id (128 bits, base64url) from a per-thread CSPRNG (ChaCha12
+/// seeded from the OS), so issuing a token costs no `getrandom` system call.
 pub fn new_jti() -> Result<String, portcullis_hash::error::RandomError> {
+    use rand::{RngCore, SeedableRng, rngs::StdRng};
+    thread_local! {
+        static RNG: std::cell::RefCell<Option<StdRng>> = const { std::cell::RefCell::new(None) };
+    }
     let mut b = [0u8; 16];
-    portcullis_hash::os_random(&mut b)?;
+    RNG.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let rng = match slot.as_mut() {
+            Some(r) => r,
+            None => {
+                let mut seed = Zeroizing::new([0u8; 32]);
+                portcullis_hash::os_random(&mut seed[..])?;
+                slot.insert(StdRng::from_seed(*seed))
+            }
+        };
+        rng.fill_bytes(&mut b);
+        Ok::<(), portcullis_hash::error::RandomError>(())
+    })?;
     Ok(URL_SAFE_NO_PAD.encode(b))
 }
 
@@ -316,6 +333,14 @@ mod tests {
         for junk in ["", "a.b", "a.b.c.d", "!!.!!.!!", &"x".repeat(10_000)] {
             assert!(ks.verify(junk, "https://issuer.test", 1500).is_err());
         }
+    }
+
+    #[test]
+    fn token_ids_are_unique_and_128_bits() {
+        let ids: std::collections::HashSet<String> =
+            (0..1000).map(|_| new_jti().unwrap()).collect();
+        assert_eq!(ids.len(), 1000);
+        assert!(ids.iter().all(|i| URL_SAFE_NO_PAD.decode(i).unwrap().len() == 16));
     }
 
     #[test]

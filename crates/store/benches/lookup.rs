@@ -57,7 +57,11 @@ fn lookup(c: &mut Criterion) {
         })
     });
     g.bench_function("get_client/known", |b| {
-        b.iter(|| rt.block_on(store.get_client("client-04321")).unwrap().unwrap())
+        b.iter(|| {
+            rt.block_on(store.get_client("client-04321"))
+                .unwrap()
+                .unwrap()
+        })
     });
     let stored = Credential::parse(&PepperedHmac::create(key, b"s-4321")).unwrap();
     g.bench_function("verify/peppered_hmac", |b| {

@@ -299,3 +299,68 @@ async fn issue_4_retry_after_values_carry_jitter() {
     }
     assert!(seen.len() > 10, "retry-after values barely vary: {seen:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_4_attempts_are_classed_trusted_unknown_or_suspect() {
+    // The single pool thread stops on a gate the test holds, so the class each later
+    // attempt is queued in can be read from the snapshot.
+    let mut c = config();
+    limits(&mut c);
+    c.pool_threads = 1;
+    let gate = Arc::new(std::sync::Mutex::new(()));
+    let (started_tx, started_rx) = std::sync::mpsc::channel::<()>();
+    let started_tx = Mutex::new(started_tx);
+    let g2 = gate.clone();
+    let hook: JobHook = Arc::new(move || {
+        let _ = started_tx.lock().send(());
+        drop(g2.lock());
+    });
+    let h = Harness::with(c, policy(1000), Some(hook));
+    h.source
+        .add(PrincipalKind::User, "alice", vec![phc("right", 1000)]);
+    let spawn = |secret: &'static str, ip: &'static str| {
+        let v = h.v.clone();
+        let a = h.attempt("alice", secret, ip);
+        tokio::spawn(async move { v.verify(a).await })
+    };
+    let queued = |n: usize| {
+        let v = h.v.clone();
+        async move {
+            while v.snapshot().queued < n {
+                tokio::task::yield_now().await;
+            }
+            v.snapshot().queued_by_class
+        }
+    };
+
+    let held = gate.lock().unwrap();
+    // alice logs in from 192.0.2.1: the held job.
+    let first = spawn("right", "192.0.2.1");
+    started_rx.recv().unwrap();
+    // 10.0.0.0/24 spends 5 of its 10 failures on unknown principals (no hash).
+    for i in 0..5 {
+        h.v.verify(h.attempt(&format!("nobody{i}"), "x", "10.0.0.1"))
+            .await;
+    }
+    // Its next attempt takes it past half its budget: suspect.
+    let suspect = spawn("wrong", "10.0.0.2");
+    assert_eq!(queued(1).await, [0, 0, 1]);
+    // A network with no history: unknown.
+    let unknown = spawn("wrong", "198.51.100.1");
+    assert_eq!(queued(2).await, [0, 1, 1]);
+    drop(held);
+    assert!(matches!(first.await.unwrap(), Outcome::Accepted { .. }));
+    assert_eq!(suspect.await.unwrap(), Outcome::Rejected);
+    assert_eq!(unknown.await.unwrap(), Outcome::Rejected);
+    while started_rx.try_recv().is_ok() {}
+
+    // After that success, 192.0.2.0/24 is trusted for alice.
+    let held = gate.lock().unwrap();
+    let blocker = spawn("wrong", "203.0.113.1");
+    started_rx.recv().unwrap();
+    let trusted = spawn("right", "192.0.2.77");
+    assert_eq!(queued(1).await, [1, 0, 0]);
+    drop(held);
+    assert_eq!(blocker.await.unwrap(), Outcome::Rejected);
+    assert!(matches!(trusted.await.unwrap(), Outcome::Accepted { .. }));
+}

@@ -238,7 +238,10 @@ fn section(o: &mut String, s: &Section) {
 fn group_table(o: &mut String, rep: &RepeatResult) {
     o.push_str("<table><tr><th>group</th><th>done</th><th>success</th><th>auth fail</th><th>429</th><th>503</th><th>timeout</th><th>conn err</th><th>wrong</th><th>/s</th><th>p50</th><th>p99</th><th>max</th></tr>");
     // The merged row only adds information when several groups expect success.
-    let merged = rep.legitimate.iter().filter(|_| rep.groups.iter().filter(|g| g.expects_success).count() > 1);
+    let merged = rep
+        .legitimate
+        .iter()
+        .filter(|_| rep.groups.iter().filter(|g| g.expects_success).count() > 1);
     for g in rep.groups.iter().chain(merged) {
         let c = |x: Outcome| g.outcomes.get(&x).copied().unwrap_or(0);
         let _ = write!(
