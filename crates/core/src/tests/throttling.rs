@@ -307,13 +307,15 @@ async fn issue_4_attempts_are_classed_trusted_unknown_or_suspect() {
     let mut c = config();
     limits(&mut c);
     c.pool_threads = 1;
-    let gate = Arc::new(std::sync::Mutex::new(()));
+    // A tokio mutex: the test holds it across awaits, the pool thread (no runtime there)
+    // takes it with `blocking_lock`.
+    let gate = Arc::new(tokio::sync::Mutex::new(()));
     let (started_tx, started_rx) = std::sync::mpsc::channel::<()>();
     let started_tx = Mutex::new(started_tx);
     let g2 = gate.clone();
     let hook: JobHook = Arc::new(move || {
         let _ = started_tx.lock().send(());
-        drop(g2.lock());
+        drop(g2.blocking_lock());
     });
     let h = Harness::with(c, policy(1000), Some(hook));
     h.source
@@ -333,7 +335,7 @@ async fn issue_4_attempts_are_classed_trusted_unknown_or_suspect() {
         }
     };
 
-    let held = gate.lock().unwrap();
+    let held = gate.lock().await;
     // alice logs in from 192.0.2.1: the held job.
     let first = spawn("right", "192.0.2.1");
     started_rx.recv().unwrap();
@@ -355,7 +357,7 @@ async fn issue_4_attempts_are_classed_trusted_unknown_or_suspect() {
     while started_rx.try_recv().is_ok() {}
 
     // After that success, 192.0.2.0/24 is trusted for alice.
-    let held = gate.lock().unwrap();
+    let held = gate.lock().await;
     let blocker = spawn("wrong", "203.0.113.1");
     started_rx.recv().unwrap();
     let trusted = spawn("right", "192.0.2.77");
