@@ -2,6 +2,9 @@
 //! checked against Python's `hashlib.pbkdf2_hmac` (an independent implementation), and
 //! malformed input must give exit status 2 with one line on stderr, never a panic.
 
+// Test helpers: a failed unwrap is a failed test, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 

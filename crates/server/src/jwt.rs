@@ -340,7 +340,10 @@ mod tests {
         let ids: std::collections::HashSet<String> =
             (0..1000).map(|_| new_jti().unwrap()).collect();
         assert_eq!(ids.len(), 1000);
-        assert!(ids.iter().all(|i| URL_SAFE_NO_PAD.decode(i).unwrap().len() == 16));
+        assert!(
+            ids.iter()
+                .all(|i| URL_SAFE_NO_PAD.decode(i).unwrap().len() == 16)
+        );
     }
 
     #[test]
