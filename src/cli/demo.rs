@@ -101,13 +101,19 @@ mod portcullis_demo {
                     prf: Prf::Sha256,
                     iterations: setup.iterations,
                 };
-                let mut config = Config::default();
-                config.data_dir = dir.clone();
-                // Same cost as the stored hashes, so rehash-on-login has nothing to do.
-                config.policy = policy.clone();
-                config.verifier.reject_delay_ms = setup.reject_delay.as_millis() as u64;
+                let mut verifier = portcullis_core::VerifierConfig {
+                    reject_delay_ms: setup.reject_delay.as_millis() as u64,
+                    ..Default::default()
+                };
                 // Every loopback address is a distinct client machine in these scenarios.
-                config.verifier.ipv4_prefix_len = 32;
+                verifier.ipv4_prefix_len = 32;
+                let config = Config {
+                    data_dir: dir.clone(),
+                    // Same cost as the stored hashes, so rehash-on-login has nothing to do.
+                    policy: policy.clone(),
+                    verifier,
+                    ..Config::default()
+                };
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
                     .await
                     .map_err(err)?;

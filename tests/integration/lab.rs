@@ -1,6 +1,9 @@
 //! Issue 6: the load lab. A tiny scenario against the naive baseline in-process on port 0,
 //! a stalled server (SIGSTOP) showing up in the open-loop p99, and the CLI's safety rails.
 
+// Test helpers outside #[test] functions: a panic is the right failure here.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
 use std::process::{Command, Stdio};

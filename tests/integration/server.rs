@@ -1,6 +1,8 @@
 //! Issue #5, server half: `portcullis serve` in process on 127.0.0.1:0. Token grants,
 //! client authentication, errors, introspection and revocation, discovery, JWKS, metrics,
 //! health, status, key persistence and graceful shutdown.
+// Test helpers: a failed setup step should fail the test loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::{Duration, Instant};
 
@@ -637,7 +639,7 @@ async fn issue_5_overload_is_503_with_retry_after_not_a_timeout() {
     }
     let started = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
-    for i in 0..16 {
+    for (i, secret) in secrets.iter().enumerate() {
         let user = format!("user{i}");
         let body = form(&[
             ("grant_type", "password"),
@@ -645,8 +647,7 @@ async fn issue_5_overload_is_503_with_retry_after_not_a_timeout() {
             ("password", "pw"),
         ]);
         let app = format!("app{i}");
-        let req =
-            crate::server_support::post_bytes("/oauth2/token", Some((&app, &secrets[i])), &body);
+        let req = crate::server_support::post_bytes("/oauth2/token", Some((&app, secret)), &body);
         let addr = s.server.local_addr();
         tasks.spawn(async move { crate::server_support::raw(addr, &req).await });
     }

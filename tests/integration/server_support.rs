@@ -1,6 +1,8 @@
 //! Shared helpers of the server tests: an in-process server on 127.0.0.1:0 over a temp
 //! data directory, provisioning of clients and users through the store, and a minimal
 //! HTTP/1.1 client over raw TCP (so tests can also send bytes no HTTP library would).
+// Test helpers: a failed setup step should fail the test loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 
@@ -32,10 +34,11 @@ pub struct TestServer {
 
 /// The default test configuration over `dir`.
 pub fn test_config(dir: &std::path::Path) -> Config {
-    let mut config = Config::default();
-    config.data_dir = dir.to_path_buf();
-    config.policy = test_policy();
-    config
+    Config {
+        data_dir: dir.to_path_buf(),
+        policy: test_policy(),
+        ..Config::default()
+    }
 }
 
 /// Start a server with the default test configuration.
