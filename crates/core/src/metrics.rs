@@ -36,6 +36,7 @@ pub(crate) const REHASH: &str = "portcullis_rehash_total";
 pub(crate) const STORE_ERRORS: &str = "portcullis_store_errors_total";
 pub(crate) const BAD_STORED_HASH: &str = "portcullis_bad_stored_hash_total";
 
+#[cfg(test)]
 pub(crate) fn outcome_label(o: &Outcome) -> &'static str {
     match o {
         Outcome::Accepted { .. } => "accepted",
@@ -45,15 +46,71 @@ pub(crate) fn outcome_label(o: &Outcome) -> &'static str {
     }
 }
 
-pub(crate) fn attempt(o: &Outcome, class: Class, protocol: Protocol) {
-    metrics::counter!(ATTEMPTS,
-        "outcome" => outcome_label(o),
-        "class" => class.label(),
-        "protocol" => protocol.label())
-    .increment(1);
-    if matches!(o, Outcome::Throttled { .. }) {
-        metrics::counter!(THROTTLED, "class" => class.label(), "protocol" => protocol.label())
-            .increment(1);
+/// Handles of the per-attempt metrics, registered once when the verifier is built (the
+/// recorder must be installed by then), so the hot path neither hashes label sets nor
+/// allocates to find its counters.
+pub(crate) struct AttemptMetrics {
+    /// `portcullis_attempts_total` by outcome, class, protocol.
+    attempts: [[[metrics::Counter; PROTOCOLS.len()]; CLASSES.len()]; OUTCOMES.len()],
+    /// `portcullis_throttled_total` by class, protocol.
+    throttled: [[metrics::Counter; PROTOCOLS.len()]; CLASSES.len()],
+    /// `portcullis_in_flight`.
+    in_flight: metrics::Gauge,
+}
+
+const OUTCOMES: [&str; 4] = ["accepted", "rejected", "throttled", "overloaded"];
+const CLASSES: [Class; 3] = [Class::Trusted, Class::Unknown, Class::Suspect];
+const PROTOCOLS: [Protocol; 4] = [
+    Protocol::OAuthClient,
+    Protocol::OAuthPassword,
+    Protocol::RadiusPap,
+    Protocol::Other,
+];
+
+impl AttemptMetrics {
+    pub(crate) fn register() -> Self {
+        let by = |o: &'static str, c: Class| {
+            PROTOCOLS.map(|p| {
+                metrics::counter!(ATTEMPTS, "outcome" => o, "class" => c.label(), "protocol" => p.label())
+            })
+        };
+        AttemptMetrics {
+            attempts: OUTCOMES.map(|o| CLASSES.map(|c| by(o, c))),
+            throttled: CLASSES.map(|c| {
+                PROTOCOLS.map(
+                    |p| metrics::counter!(THROTTLED, "class" => c.label(), "protocol" => p.label()),
+                )
+            }),
+            in_flight: metrics::gauge!(IN_FLIGHT),
+        }
+    }
+
+    pub(crate) fn attempt(&self, o: &Outcome, class: Class, protocol: Protocol) {
+        let oi = match o {
+            Outcome::Accepted { .. } => 0,
+            Outcome::Rejected => 1,
+            Outcome::Throttled { .. } => 2,
+            Outcome::Overloaded { .. } => 3,
+        };
+        let ci = match class {
+            Class::Trusted => 0,
+            Class::Unknown => 1,
+            Class::Suspect => 2,
+        };
+        let pi = match protocol {
+            Protocol::OAuthClient => 0,
+            Protocol::OAuthPassword => 1,
+            Protocol::RadiusPap => 2,
+            Protocol::Other => 3,
+        };
+        self.attempts[oi][ci][pi].increment(1);
+        if oi == 2 {
+            self.throttled[ci][pi].increment(1);
+        }
+    }
+
+    pub(crate) fn in_flight(&self, n: usize) {
+        self.in_flight.set(n as f64);
     }
 }
 
@@ -89,10 +146,6 @@ pub(crate) fn queue_depth(depths: [usize; 3], rehash: usize) {
         metrics::gauge!(QUEUE_DEPTH, "class" => c.label()).set(d as f64);
     }
     metrics::gauge!(QUEUE_DEPTH, "class" => "rehash").set(rehash as f64);
-}
-
-pub(crate) fn in_flight(n: usize) {
-    metrics::gauge!(IN_FLIGHT).set(n as f64);
 }
 
 pub(crate) fn rehash(result: &'static str) {

@@ -13,6 +13,12 @@
 //! hashing) gives the charge back with [`ThrottleStore::refund`]. The number of hashes in
 //! flight or failed per key is then bounded by its burst, however concurrent the attack.
 //!
+//! That reservation only matters where a hash is at stake. A cheap credential (peppered
+//! HMAC, microseconds) is checked with [`ThrottleStore::peek`], which answers like
+//! `acquire` but charges nothing, and is charged only once it has failed; otherwise many
+//! concurrent *correct* attempts of one busy client would exhaust the burst with
+//! reservations that are all about to be refunded (issue 5).
+//!
 //! # GCRA
 //! Each key keeps one instant, the theoretical arrival time (TAT). With emission interval
 //! `T = period / burst` and tolerance `tau = period - T`, a charge at `now` conforms when
@@ -23,7 +29,8 @@
 //! The trait maps onto one Lua script per call: `acquire` gets the encoded keys
 //! ([`ThrottleKey::encode`]) as `KEYS` and `now`, `T`, `tau` per key as `ARGV`, reads
 //! every TAT, and writes all of them only if all conform (atomic: a script runs alone).
-//! `refund` subtracts `T` (never below `now`). Trust marks are `SET key 1 PX ttl`.
+//! `peek` is the same script without the writes. `refund` subtracts `T` (never below
+//! `now`). Trust marks are `SET key 1 PX ttl`.
 //! `Instant`s are converted by the implementation against an anchor it takes at startup.
 
 use std::collections::HashMap;
@@ -178,6 +185,14 @@ pub trait ThrottleStore: Send + Sync + 'static {
         now: Instant,
     ) -> BoxFuture<'a, Result<Decision, ThrottleError>>;
 
+    /// What [`ThrottleStore::acquire`] would answer at `now`, charging nothing. `fills`
+    /// are those a charge would leave. Not atomic with a later `acquire`.
+    fn peek<'a>(
+        &'a self,
+        charges: &'a [Charge],
+        now: Instant,
+    ) -> BoxFuture<'a, Result<Decision, ThrottleError>>;
+
     /// Give one failure back to each budget (the attempt succeeded or was never hashed).
     fn refund<'a>(
         &'a self,
@@ -300,6 +315,25 @@ impl MemoryThrottleStore {
         Decision::Allowed { fills }
     }
 
+    /// Synchronous core of [`ThrottleStore::peek`].
+    pub fn peek_now(&self, charges: &[Charge], now: Instant) -> Decision {
+        let mut worst: Option<Duration> = None;
+        let mut fills = Vec::with_capacity(charges.len());
+        for c in charges {
+            let tat = self.budgets[self.shard(&c.key)].lock().get(&c.key).copied();
+            if let Some(tat) = tat
+                && let Err(wait) = c.limit.conforms(tat, now)
+            {
+                worst = Some(worst.map_or(wait, |w| w.max(wait)));
+            }
+            fills.push(c.limit.fill(c.limit.charge(tat, now), now));
+        }
+        match worst {
+            Some(retry_after) => Decision::Denied { retry_after },
+            None => Decision::Allowed { fills },
+        }
+    }
+
     /// Synchronous core of [`ThrottleStore::refund`].
     pub fn refund_now(&self, charges: &[Charge], now: Instant) {
         for c in charges {
@@ -352,6 +386,14 @@ impl ThrottleStore for MemoryThrottleStore {
         now: Instant,
     ) -> BoxFuture<'a, Result<Decision, ThrottleError>> {
         ready(Ok(self.acquire_now(charges, now))).boxed()
+    }
+
+    fn peek<'a>(
+        &'a self,
+        charges: &'a [Charge],
+        now: Instant,
+    ) -> BoxFuture<'a, Result<Decision, ThrottleError>> {
+        ready(Ok(self.peek_now(charges, now))).boxed()
     }
 
     fn refund<'a>(

@@ -2,10 +2,13 @@
 //!
 //! 1. **Classify and throttle** (no hash, no thread): mask the source to its prefix; the
 //!    attempt is *trusted* if the source is in `trusted_cidrs` or carries a trust mark
-//!    for this principal (a success within `trusted_ttl_secs`). Charge the failure
-//!    budgets atomically ([`crate::throttle`]): (principal, prefix) always, prefix unless
+//!    for this principal (a success within `trusted_ttl_secs`). Check the failure
+//!    budgets ([`crate::throttle`]): (principal, prefix) always, prefix unless
 //!    allow-listed, principal unless trusted. An exhausted budget answers "throttled" at
-//!    once. Otherwise the class is trusted, suspect (prefix or (principal, prefix) budget
+//!    once. After the lookup, an attempt that will spend a hash (KDF credential) or mimic
+//!    one (unknown principal) is charged up front, atomically; cheap credentials are
+//!    charged only when they fail (issue 5: concurrent correct attempts of a busy client
+//!    must not exhaust the burst with reservations). Otherwise the class is trusted, suspect (prefix or (principal, prefix) budget
 //!    at least `suspect_fill` used) or unknown.
 //! 2. **Look up** the stored credentials (bounded by the deadline). A store error or
 //!    timeout answers "overloaded" with a retry-after: the store is the bottleneck, not
@@ -169,6 +172,8 @@ struct Inner {
     in_flight: AtomicUsize,
     /// Outcome counters for [`PoolSnapshot`].
     counts: Counts,
+    /// Per-attempt metric handles, looked up once.
+    metrics: metrics::AttemptMetrics,
 }
 
 #[derive(Default)]
@@ -196,12 +201,12 @@ impl std::fmt::Debug for Verifier {
 }
 
 /// Decrements the in-flight count even when the caller drops the future.
-struct InFlight<'a>(&'a AtomicUsize);
+struct InFlight<'a>(&'a Inner);
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
-        let n = self.0.fetch_sub(1, Ordering::Relaxed) - 1;
-        metrics::in_flight(n);
+        let n = self.0.in_flight.fetch_sub(1, Ordering::Relaxed) - 1;
+        self.0.metrics.in_flight(n);
     }
 }
 
@@ -211,6 +216,9 @@ struct Admitted {
     principal: String,
     pp_key: ThrottleKey,
     charges: Vec<Charge>,
+    /// The budgets hold a reservation for this attempt (KDF and unknown principals) that
+    /// a success or a shed gives back; cheap credentials are only charged on failure.
+    charged: bool,
     class: Class,
     flow: u64,
     start: Instant,
@@ -264,6 +272,7 @@ impl Verifier {
                 shutting_down: AtomicBool::new(false),
                 in_flight: AtomicUsize::new(0),
                 counts: Counts::default(),
+                metrics: metrics::AttemptMetrics::register(),
             }),
         })
     }
@@ -282,8 +291,8 @@ impl Verifier {
     pub async fn verify_deferred(&self, attempt: Attempt) -> Deferred {
         let inner = &*self.inner;
         let n = inner.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
-        metrics::in_flight(n);
-        let _guard = InFlight(&inner.in_flight);
+        inner.metrics.in_flight(n);
+        let _guard = InFlight(inner);
         let protocol = attempt.protocol;
         let (d, class) = self.run(attempt).await;
         let counter = match d.outcome {
@@ -293,7 +302,7 @@ impl Verifier {
             Outcome::Overloaded { .. } => &inner.counts.overloaded,
         };
         counter.fetch_add(1, Ordering::Relaxed);
-        metrics::attempt(&d.outcome, class, protocol);
+        inner.metrics.attempt(&d.outcome, class, protocol);
         d
     }
 
@@ -376,35 +385,18 @@ impl Verifier {
                 limit: i.limits[2],
             });
         }
-        let class = match self.acquire(&charges, start).await {
-            Decision::Denied { retry_after } => {
-                let class = if trusted {
-                    Class::Trusted
-                } else {
-                    Class::Unknown
-                };
-                let outcome = Outcome::Throttled {
-                    retry_after: jittered(retry_after, cfg.retry_jitter),
-                };
-                return (now_answer(outcome), class);
-            }
-            Decision::Allowed { fills } => {
-                let f = cfg.throttle.suspect_fill;
-                if trusted {
-                    Class::Trusted
-                } else if fills.iter().take(2).any(|x| *x >= f) {
-                    Class::Suspect
-                } else {
-                    Class::Unknown
-                }
-            }
+        // Check only: whether this attempt is charged up front depends on what is stored.
+        let class = match self.peek(&charges, start).await {
+            Decision::Denied { retry_after } => return self.throttled(trusted, retry_after),
+            Decision::Allowed { fills } => self.classify(trusted, &fills),
         };
-        let adm = Admitted {
+        let mut adm = Admitted {
             kind,
             flow: i.flow_hasher.hash_one(prefix),
             principal,
             pp_key,
             charges,
+            charged: false,
             class,
             start,
             deadline,
@@ -416,8 +408,8 @@ impl Verifier {
         let stored = match looked.await {
             Ok(Ok(s)) => s,
             Ok(Err(_)) | Err(_) => {
+                // Nothing is charged yet, so nothing to give back.
                 metrics::store_error("credentials");
-                self.refund(&adm.charges).await;
                 return (self.overloaded(Duration::from_secs(1)), class);
             }
         };
@@ -432,15 +424,31 @@ impl Verifier {
             }
         }
 
+        let (cheap, kdf): (Vec<_>, Vec<_>) = creds
+            .into_iter()
+            .partition(|(_, c)| c.cost() == Cost::Cheap);
+
+        // Reserve before any hash (and for unknown principals, which mimic one): a flood
+        // must not get more than a burst of hashes in before its first failure counts.
+        if cheap.is_empty() || !kdf.is_empty() {
+            match self.acquire(&adm.charges, i.clock.now()).await {
+                Decision::Denied { retry_after } => {
+                    return self.throttled(trusted, retry_after);
+                }
+                Decision::Allowed { fills } => {
+                    adm.class = self.classify(trusted, &fills);
+                    adm.charged = true;
+                }
+            }
+        }
+        let class = adm.class;
+
         // 3. Unknown principal.
-        if creds.is_empty() {
+        if cheap.is_empty() && kdf.is_empty() {
             return (self.unknown(&adm).await, class);
         }
 
         // 4. Cheap credentials inline.
-        let (cheap, kdf): (Vec<_>, Vec<_>) = creds
-            .into_iter()
-            .partition(|(_, c)| c.cost() == Cost::Cheap);
         for (old, c) in &cheap {
             i.counts.cheap.fetch_add(1, Ordering::Relaxed);
             if matches!(c.verify(&secret, &i.peppers), Ok(true)) {
@@ -450,6 +458,9 @@ impl Verifier {
         }
         if kdf.is_empty() {
             self.record_latency(kind, start);
+            // Charged only now that it failed. If a concurrent failure used the last of
+            // the budget, this one is not charged again (the budget is exhausted anyway).
+            let _ = self.acquire(&adm.charges, i.clock.now()).await;
             return (self.rejected(&adm), class);
         }
 
@@ -510,7 +521,9 @@ impl Verifier {
         secret: Zeroizing<Vec<u8>>,
     ) -> Deferred {
         let i = &*self.inner;
-        self.refund(&adm.charges).await;
+        if adm.charged {
+            self.refund(&adm.charges).await;
+        }
         let now = i.clock.now();
         let ttl = Duration::from_secs(i.config.trusted_ttl_secs);
         if i.throttle
@@ -570,6 +583,31 @@ impl Verifier {
         }
     }
 
+    /// A budget is exhausted: answer at once, no lookup, no hash.
+    fn throttled(&self, trusted: bool, retry_after: Duration) -> (Deferred, Class) {
+        let class = if trusted {
+            Class::Trusted
+        } else {
+            Class::Unknown
+        };
+        let outcome = Outcome::Throttled {
+            retry_after: jittered(retry_after, self.inner.config.retry_jitter),
+        };
+        (now_answer(outcome), class)
+    }
+
+    /// Priority class from the budget fills a charge (would) leave.
+    fn classify(&self, trusted: bool, fills: &[f64]) -> Class {
+        let f = self.inner.config.throttle.suspect_fill;
+        if trusted {
+            Class::Trusted
+        } else if fills.iter().take(2).any(|x| *x >= f) {
+            Class::Suspect
+        } else {
+            Class::Unknown
+        }
+    }
+
     fn overloaded(&self, wait: Duration) -> Deferred {
         let wait = wait.clamp(Duration::from_millis(1), Duration::from_secs(60));
         now_answer(Outcome::Overloaded {
@@ -601,6 +639,17 @@ impl Verifier {
             Err(_) => {
                 metrics::store_error("throttle");
                 i.fallback.acquire_now(charges, now)
+            }
+        }
+    }
+
+    async fn peek(&self, charges: &[Charge], now: Instant) -> Decision {
+        let i = &*self.inner;
+        match i.throttle.peek(charges, now).await {
+            Ok(d) => d,
+            Err(_) => {
+                metrics::store_error("throttle");
+                i.fallback.peek_now(charges, now)
             }
         }
     }

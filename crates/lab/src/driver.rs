@@ -104,7 +104,9 @@ impl Transport {
         session: &mut HttpSession,
         source: Option<IpAddr>,
         mode: ConnectionMode,
+        host: &HeaderValue,
         mut req: Request<Body>,
+        keep_body: bool,
     ) -> Result<Response<Bytes>, ()> {
         // Taken out for the duration of the attempt: if the attempt is dropped by a timeout
         // the half-used connection is dropped with it.
@@ -121,7 +123,7 @@ impl Transport {
             None => conn::open(self.addr, source).await.map_err(|_| ())?,
         };
         let h = req.headers_mut();
-        h.insert(HOST, self.host.clone());
+        h.insert(HOST, host.clone());
         if mode == ConnectionMode::PerRequest {
             // The server closes first, so TIME_WAIT lands on its side, not on our ports.
             h.insert(CONNECTION, HeaderValue::from_static("close"));
@@ -131,8 +133,17 @@ impl Transport {
             let exchange = async {
                 sender.ready().await.map_err(|_| ())?;
                 let resp = sender.send_request(req).await.map_err(|_| ())?;
-                let (parts, body) = resp.into_parts();
-                let body = body.collect().await.map_err(|_| ())?.to_bytes();
+                let (parts, mut body) = resp.into_parts();
+                let body = if keep_body {
+                    body.collect().await.map_err(|_| ())?.to_bytes()
+                } else {
+                    // Read to the end (the connection is reusable only then) but keep
+                    // nothing: no buffer to fill per request.
+                    while let Some(f) = body.frame().await {
+                        f.map_err(|_| ())?;
+                    }
+                    Bytes::new()
+                };
                 Ok::<_, ()>((parts, body))
             };
             let mut exchange = std::pin::pin!(exchange);
@@ -196,6 +207,10 @@ pub struct HttpGetDriver {
 pub struct HttpGetClient {
     source: Option<IpAddr>,
     mode: ConnectionMode,
+    /// The client's own copies of the path and `Host`: cloning them per request then bumps
+    /// a reference count only this client's thread touches, not one all clients share.
+    path: hyper::Uri,
+    host: HeaderValue,
 }
 
 impl Driver for HttpGetDriver {
@@ -203,9 +218,15 @@ impl Driver for HttpGetDriver {
     type Session = HttpSession;
 
     fn client(&self, who: &Identity) -> Result<HttpGetClient, LabError> {
+        let path = hyper::Uri::try_from(self.path.to_string())
+            .map_err(|e| LabError::Scenario(format!("bad request path: {e}")))?;
+        let host = HeaderValue::from_bytes(self.transport.host.as_bytes())
+            .map_err(|e| LabError::Scenario(format!("bad Host header: {e}")))?;
         Ok(HttpGetClient {
             source: who.source,
             mode: who.connection,
+            path,
+            host,
         })
     }
 
@@ -219,10 +240,17 @@ impl Driver for HttpGetDriver {
         session: &'a mut HttpSession,
     ) -> AttemptResult {
         let mut req = Request::new(Full::new(Bytes::new()));
-        *req.uri_mut() = self.path.clone();
+        *req.uri_mut() = client.path.clone();
         let Ok(resp) = self
             .transport
-            .send(session, client.source, client.mode, req)
+            .send(
+                session,
+                client.source,
+                client.mode,
+                &client.host,
+                req,
+                false,
+            )
             .await
         else {
             return AttemptResult::of(Outcome::ConnectionError);
@@ -374,7 +402,14 @@ impl Driver for OAuth2Driver {
         }
         let Ok(resp) = self
             .transport
-            .send(session, client.source, client.mode, req)
+            .send(
+                session,
+                client.source,
+                client.mode,
+                &self.transport.host,
+                req,
+                true,
+            )
             .await
         else {
             return AttemptResult::of(Outcome::ConnectionError);

@@ -137,3 +137,75 @@ async fn the_request_cap_stops_the_run() {
     assert!(res.repeats[0].capped);
     assert_eq!(res.repeats[0].groups[0].completed, 5);
 }
+
+/// Answer the first `fast` requests at once, then never answer again.
+async fn stalls_after(fast: u64) -> SocketAddr {
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    let served = Arc::new(AtomicU64::new(0));
+    tokio::spawn(async move {
+        loop {
+            let Ok((s, _)) = l.accept().await else { return };
+            let served = served.clone();
+            tokio::spawn(async move {
+                let svc = service_fn(move |_req: Request<Incoming>| {
+                    let n = served.fetch_add(1, Ordering::Relaxed);
+                    async move {
+                        if n >= fast {
+                            std::future::pending::<()>().await;
+                        }
+                        Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"ok"))))
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(s), svc)
+                    .await;
+            });
+        }
+    });
+    addr
+}
+
+/// The closed-loop timer is re-armed lazily (only when it fires before the current
+/// request's deadline): a request that hangs after many fast ones must time out a full
+/// timeout after it was sent, neither early at a stale deadline nor at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closed_loop_timeouts_count_from_each_requests_own_send_time() {
+    let addr = stalls_after(50).await;
+    let s = Scenario::parse(
+        &format!(
+            r#"
+name = "stall"
+[target]
+url = "http://{addr}"
+metrics = "off"
+[driver]
+kind = "http-get"
+path = "/healthz"
+[run]
+duration = "1s"
+timeout = "300ms"
+[[group]]
+name = "get"
+size = 1
+model = "closed"
+connection = "keep-alive"
+"#
+        ),
+        None,
+    )
+    .unwrap();
+    let res = run_scenario(&s, &RunOptions::default()).await.unwrap();
+    let g = &res.repeats[0].groups[0];
+    assert_eq!(g.outcomes[&Outcome::Success], 50, "{g:?}");
+    let timeouts = g.outcomes[&Outcome::Timeout];
+    // The client issues until 1 s, each stalled request taking 300 ms: at most 4 of them.
+    assert!((1..=4).contains(&timeouts), "{g:?}");
+    assert_eq!(g.completed, 50 + timeouts, "{g:?}");
+    // Every timeout lasted the full 300 ms (histogram precision allows 0.1% less).
+    assert!(
+        g.mean_ms * g.completed as f64 >= timeouts as f64 * 300.0 * 0.999,
+        "{g:?}"
+    );
+    assert!(g.max_ms >= 299.0, "{g:?}");
+}

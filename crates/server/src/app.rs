@@ -9,7 +9,7 @@ use std::time::Instant;
 use metrics_exporter_prometheus::PrometheusHandle;
 use portcullis_core::{CredentialSource, MemoryThrottleStore, SystemClock, Verifier};
 use portcullis_hash::Peppers;
-use portcullis_store::{DataDir, MasterKey, Store};
+use portcullis_store::{DataDir, Grant, MasterKey, Store};
 use thiserror::Error;
 
 use crate::cache::ClientCache;
@@ -73,6 +73,9 @@ pub struct App {
     pub metadata: Vec<u8>,
     /// TLS settings, checked against the certificate at assembly (not at first handshake).
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// `tokens_issued_total` for the client_credentials and password grants, registered
+    /// once (after the recorder is installed) so issuing a token does no label lookup.
+    pub tokens_issued: [metrics::Counter; 2],
 }
 
 impl std::fmt::Debug for App {
@@ -163,6 +166,9 @@ impl App {
             started: Instant::now(),
             metadata,
             tls,
+            tokens_issued: [Grant::ClientCredentials, Grant::Password].map(
+                |g| metrics::counter!(crate::metrics::TOKENS_ISSUED, "grant_type" => g.as_str()),
+            ),
         }))
     }
 }

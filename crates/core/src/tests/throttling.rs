@@ -366,3 +366,85 @@ async fn issue_4_attempts_are_classed_trusted_unknown_or_suspect() {
     assert_eq!(blocker.await.unwrap(), Outcome::Rejected);
     assert!(matches!(trusted.await.unwrap(), Outcome::Accepted { .. }));
 }
+
+/// Runs `n` attempts for client `svc` from one source, all in flight together: every
+/// lookup waits at a barrier until all `n` have passed the throttle check.
+async fn concurrent_client_attempts(h: &Harness, n: usize, secret: &str) -> Vec<Outcome> {
+    *h.source.gate.lock() = Some(Arc::new(tokio::sync::Barrier::new(n)));
+    let runs = (0..n).map(|_| {
+        h.v.verify_deferred(h.attempt_kind(PrincipalKind::Client, "svc", secret, "10.0.0.9"))
+    });
+    let outcomes = futures::future::join_all(runs)
+        .await
+        .into_iter()
+        .map(|d| d.outcome)
+        .collect();
+    *h.source.gate.lock() = None;
+    outcomes
+}
+
+#[tokio::test]
+async fn issue_5_concurrent_correct_cheap_attempts_are_never_throttled() {
+    let h = harness();
+    h.source
+        .add(PrincipalKind::Client, "svc", vec![peppered("s3cret")]);
+    // 50 correct attempts at once against a (principal, prefix) burst of 3: reserving a
+    // failure for each up front would throttle all but 3 of them.
+    let outcomes = concurrent_client_attempts(&h, 50, "s3cret").await;
+    assert!(
+        outcomes
+            .iter()
+            .all(|o| matches!(o, Outcome::Accepted { .. })),
+        "{outcomes:?}"
+    );
+    let s = h.v.snapshot();
+    assert_eq!((s.accepted, s.throttled, s.hashes_computed), (50, 0, 0));
+    // Nothing was left charged: the full burst of failures is still available.
+    for _ in 0..3 {
+        let d =
+            h.v.verify_deferred(h.attempt_kind(PrincipalKind::Client, "svc", "typo", "10.0.0.9"))
+                .await;
+        assert_eq!(d.outcome, Outcome::Rejected);
+    }
+}
+
+#[tokio::test]
+async fn issue_5_wrong_cheap_attempts_are_charged_and_throttled() {
+    let h = harness();
+    h.source
+        .add(PrincipalKind::Client, "svc", vec![peppered("s3cret")]);
+    let attempt = |secret| h.attempt_kind(PrincipalKind::Client, "svc", secret, "10.0.0.9");
+    for _ in 0..3 {
+        assert_eq!(
+            h.v.verify_deferred(attempt("wrong")).await.outcome,
+            Outcome::Rejected
+        );
+    }
+    // The burst of 3 failures is spent: even the right secret is throttled, unverified.
+    let lookups = h.source.lookups.load(Ordering::SeqCst);
+    for secret in ["wrong", "s3cret"] {
+        assert!(is_throttled(
+            h.v.verify_deferred(attempt(secret)).await.outcome
+        ));
+    }
+    assert_eq!(h.source.lookups.load(Ordering::SeqCst), lookups);
+    assert_eq!(h.v.snapshot().hashes_computed, 0);
+}
+
+#[tokio::test]
+async fn issue_5_a_concurrent_wave_of_wrong_cheap_attempts_exhausts_the_budget() {
+    let h = harness();
+    h.source
+        .add(PrincipalKind::Client, "svc", vec![peppered("s3cret")]);
+    // All pass the check before any has failed (no hash is at stake, so that is fine);
+    // their failures are then charged and the next attempt is throttled.
+    let outcomes = concurrent_client_attempts(&h, 20, "wrong").await;
+    assert!(
+        outcomes.iter().all(|o| *o == Outcome::Rejected),
+        "{outcomes:?}"
+    );
+    let d =
+        h.v.verify_deferred(h.attempt_kind(PrincipalKind::Client, "svc", "s3cret", "10.0.0.9"))
+            .await;
+    assert!(is_throttled(d.outcome));
+}

@@ -71,10 +71,24 @@ pub fn render(r: &Report) -> String {
     let mut o = String::with_capacity(256 * 1024);
     let _ = write!(
         o,
-        r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{t}</title><style>{CSS}</style></head><body><h1>{t}</h1><p>Overall: {v}</p>"#,
+        r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{t}</title><style>{CSS}</style></head><body><h1>{t}</h1>"#,
         t = esc(&r.title),
-        v = verdict(r.passed())
     );
+    let targets = r.verdicts_by_target();
+    if targets.len() > 1 {
+        o.push_str("<p>Verdict by target:");
+        for (t, passed, total) in &targets {
+            let _ = write!(
+                o,
+                " <b>{}</b> {} ({passed} of {total} scenarios passed);",
+                esc(t),
+                verdict(passed == total)
+            );
+        }
+        o.push_str("</p>");
+    } else {
+        let _ = write!(o, "<p>Overall: {}</p>", verdict(r.passed()));
+    }
     for n in &r.notes {
         let _ = write!(o, r#"<p class="note">{}</p>"#, esc(n));
     }

@@ -42,6 +42,24 @@ pub struct Section {
 }
 
 impl Report {
+    /// Per target (in order of first appearance): scenarios passed and scenarios run.
+    /// A side-by-side demo is judged per target: the baseline failing is its point.
+    pub fn verdicts_by_target(&self) -> Vec<(String, usize, usize)> {
+        let mut out: Vec<(String, usize, usize)> = Vec::new();
+        for r in self.sections.iter().flat_map(|s| s.results.iter()) {
+            let i = match out.iter().position(|(t, _, _)| *t == r.target) {
+                Some(i) => i,
+                None => {
+                    out.push((r.target.clone(), 0, 0));
+                    out.len() - 1
+                }
+            };
+            out[i].1 += usize::from(r.passed);
+            out[i].2 += 1;
+        }
+        out
+    }
+
     /// Whether every result passed.
     pub fn passed(&self) -> bool {
         self.sections

@@ -183,3 +183,23 @@ fn html_is_self_contained_and_escapes_names() {
     assert!(html.contains("Test CPU") && html.contains("abc123"));
     assert!(html.contains("1 scrape(s) of /metrics got no answer"));
 }
+
+#[test]
+fn side_by_side_report_is_judged_per_target() {
+    let mut rep = report();
+    let mut good = known_result();
+    good.target = "portcullis".into();
+    good.passed = true;
+    good.failures.clear();
+    rep.sections[0].results.push(good);
+    assert_eq!(
+        rep.verdicts_by_target(),
+        vec![("baseline".into(), 0, 1), ("portcullis".into(), 1, 1)]
+    );
+    let html = html::render(&rep);
+    assert!(html.contains("Verdict by target:"), "no per-target verdict");
+    assert!(
+        !html.contains("Overall:"),
+        "a demo must not be judged as one run"
+    );
+}
