@@ -37,6 +37,7 @@ pub struct VerifierConfig {
     /// Failure-driven rate limits, applied before any hash is spent.
     pub throttle: ThrottleConfig,
     /// Prefix length that groups IPv4 sources for throttling and fairness. Default `24`.
+    /// Loopback sources are never grouped: each 127.0.0.0/8 or ::1 address is its own flow.
     pub ipv4_prefix_len: u8,
     /// Prefix length that groups IPv6 sources for throttling and fairness. Default `64`
     /// (one subscriber or host routinely owns a whole /64).

@@ -5,6 +5,12 @@
 //! hosting customer, so both throttling and fair queuing key on the masked prefix, not
 //! the full address: an attacker cannot multiply its share by rotating addresses inside
 //! the network it controls.
+//!
+//! Loopback sources are the exception: each loopback address is its own flow. Every
+//! 127.0.0.0/8 address is this machine, so masking models no address allocation there;
+//! what connects from distinct loopback addresses is distinct local clients (a local
+//! proxy per tenant, test rigs, the load lab's source pools), and grouping them would
+//! let one local client's failures throttle the others.
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -22,19 +28,24 @@ pub struct IpPrefix {
 }
 
 impl IpPrefix {
-    /// Mask `addr` to `v4_len` or `v6_len` bits. IPv4-mapped IPv6 addresses
+    /// Mask `addr` to `v4_len` or `v6_len` bits (loopback addresses are kept whole: see
+    /// the module doc). IPv4-mapped IPv6 addresses
     /// (`::ffff:a.b.c.d`, as dual-stack sockets report IPv4 peers) count as IPv4.
     pub fn of(addr: IpAddr, v4_len: u8, v6_len: u8) -> Self {
         match canonical(addr) {
             IpAddr::V4(a) => {
-                let len = v4_len.min(32);
+                let len = if a.is_loopback() { 32 } else { v4_len.min(32) };
                 IpPrefix {
                     addr: IpAddr::V4(mask_v4(a, len)),
                     len,
                 }
             }
             IpAddr::V6(a) => {
-                let len = v6_len.min(128);
+                let len = if a.is_loopback() {
+                    128
+                } else {
+                    v6_len.min(128)
+                };
                 IpPrefix {
                     addr: IpAddr::V6(mask_v6(a, len)),
                     len,
@@ -168,6 +179,21 @@ mod tests {
         assert_eq!(p.to_string(), "192.0.2.0/24");
         let p = IpPrefix::of("10.1.2.3".parse().unwrap(), 0, 0);
         assert_eq!(p.to_string(), "0.0.0.0/0");
+    }
+
+    #[test]
+    fn issue_4_loopback_sources_are_never_grouped() {
+        let a = IpPrefix::of("127.0.0.7".parse().unwrap(), 24, 64);
+        let b = IpPrefix::of("127.0.0.8".parse().unwrap(), 24, 64);
+        assert_eq!(a.to_string(), "127.0.0.7/32");
+        assert_ne!(a, b);
+        let mapped = IpPrefix::of("::ffff:127.0.0.7".parse().unwrap(), 24, 64);
+        assert_eq!(mapped, a);
+        let v6 = IpPrefix::of("::1".parse().unwrap(), 24, 64);
+        assert_eq!(v6.to_string(), "::1/128");
+        // Other private ranges keep the configured grouping.
+        let lan = IpPrefix::of("192.168.1.77".parse().unwrap(), 24, 64);
+        assert_eq!(lan.to_string(), "192.168.1.0/24");
     }
 
     #[test]

@@ -448,3 +448,29 @@ async fn issue_5_a_concurrent_wave_of_wrong_cheap_attempts_exhausts_the_budget()
             .await;
     assert!(is_throttled(d.outcome));
 }
+
+#[tokio::test]
+async fn issue_4_loopback_attackers_do_not_throttle_a_loopback_user() {
+    let h = harness();
+    // The real user succeeds from 127.0.0.1; strangers on other loopback addresses then
+    // exhaust their own (principal, address) budgets for the same principal.
+    assert!(matches!(
+        h.v.verify(h.attempt("alice", "right", "127.0.0.1")).await,
+        Outcome::Accepted { .. }
+    ));
+    let mut throttled = 0;
+    for i in 2..40 {
+        let src = format!("127.0.0.{i}");
+        for _ in 0..4 {
+            if is_throttled(h.v.verify(h.attempt("alice", "wrong", &src)).await) {
+                throttled += 1;
+            }
+        }
+    }
+    assert!(throttled > 0, "strangers were never throttled");
+    // With /24 grouping these failures would have spent 127.0.0.0/24's budgets.
+    assert!(matches!(
+        h.v.verify(h.attempt("alice", "right", "127.0.0.1")).await,
+        Outcome::Accepted { .. }
+    ));
+}
