@@ -202,3 +202,19 @@ fn issue_7_random_input_never_panics() {
         assert!(report.accepted.len() + report.rejected.len() <= s.len() + 1);
     }
 }
+
+/// A plaintext password pasted into the hash column must not reach stderr or logs through
+/// the rejection reason (import reasons are printed line by line).
+#[test]
+fn issue_7_import_rejections_never_echo_the_hash_column() {
+    let secret = "Tr0ub4dor&3-plaintext";
+    let input = format!("alice\t{secret}\nbob\t$x$Tr0ub4dor\n");
+    let report = import::import(input.as_bytes(), None);
+    assert!(report.accepted.is_empty());
+    assert_eq!(report.rejected.len(), 2, "{:?}", report.rejected);
+    for (_, reason) in &report.rejected {
+        assert!(!reason.contains("Tr0ub"), "reason leaks input: {reason}");
+    }
+    let err = Credential::parse(secret).unwrap_err().to_string();
+    assert!(!err.contains("Tr0ub"), "parse error leaks input: {err}");
+}

@@ -176,7 +176,7 @@ pub fn detect(s: &str) -> Result<Credential, FormatError> {
     if let Some(c) = aspnet::try_parse(s) {
         return c;
     }
-    Err(unrecognised(s))
+    Err(unrecognised())
 }
 
 /// Parse `s` as `format` only (for `--format`): strings of other formats are refused.
@@ -293,7 +293,7 @@ fn parse_dollar(s: &str) -> Result<Credential, FormatError> {
     if s.starts_with("$PBKDF2$") {
         return freeradius::parse(s);
     }
-    Err(unrecognised(s))
+    Err(unrecognised())
 }
 
 /// Real stored strings are at most a few hundred bytes (a Keycloak object a few KiB);
@@ -313,15 +313,13 @@ fn is_phc_pbkdf2(s: &str) -> bool {
     s.split('$').nth(2).is_some_and(|p| p.starts_with("i="))
 }
 
-/// An "unrecognised" error naming the string's first few characters (never the hash body:
-/// those first characters are a scheme identifier, or harmless if the line was garbage).
-fn unrecognised(s: &str) -> FormatError {
-    let head: String = s
-        .chars()
-        .take(12)
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect();
-    FormatError::Unrecognised(format!(" (string begins {head:?})"))
+/// An "unrecognised" error that echoes nothing of the string: in an import file the hash
+/// column may hold a plaintext password by mistake, and error lines go to terminals and logs.
+fn unrecognised() -> FormatError {
+    FormatError::Unrecognised(
+        " (no supported scheme prefix such as $pbkdf2-sha256$, $argon2id$, $2b$, pbkdf2_sha256$, {SSHA})"
+            .to_owned(),
+    )
 }
 
 // ---- shared validation -------------------------------------------------------------
