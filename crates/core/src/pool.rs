@@ -147,6 +147,8 @@ struct Shared {
 /// Handle to the pool; the threads hold their own reference to the shared state.
 pub(crate) struct Pool {
     shared: Arc<Shared>,
+    /// The workers, joined by [`Pool::join`] once shut down and drained.
+    handles: Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
 
 /// Counters for [`crate::PoolSnapshot`].
@@ -204,15 +206,21 @@ impl Pool {
             clock,
             hook,
         });
-        let pool = Pool { shared };
+        let pool = Pool {
+            shared,
+            handles: Mutex::new(Vec::with_capacity(threads)),
+        };
         for i in 0..threads {
             let shared = Arc::clone(&pool.shared);
             let spawned = std::thread::Builder::new()
                 .name(format!("portcullis-hash-{i}"))
                 .spawn(move || shared.worker());
-            if let Err(e) = spawned {
-                pool.shutdown();
-                return Err(CoreError::Spawn(e));
+            match spawned {
+                Ok(handle) => pool.handles.lock().push(handle),
+                Err(e) => {
+                    pool.shutdown();
+                    return Err(CoreError::Spawn(e));
+                }
             }
         }
         metrics::pool_threads(threads);
@@ -265,6 +273,17 @@ impl Pool {
     pub(crate) fn shutdown(&self) {
         self.shared.state.lock().shutdown = true;
         self.shared.work.notify_all();
+    }
+
+    /// Block until every worker has exited: after [`Pool::shutdown`], once the queued
+    /// verifications and background work are done.
+    pub(crate) fn join(&self) {
+        let handles = std::mem::take(&mut *self.handles.lock());
+        for handle in handles {
+            // Jobs run under `catch_unwind`; a worker that still panicked (a bug) has
+            // been reported by the panic hook, and there is nothing left to drain.
+            let _ = handle.join();
+        }
     }
 
     pub(crate) fn params(&self) -> DequeueParams {

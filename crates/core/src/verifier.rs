@@ -166,6 +166,10 @@ struct Inner {
     latencies: [Mutex<Latencies>; 2],
     /// Rehashes in progress, so one node upgrades a hash once even before the CAS.
     rehashing: Mutex<HashSet<(PrincipalKind, String, String)>>,
+    /// Rehash store writes spawned and not yet finished, for [`Verifier::drain`].
+    rehash_writes: AtomicUsize,
+    /// Signalled when `rehash_writes` drops to zero.
+    rehash_done: tokio::sync::Notify,
     /// `shutdown` was called.
     shutting_down: AtomicBool,
     /// Attempts inside `verify_deferred`.
@@ -269,6 +273,8 @@ impl Verifier {
                 flow_hasher: std::collections::hash_map::RandomState::new(),
                 latencies: [Mutex::new(Latencies::new()), Mutex::new(Latencies::new())],
                 rehashing: Mutex::new(HashSet::new()),
+                rehash_writes: AtomicUsize::new(0),
+                rehash_done: tokio::sync::Notify::new(),
                 shutting_down: AtomicBool::new(false),
                 in_flight: AtomicUsize::new(0),
                 counts: Counts::default(),
@@ -335,10 +341,30 @@ impl Verifier {
     }
 
     /// Stop accepting work (new attempts are answered "overloaded"), let the workers drain
-    /// what is queued, then let them exit. Does not block.
+    /// what is queued, then let them exit. Does not block; see [`Verifier::drain`].
     pub fn shutdown(&self) {
         self.inner.shutting_down.store(true, Ordering::Relaxed);
         self.inner.pool.shutdown();
+    }
+
+    /// [`Verifier::shutdown`], then wait until the hash threads have finished what was
+    /// queued and exited, and every rehash-on-login upgrade already computed has reached
+    /// the store. A server calls this after its last request is answered, so that an
+    /// upgrade a user's login paid for is not lost to the exit.
+    pub async fn drain(&self) {
+        self.shutdown();
+        let inner = Arc::clone(&self.inner);
+        // Joining blocks: off the runtime's worker threads.
+        let _ = tokio::task::spawn_blocking(move || inner.pool.join()).await;
+        let i = &*self.inner;
+        loop {
+            // Registered before the check, so a write finishing in between still wakes us.
+            let done = i.rehash_done.notified();
+            if i.rehash_writes.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            done.await;
+        }
     }
 
     async fn run(&self, attempt: Attempt) -> (Deferred, Class) {
@@ -692,7 +718,9 @@ impl Verifier {
             return;
         }
         let inner = Arc::clone(&self.inner);
+        let write = RehashWrite::start(&self.inner);
         rt.spawn(async move {
+            let _write = write;
             let (kind, principal, old) = &key;
             let result = match rx.await {
                 Ok(Some(new)) => match inner.source.replace_hash(*kind, principal, old, &new).await
@@ -709,6 +737,25 @@ impl Verifier {
             metrics::rehash(result);
             inner.rehashing.lock().remove(&key);
         });
+    }
+}
+
+/// A rehash store write in progress, counted for [`Verifier::drain`]. A guard, so the
+/// count also drops if the write's task is cancelled or panics.
+struct RehashWrite(Arc<Inner>);
+
+impl RehashWrite {
+    fn start(inner: &Arc<Inner>) -> Self {
+        inner.rehash_writes.fetch_add(1, Ordering::SeqCst);
+        RehashWrite(Arc::clone(inner))
+    }
+}
+
+impl Drop for RehashWrite {
+    fn drop(&mut self) {
+        if self.0.rehash_writes.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.rehash_done.notify_waiters();
+        }
     }
 }
 

@@ -90,7 +90,8 @@ pub async fn run(
     stop.cancel();
     tracker.close();
     tracker.wait().await;
-    app.verifier.shutdown();
+    // Hash threads finish what is queued; rehash-on-login upgrades already paid for land.
+    app.verifier.drain().await;
     Ok(())
 }
 

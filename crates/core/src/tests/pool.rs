@@ -265,3 +265,50 @@ async fn issue_4_same_parameter_jobs_share_a_batch_call_when_queued() {
         assert_eq!(s.batches, 0);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_5_drain_waits_for_queued_rehash_to_reach_the_store() {
+    // The verification passes through the hook; the rehash job that follows it parks
+    // in the hook until the test releases it, so it is still on the pool when the
+    // server starts its shutdown.
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let release_rx = Arc::new(Mutex::new(release_rx));
+    let (c2, r2) = (calls.clone(), release_rx.clone());
+    let hook: JobHook = Arc::new(move || {
+        if c2.fetch_add(1, Ordering::SeqCst) == 1 {
+            let _ = r2.lock().recv();
+        }
+    });
+    let h = Harness::with(config(), policy(2000), Some(hook));
+    h.source
+        .add(PrincipalKind::User, "dave", vec![phc("pw", 1000)]);
+    let upgraded = Outcome::Accepted { needs_rehash: true };
+    assert_eq!(
+        h.v.verify(h.attempt("dave", "pw", "10.0.0.1")).await,
+        upgraded
+    );
+
+    let drain = h.v.drain();
+    tokio::pin!(drain);
+    // The rehash is parked on a worker, so draining cannot have finished.
+    tokio::select! {
+        biased;
+        () = &mut drain => panic!("drain returned while a rehash was still running"),
+        () = std::future::ready(()) => {}
+    }
+    release_tx.send(()).unwrap();
+    drain.await;
+    // No waiting on the store: drain returning means the upgrade has landed.
+    assert_eq!(h.source.replaced.load(Ordering::SeqCst), 1);
+    assert_eq!(h.v.snapshot().rehashed, 1);
+    let stored = h.source.hashes(PrincipalKind::User, "dave");
+    assert!(stored[0].contains("i=2000"), "{stored:?}");
+    // New attempts after shutdown are refused without hashing.
+    let before = h.v.snapshot().hashes_computed;
+    assert!(matches!(
+        h.v.verify(h.attempt("dave", "pw", "10.0.0.2")).await,
+        Outcome::Overloaded { .. }
+    ));
+    assert_eq!(h.v.snapshot().hashes_computed, before);
+}
