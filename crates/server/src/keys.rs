@@ -190,7 +190,8 @@ async fn build(
                 .as_slice()
                 .try_into()
                 .map_err(|_| corrupt(&r.kid, "private key is not 32 bytes"))?;
-            let pair = KeyPair::from_seed(&r.kid, &Zeroizing::new(seed));
+            let pair = KeyPair::from_seed(&r.kid, &Zeroizing::new(seed))
+                .map_err(|e| corrupt(&r.kid, e.to_string()))?;
             if pair.public() != public {
                 return Err(corrupt(&r.kid, "private key does not match public key"));
             }
@@ -231,7 +232,7 @@ fn generate(
     let mut kid_raw = [0u8; 12];
     portcullis_hash::os_random(&mut kid_raw).map_err(|e| KeyError::Random(e.to_string()))?;
     let kid = URL_SAFE_NO_PAD.encode(kid_raw);
-    let pair = KeyPair::from_seed(&kid, &seed);
+    let pair = KeyPair::from_seed(&kid, &seed).map_err(|e| corrupt(&kid, e.to_string()))?;
     let sealed = master.seal(&seed[..], kid.as_bytes())?;
     Ok(SigningKeyRecord {
         public_key: pair.public().key.as_bytes().to_vec(),

@@ -331,7 +331,7 @@ mod tests {
             .next()
             .unwrap()
             .unwrap();
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
         for version in [&rustls::version::TLS13, &rustls::version::TLS12] {
             let client = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
                 .with_protocol_versions(&[version])

@@ -1,4 +1,4 @@
-//! TLS for the HTTP front end: explicit versions and cipher suites (rustls with the ring
+//! TLS for the HTTP front end: explicit versions and cipher suites (rustls with the AWS-LC
 //! provider), and a start-up check that the certificate can actually serve them.
 //!
 //! Why the check: a field report had sporadic handshake failures because the certificate's
@@ -105,7 +105,7 @@ pub fn server_config(s: &TlsSettings) -> Result<Arc<rustls::ServerConfig>, TlsEr
         .map_err(|e| TlsError::Pem(format!("{}: {e}", s.key.display())))?
         .ok_or_else(|| TlsError::Pem(format!("{}: no PRIVATE KEY block", s.key.display())))?;
 
-    let base = rustls::crypto::ring::default_provider();
+    let base = rustls::crypto::aws_lc_rs::default_provider();
     let signing_key = base
         .key_provider
         .load_private_key(key)
