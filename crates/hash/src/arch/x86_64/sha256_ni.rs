@@ -11,7 +11,7 @@
 //! constants. A compression is one straight line of 32 `sha256rnds2` plus the schedule.
 //!
 //! Each derivation is one serial chain, so what counts is the latency between the
-//! `sha256rnds2`s: the schedule is arranged to stay off that chain (see [`schedule!`]),
+//! `sha256rnds2`s: the schedule is arranged to stay off that chain (see `schedule!`),
 //! and the digest reaches the next compression's first round through two instructions.
 //! On Zen 5 the loop measures 133 cycles per compression (`examples/kernel_cycles.rs`)
 //! against 128 for the 32 dependent `sha256rnds2` alone.
@@ -87,51 +87,14 @@ macro_rules! schedule {
     };
 }
 
-/// One compression of the message `$m0..$m3` into the state `$abef`/`$cdgh`.
-macro_rules! compress {
-    ($abef:ident, $cdgh:ident, $m0:expr, $m1:expr, $m2:expr, $m3:expr) => {{
-        let (abef0, cdgh0) = ($abef, $cdgh);
-        let (mut w0, mut w1, mut w2, mut w3) = ($m0, $m1, $m2, $m3);
-        rounds4!($abef, $cdgh, w0, 0);
-        rounds4!($abef, $cdgh, w1, 1);
-        rounds4!($abef, $cdgh, w2, 2);
-        rounds4!($abef, $cdgh, w3, 3);
-        schedule!(w0, w1, w2, w3);
-        rounds4!($abef, $cdgh, w0, 4);
-        schedule!(w1, w2, w3, w0);
-        rounds4!($abef, $cdgh, w1, 5);
-        schedule!(w2, w3, w0, w1);
-        rounds4!($abef, $cdgh, w2, 6);
-        schedule!(w3, w0, w1, w2);
-        rounds4!($abef, $cdgh, w3, 7);
-        schedule!(w0, w1, w2, w3);
-        rounds4!($abef, $cdgh, w0, 8);
-        schedule!(w1, w2, w3, w0);
-        rounds4!($abef, $cdgh, w1, 9);
-        schedule!(w2, w3, w0, w1);
-        rounds4!($abef, $cdgh, w2, 10);
-        schedule!(w3, w0, w1, w2);
-        rounds4!($abef, $cdgh, w3, 11);
-        schedule!(w0, w1, w2, w3);
-        rounds4!($abef, $cdgh, w0, 12);
-        schedule!(w1, w2, w3, w0);
-        rounds4!($abef, $cdgh, w1, 13);
-        schedule!(w2, w3, w0, w1);
-        rounds4!($abef, $cdgh, w2, 14);
-        schedule!(w3, w0, w1, w2);
-        rounds4!($abef, $cdgh, w3, 15);
-        $abef = _mm_add_epi32($abef, abef0);
-        $cdgh = _mm_add_epi32($cdgh, cdgh0);
-    }};
-}
-
-/// One PBKDF2 compression from a constant HMAC state in `$abef`/`$cdgh`, without the
-/// feed-forward add: the caller folds the (constant) state into the next message. `$kw0`
-/// is the first message group with its round constants already added. Each schedule
+/// The 64 rounds of one compression of the message `$m0..$m3` (with `$kw0` = `$m0` plus
+/// its round constants) on `$abef`/`$cdgh`, without the feed-forward add: the PBKDF2
+/// loop folds its constant HMAC state into the next message instead, and `compress!`
+/// adds it. Each schedule
 /// group is issued three groups before the rounds that use it, so it is computed while
 /// earlier rounds run rather than when the core's schedulers fill up and the front end
 /// stalls (measured 2 cycles per compression).
-macro_rules! compress_pbkdf2 {
+macro_rules! rounds64 {
     ($abef:ident, $cdgh:ident, $kw0:expr, $m0:expr, $m1:expr, $m2:expr, $m3:expr) => {{
         let (mut w0, mut w1, mut w2, mut w3) = ($m0, $m1, $m2, $m3);
         let kw0 = $kw0;
@@ -164,6 +127,23 @@ macro_rules! compress_pbkdf2 {
         rounds4!($abef, $cdgh, w1, 13);
         rounds4!($abef, $cdgh, w2, 14);
         rounds4!($abef, $cdgh, w3, 15);
+    }};
+}
+
+/// One compression of the message `$m0..$m3` into the state `$abef`/`$cdgh`.
+macro_rules! compress {
+    ($abef:ident, $cdgh:ident, $m0:expr, $m1:expr, $m2:expr, $m3:expr) => {{
+        let (abef0, cdgh0) = ($abef, $cdgh);
+        let m0 = $m0;
+        let k0 = _mm_set_epi32(
+            K256[3] as i32,
+            K256[2] as i32,
+            K256[1] as i32,
+            K256[0] as i32,
+        );
+        rounds64!($abef, $cdgh, _mm_add_epi32(m0, k0), m0, $m1, $m2, $m3);
+        $abef = _mm_add_epi32($abef, abef0);
+        $cdgh = _mm_add_epi32($cdgh, cdgh0);
     }};
 }
 
@@ -232,13 +212,13 @@ fn loop_ni(istate: &[u32; 8], ostate: &[u32; 8], acc: &mut [u32; 8], iterations:
     let mut kw0 = _mm_add_epi32(m0, k0);
     for _ in 1..iterations {
         let (mut abef, mut cdgh) = (i_abef, i_cdgh);
-        compress_pbkdf2!(abef, cdgh, kw0, m0, m1, pad0, pad1);
+        rounds64!(abef, cdgh, kw0, m0, m1, pad0, pad1);
         let (r0, r1) = to_message(abef, cdgh);
         kw0 = _mm_add_epi32(r0, i_ffk);
         m0 = _mm_add_epi32(r0, i_ff0);
         m1 = _mm_add_epi32(r1, i_ff1);
         let (mut abef, mut cdgh) = (o_abef, o_cdgh);
-        compress_pbkdf2!(abef, cdgh, kw0, m0, m1, pad0, pad1);
+        rounds64!(abef, cdgh, kw0, m0, m1, pad0, pad1);
         let (r0, r1) = to_message(abef, cdgh);
         kw0 = _mm_add_epi32(r0, o_ffk);
         m0 = _mm_add_epi32(r0, o_ff0);

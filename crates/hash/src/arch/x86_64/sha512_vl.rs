@@ -6,7 +6,7 @@
 //! operations a cycle on Zen 5), so every scalar instruction and every cycle of chain
 //! counts. What this file does about it, each measured in cycles per compression with
 //! `examples/kernel_cycles.rs` (ARCHITECTURE.md, "Hash kernel"):
-//! - The rounds are inline assembly (see [`round!`]) so that the adds are associated
+//! - The rounds are inline assembly (see `round!`) so that the adds are associated
 //!   for a four-cycle chain through `e`; left to itself the compiler produced longer
 //!   chains and 20% more cycles.
 //! - The message schedule runs four words per 256-bit vector (`vprorq` and `vpternlogq`
