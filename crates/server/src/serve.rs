@@ -305,21 +305,31 @@ mod tests {
         }
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn issue_5_serves_https_with_both_configured_versions() {
-        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls");
+    fn tls_fixtures() -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls")
+    }
+
+    /// A fresh data dir and a config serving TLS 1.2 and 1.3 with fixture `name`.crt/.key.
+    async fn tls_setup(name: &str) -> (tempfile::TempDir, portcullis_store::DataDir, Config) {
         let dir = tempfile::tempdir().unwrap();
         let data = portcullis_store::DataDir::open(dir.path()).await.unwrap();
         let config = Config {
             data_dir: dir.path().to_path_buf(),
             tls: Some(TlsSettings {
-                cert: fixtures.join("ec_server.crt"),
-                key: fixtures.join("ec_server.key"),
+                cert: tls_fixtures().join(format!("{name}.crt")),
+                key: tls_fixtures().join(format!("{name}.key")),
                 versions: vec![TlsVersion::Tls12, TlsVersion::Tls13],
                 cipher_suites: Vec::new(),
             }),
             ..Config::default()
         };
+        (dir, data, config)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn issue_5_serves_https_with_both_configured_versions() {
+        let fixtures = tls_fixtures();
+        let (_dir, data, config) = tls_setup("ec_server").await;
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let app = App::from_data_dir(config, &data, addr).await.unwrap();
@@ -365,19 +375,7 @@ mod tests {
 
     #[tokio::test]
     async fn issue_5_certificate_unfit_for_the_suites_stops_startup() {
-        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls");
-        let dir = tempfile::tempdir().unwrap();
-        let data = portcullis_store::DataDir::open(dir.path()).await.unwrap();
-        let config = Config {
-            data_dir: dir.path().to_path_buf(),
-            tls: Some(TlsSettings {
-                cert: fixtures.join("rsa_keyencipherment_only.crt"),
-                key: fixtures.join("rsa_keyencipherment_only.key"),
-                versions: vec![TlsVersion::Tls12, TlsVersion::Tls13],
-                cipher_suites: Vec::new(),
-            }),
-            ..Config::default()
-        };
+        let (_dir, data, config) = tls_setup("rsa_keyencipherment_only").await;
         let addr = SocketAddr::from(([127, 0, 0, 1], 0));
         let err = App::from_data_dir(config, &data, addr).await.unwrap_err();
         assert!(err.to_string().contains("digitalSignature"), "{err}");
