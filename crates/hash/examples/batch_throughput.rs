@@ -9,6 +9,8 @@
 //! `backend` forces one batch code path (`shani-x2`, `avx512-x8`, ...; default: the
 //! planner, as `batch::derive`). Prints one line per round and the median ratio.
 
+#[path = "common/cli.rs"]
+mod cli;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -55,15 +57,12 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     let rounds: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(5);
-    let backend = match args.get(4) {
-        None => None,
-        Some(name) => match Backend::ALL.into_iter().find(|b| b.name() == name) {
-            Some(b) if batch::backends(prf).contains(&b) => Some(b),
-            _ => {
-                eprintln!("backend {name} not available for {}", prf.name());
-                return ExitCode::from(2);
-            }
-        },
+    let backend = match cli::backend_arg(prf, args.get(4)) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
     };
     let plan = batch::plan_for(prf, k);
     println!(

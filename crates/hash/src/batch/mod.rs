@@ -214,6 +214,13 @@ pub fn backends(prf: Prf) -> Vec<Backend> {
         .collect()
 }
 
+/// The backend called `name` ([`Backend::name`]), if this CPU offers it for `prf`
+/// (benchmark command lines).
+#[doc(hidden)]
+pub fn backend_named(prf: Prf, name: &str) -> Option<Backend> {
+    backends(prf).into_iter().find(|b| b.name() == name)
+}
+
 /// [`derive`] with every chain on `backend` (short last groups padded with idle lanes).
 #[doc(hidden)]
 pub fn derive_on(
