@@ -70,6 +70,7 @@ fn attempt(principal: &str, secret: &str, ip: IpAddr) -> Attempt {
         protocol: Protocol::Other,
         // A typical client timeout.
         deadline: Instant::now() + Duration::from_secs(5),
+        station: None,
     }
 }
 

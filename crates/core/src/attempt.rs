@@ -49,6 +49,12 @@ pub struct Attempt {
     pub secret: Zeroizing<Vec<u8>>,
     /// Network source of the request: the flow key for fairness and throttling.
     pub source: IpAddr,
+    /// The end user's station behind a shared source, when the front end knows one: a
+    /// RADIUS NAS relays every user's request from its own address, so the NAS fills in
+    /// Calling-Station-Id (else User-Name). When set, throttling and fair queuing key on
+    /// (`source`, `station`) instead of on the source's prefix alone. `None` for
+    /// front ends whose peers are the end users (OAuth).
+    pub station: Option<String>,
     /// Front end and mechanism.
     pub protocol: Protocol,
     /// The answer is useless after this instant (the client's timeout); work that cannot
@@ -63,6 +69,7 @@ impl std::fmt::Debug for Attempt {
             .field("principal", &self.principal)
             .field("secret", &"<redacted>")
             .field("source", &self.source)
+            .field("station", &self.station)
             .field("protocol", &self.protocol)
             .field("deadline", &self.deadline)
             .finish()
@@ -90,4 +97,26 @@ pub enum Outcome {
         /// When to try again (jittered).
         retry_after: Duration,
     },
+}
+
+/// Priority class of an attempt (see the crate docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Class {
+    /// A source with a recent success for this principal, or in the trusted CIDRs.
+    Trusted,
+    /// Anyone else.
+    Unknown,
+    /// A source prefix with many recent failures.
+    Suspect,
+}
+
+impl Class {
+    /// Stable label for metrics.
+    pub const fn label(self) -> &'static str {
+        match self {
+            Class::Trusted => "trusted",
+            Class::Unknown => "unknown",
+            Class::Suspect => "suspect",
+        }
+    }
 }

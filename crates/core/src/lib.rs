@@ -67,18 +67,18 @@ mod stats;
 pub mod throttle;
 pub mod verifier;
 
-pub use attempt::{Attempt, Outcome, PrincipalKind, Protocol};
+pub use attempt::{Attempt, Class, Outcome, PrincipalKind, Protocol};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{
     ClassShares, CodelConfig, LimitConfig, ThrottleConfig, UnknownDelay, VerifierConfig,
 };
 pub use error::CoreError;
-pub use net::IpPrefix;
+pub use net::{IpPrefix, Origin};
 pub use source::{CredentialSource, SourceError, StoredCredentials};
 pub use throttle::{
     Charge, Decision, GcraLimit, MemoryThrottleStore, ThrottleError, ThrottleKey, ThrottleStore,
 };
-pub use verifier::{Class, Deferred, PoolSnapshot, Verifier};
+pub use verifier::{Deferred, PoolSnapshot, Verifier};
 
 #[cfg(test)]
 mod tests;

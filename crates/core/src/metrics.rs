@@ -19,8 +19,8 @@
 
 use std::time::Duration;
 
+use crate::attempt::Class;
 use crate::attempt::{Outcome, Protocol};
-use crate::verifier::Class;
 
 pub(crate) const ATTEMPTS: &str = "portcullis_attempts_total";
 pub(crate) const THROTTLED: &str = "portcullis_throttled_total";

@@ -70,6 +70,41 @@ impl fmt::Display for IpPrefix {
     }
 }
 
+/// Where an attempt comes from, as throttling and fair queuing see it: the masked
+/// source address and, when that source relays for many end users (a RADIUS NAS), the
+/// end user's station behind it (Calling-Station-Id, else User-Name).
+///
+/// Without a station every user behind a NAS would share one failure budget and one
+/// fair-queuing flow: one guessing user could throttle all of them.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Origin {
+    /// The masked source address.
+    pub prefix: IpPrefix,
+    /// The station behind a relaying source, as the relay names it (not trusted).
+    pub station: Option<String>,
+}
+
+impl Origin {
+    /// An origin without a station (the peer is the end user).
+    pub fn of(prefix: IpPrefix) -> Self {
+        Origin {
+            prefix,
+            station: None,
+        }
+    }
+}
+
+impl fmt::Display for Origin {
+    /// `10.1.2.0/24`, or `10.1.2.0/24#17=02-00-00-00-00-01` with the station's length in
+    /// bytes first, so that no station text can make two origins print alike.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.station {
+            None => write!(f, "{}", self.prefix),
+            Some(s) => write!(f, "{}#{}={s}", self.prefix, s.len()),
+        }
+    }
+}
+
 /// Error parsing a CIDR string.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid CIDR {input:?}: {reason}")]

@@ -27,13 +27,13 @@ use portcullis_hash::{BatchKey, Credential, Peppers, batch};
 use tokio::sync::oneshot;
 use zeroize::Zeroizing;
 
+use crate::attempt::Class;
 use crate::clock::Clock;
 use crate::config::{CodelConfig, VerifierConfig};
 use crate::error::CoreError;
 use crate::metrics;
-use crate::scheduler::{DequeueParams, Schedulable, Scheduler, ShedReason};
+use crate::scheduler::{DequeueParams, Flow, Schedulable, Scheduler, ShedReason};
 use crate::stats::HashTimes;
-use crate::verifier::Class;
 
 /// One verification for the pool: a secret against one or two KDF credentials.
 pub(crate) struct VerifyJob {
@@ -232,7 +232,7 @@ impl Pool {
     pub(crate) fn check(
         &self,
         class: Class,
-        flow: u64,
+        flow: Flow,
         cost: u64,
         deadline: Instant,
         now: Instant,
@@ -242,12 +242,12 @@ impl Pool {
     }
 
     /// Queue `job` if it can finish before its deadline and there is room.
-    pub(crate) fn submit(&self, class: Class, flow: u64, job: VerifyJob) -> Result<(), Refusal> {
+    pub(crate) fn submit(&self, class: Class, flow: Flow, job: VerifyJob) -> Result<(), Refusal> {
         let mut st = self.shared.state.lock();
         let now = job.enqueued_at;
         self.shared
             .admit(&st, class, flow, job.cost, job.deadline, now)?;
-        if st.sched.push(class, &flow, job).is_err() {
+        if st.sched.push(class, &flow.group, flow.member, job).is_err() {
             let wait = self.shared.params().service(crate::stats::REFERENCE_COST);
             return Err(Refusal::Full(wait));
         }
@@ -360,7 +360,7 @@ impl Shared {
         &self,
         st: &State,
         class: Class,
-        flow: u64,
+        flow: Flow,
         cost: u64,
         deadline: Instant,
         now: Instant,
@@ -369,9 +369,14 @@ impl Shared {
             return Err(Refusal::Shutdown);
         }
         let p = self.params();
-        let mut finish = st
-            .sched
-            .estimate_finish(class, &flow, cost, self.threads, p.ns_per_unit);
+        let mut finish = st.sched.estimate_finish(
+            class,
+            &flow.group,
+            flow.member,
+            cost,
+            self.threads,
+            p.ns_per_unit,
+        );
         if st.idle == 0 {
             // Every thread is busy: on average half a job remains before one frees up.
             finish += p.service(cost) / 2;

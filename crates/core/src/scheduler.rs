@@ -32,7 +32,15 @@ use std::time::{Duration, Instant};
 
 use portcullis_hash::BatchKey;
 
-use crate::verifier::Class;
+use crate::attempt::Class;
+
+/// A job's fair-queuing key as the pool passes it: `group` deals the hand (the source
+/// prefix), `member` is the station behind a relaying source (see [`Scheduler::push`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Flow {
+    pub(crate) group: u64,
+    pub(crate) member: Option<u64>,
+}
 
 /// What the scheduler needs to know about a job.
 pub(crate) trait Schedulable {
@@ -204,9 +212,18 @@ impl<T: Schedulable> Scheduler<T> {
         dealt.into_iter()
     }
 
-    /// The queue a job of `flow` would join: the shortest of its hand.
-    fn choose(&self, class: Class, flow: &impl std::hash::Hash) -> usize {
+    /// The queue a job of `flow` would join: the shortest of its hand, or, for a
+    /// `member` of a relaying flow (a station behind a NAS), the member's own card of the
+    /// flow's hand. Pinning keeps one station's backlog in one queue, so deficit round
+    /// robin still serves the NAS's other stations from the rest of its hand; joining the
+    /// shortest queue would let a flooding station spread over all of them.
+    fn choose(&self, class: Class, flow: &impl std::hash::Hash, member: Option<u64>) -> usize {
         let cq = &self.classes[idx(class)];
+        if let Some(m) = member {
+            let hand: Vec<usize> = self.hand(flow, cq.queues.len()).collect();
+            let card = (self.hasher.hash_one(m) % hand.len() as u64) as usize;
+            return hand[card];
+        }
         let mut best = 0;
         let mut best_key = (usize::MAX, u64::MAX);
         for q in self.hand(flow, cq.queues.len()) {
@@ -224,12 +241,13 @@ impl<T: Schedulable> Scheduler<T> {
         &mut self,
         class: Class,
         flow: &impl std::hash::Hash,
+        member: Option<u64>,
         job: T,
     ) -> Result<(), T> {
         if self.len >= self.capacity {
             return Err(job);
         }
-        let q = self.choose(class, flow);
+        let q = self.choose(class, flow, member);
         let cost = job.cost();
         self.quantum = self.quantum.max(cost);
         let sys = self.sys_vtime;
@@ -257,13 +275,14 @@ impl<T: Schedulable> Scheduler<T> {
         &self,
         class: Class,
         flow: &impl std::hash::Hash,
+        member: Option<u64>,
         cost: u64,
         threads: usize,
         ns_per_unit: f64,
     ) -> Duration {
         let c = idx(class);
         let cq = &self.classes[c];
-        let q = self.choose(class, flow);
+        let q = self.choose(class, flow, member);
         let mine = cq.queues[q].work + cost;
         let mut ahead = mine as u128;
         for &other in &cq.active {

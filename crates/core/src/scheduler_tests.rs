@@ -105,10 +105,12 @@ fn drr_splits_work_not_job_counts() {
     let now = Instant::now();
     let (mut s, f) = one_queue_per_flow([1, 1, 1], 2);
     for _ in 0..200 {
-        s.push(Class::Unknown, &f[0], job(1, 10_000, now)).unwrap();
+        s.push(Class::Unknown, &f[0], None, job(1, 10_000, now))
+            .unwrap();
     }
     for _ in 0..2000 {
-        s.push(Class::Unknown, &f[1], job(2, 1_000, now)).unwrap();
+        s.push(Class::Unknown, &f[1], None, job(2, 1_000, now))
+            .unwrap();
     }
     let mut work = [0u64; 3];
     let mut count = [0u32; 3];
@@ -127,10 +129,11 @@ fn light_flow_is_not_stuck_behind_a_heavy_one() {
     let now = Instant::now();
     let mut s = sched([1, 1, 1]);
     for _ in 0..1000 {
-        s.push(Class::Unknown, &"attacker", job(1, 1_000, now))
+        s.push(Class::Unknown, &"attacker", None, job(1, 1_000, now))
             .unwrap();
     }
-    s.push(Class::Unknown, &"user", job(2, 1_000, now)).unwrap();
+    s.push(Class::Unknown, &"user", None, job(2, 1_000, now))
+        .unwrap();
     // The attacker fills at most its hand of 4 queues; the user's queue is served within
     // one round of the active queues.
     let pos = (1..=1001)
@@ -144,9 +147,12 @@ fn classes_share_by_weight_and_lend_when_idle() {
     let now = Instant::now();
     let mut s = sched([90, 8, 2]);
     for i in 0..1000u32 {
-        s.push(Class::Trusted, &i, job(0, 1_000, now)).unwrap();
-        s.push(Class::Unknown, &i, job(1, 1_000, now)).unwrap();
-        s.push(Class::Suspect, &i, job(2, 1_000, now)).unwrap();
+        s.push(Class::Trusted, &i, None, job(0, 1_000, now))
+            .unwrap();
+        s.push(Class::Unknown, &i, None, job(1, 1_000, now))
+            .unwrap();
+        s.push(Class::Suspect, &i, None, job(2, 1_000, now))
+            .unwrap();
     }
     let mut by = [0u32; 3];
     for _ in 0..1000 {
@@ -159,7 +165,8 @@ fn classes_share_by_weight_and_lend_when_idle() {
     // Alone, the suspect class gets the whole pool.
     let mut s = sched([90, 8, 2]);
     for i in 0..10u32 {
-        s.push(Class::Suspect, &i, job(2, 1_000, now)).unwrap();
+        s.push(Class::Suspect, &i, None, job(2, 1_000, now))
+            .unwrap();
     }
     for _ in 0..10 {
         assert_eq!(pop(&mut s, now).unwrap().1, Class::Suspect);
@@ -175,13 +182,15 @@ fn idle_time_earns_no_credit() {
     let now = Instant::now();
     let mut s = sched([50, 50, 1]);
     for i in 0..2000u32 {
-        s.push(Class::Unknown, &i, job(1, 1_000, now)).unwrap();
+        s.push(Class::Unknown, &i, None, job(1, 1_000, now))
+            .unwrap();
     }
     for _ in 0..1000 {
         pop(&mut s, now).unwrap();
     }
     for i in 0..1000u32 {
-        s.push(Class::Trusted, &i, job(0, 1_000, now)).unwrap();
+        s.push(Class::Trusted, &i, None, job(0, 1_000, now))
+            .unwrap();
     }
     let mut by = [0u32; 3];
     for _ in 0..100 {
@@ -197,7 +206,7 @@ fn codel_sheds_a_standing_backlog_after_an_interval() {
     // One queue per hand, so the whole backlog sits in one CoDel queue.
     let mut s: Scheduler<TJob> = Scheduler::new([1, 1, 1], 64, 1, 1000);
     for _ in 0..100 {
-        s.push(Class::Unknown, &1u32, job(1, 1, t0)).unwrap();
+        s.push(Class::Unknown, &1u32, None, job(1, 1, t0)).unwrap();
     }
     let mut shed = Vec::new();
     // Waited 200 ms > target: the clock starts, nothing is shed yet.
@@ -211,7 +220,7 @@ fn codel_sheds_a_standing_backlog_after_an_interval() {
     // A whole interval above target: the late job is shed, then the next, ... until a
     // fresh job (waited less than target) arrives.
     let now = t0 + Duration::from_millis(1300);
-    s.push(Class::Unknown, &1u32, job(1, 1, now)).unwrap();
+    s.push(Class::Unknown, &1u32, None, job(1, 1, now)).unwrap();
     let got = s.pop(now, &p, None, &mut shed).unwrap();
     assert_eq!(got.0.enq, now, "the fresh job is the one served");
     assert_eq!(shed.len(), 98);
@@ -228,7 +237,7 @@ fn a_flow_with_one_outstanding_job_is_never_codel_shed() {
     let mut shed = Vec::new();
     for i in 0..20u64 {
         let enq = t0 + Duration::from_secs(i);
-        s.push(Class::Unknown, &1u32, job(1, 1, enq)).unwrap();
+        s.push(Class::Unknown, &1u32, None, job(1, 1, enq)).unwrap();
         let now = enq + Duration::from_millis(900);
         assert!(s.pop(now, &p, None, &mut shed).is_some());
     }
@@ -242,11 +251,11 @@ fn late_and_cancelled_jobs_are_dropped_at_dequeue() {
     let mut s = sched([1, 1, 1]);
     let mut late = job(1, 1_000_000, t0); // 1 ms of service at 1 ns/unit
     late.deadline = t0 + Duration::from_micros(500);
-    s.push(Class::Unknown, &1u32, late).unwrap();
+    s.push(Class::Unknown, &1u32, None, late).unwrap();
     let gone = job(2, 1, t0);
     gone.cancelled.set(true);
-    s.push(Class::Unknown, &2u32, gone).unwrap();
-    s.push(Class::Unknown, &3u32, job(3, 1, t0)).unwrap();
+    s.push(Class::Unknown, &2u32, None, gone).unwrap();
+    s.push(Class::Unknown, &3u32, None, job(3, 1, t0)).unwrap();
     let mut shed = Vec::new();
     let (j, _) = s.pop(t0, &p, None, &mut shed).unwrap();
     assert_eq!(j.flow, 3);
@@ -262,13 +271,13 @@ fn late_and_cancelled_jobs_are_dropped_at_dequeue() {
 fn batch_gathering_stops_at_a_different_key() {
     let t0 = Instant::now();
     let mut s = sched([1, 1, 1]);
-    s.push(Class::Unknown, &1u32, job(1, 1, t0)).unwrap();
+    s.push(Class::Unknown, &1u32, None, job(1, 1, t0)).unwrap();
     let mut other = job(2, 1, t0);
     other.key = Some(BatchKey {
         prf: Prf::Sha1,
         iterations: 1000,
     });
-    s.push(Class::Unknown, &2u32, other).unwrap();
+    s.push(Class::Unknown, &2u32, None, other).unwrap();
     let mut shed = Vec::new();
     let first = s.pop(t0, &params(), Some(KEY), &mut shed).unwrap();
     assert_eq!(first.0.flow, 1);
@@ -281,9 +290,9 @@ fn batch_gathering_stops_at_a_different_key() {
 fn full_scheduler_gives_the_job_back() {
     let t0 = Instant::now();
     let mut s: Scheduler<TJob> = Scheduler::new([1, 1, 1], 4, 2, 2);
-    s.push(Class::Trusted, &1u32, job(1, 1, t0)).unwrap();
-    s.push(Class::Suspect, &2u32, job(2, 1, t0)).unwrap();
-    assert!(s.push(Class::Unknown, &3u32, job(3, 1, t0)).is_err());
+    s.push(Class::Trusted, &1u32, None, job(1, 1, t0)).unwrap();
+    s.push(Class::Suspect, &2u32, None, job(2, 1, t0)).unwrap();
+    assert!(s.push(Class::Unknown, &3u32, None, job(3, 1, t0)).is_err());
     assert_eq!(s.drain_all().len(), 2);
 }
 
@@ -293,22 +302,56 @@ fn finish_estimate_accounts_for_fair_share_and_class_weight() {
     let (mut s, f) = one_queue_per_flow([3, 1, 1], 11);
     let me = f[10];
     // Idle: one job's own service time, even with many threads.
-    let idle = s.estimate_finish(Class::Unknown, &me, 1000, 4, 1.0);
+    let idle = s.estimate_finish(Class::Unknown, &me, None, 1000, 4, 1.0);
     assert_eq!(idle, Duration::from_nanos(1000));
     // Ten other flows with 5 jobs each in the class: DRR serves at most one of each of
     // theirs per job of ours: 11 jobs ahead, on 1 thread.
     for &flow in &f[..10] {
         for _ in 0..5 {
-            s.push(Class::Unknown, &flow, job(flow, 1000, t0)).unwrap();
+            s.push(Class::Unknown, &flow, None, job(flow, 1000, t0))
+                .unwrap();
         }
     }
-    let est = s.estimate_finish(Class::Unknown, &me, 1000, 1, 1.0);
+    let est = s.estimate_finish(Class::Unknown, &me, None, 1000, 1, 1.0);
     assert_eq!(est, Duration::from_nanos(11_000));
     // Two threads halve it.
-    let est = s.estimate_finish(Class::Unknown, &me, 1000, 2, 1.0);
+    let est = s.estimate_finish(Class::Unknown, &me, None, 1000, 2, 1.0);
     assert_eq!(est, Duration::from_nanos(5_500));
     // A competing trusted class (weight 3 of 4) leaves a quarter of the pool.
-    s.push(Class::Trusted, &0u32, job(0, 1000, t0)).unwrap();
-    let est = s.estimate_finish(Class::Unknown, &me, 1000, 1, 1.0);
+    s.push(Class::Trusted, &0u32, None, job(0, 1000, t0))
+        .unwrap();
+    let est = s.estimate_finish(Class::Unknown, &me, None, 1000, 1, 1.0);
     assert_eq!(est, Duration::from_nanos(44_000));
+}
+
+#[test]
+fn issue_12_a_flooding_station_keeps_to_one_queue_of_its_nas() {
+    let now = Instant::now();
+    let mut s = sched([1, 1, 1]);
+    let nas = "10.9.0.1";
+    // Find another station whose card differs from the flooder's (cards come from a
+    // keyed hash, different in every process).
+    let flooder = 1u64;
+    let card = |s: &Scheduler<TJob>, m: u64| s.choose(Class::Unknown, &nas, Some(m));
+    let other = (2u64..)
+        .find(|&m| card(&s, m) != card(&s, flooder))
+        .unwrap();
+    for _ in 0..100 {
+        s.push(Class::Unknown, &nas, Some(flooder), job(1, 1_000, now))
+            .unwrap();
+    }
+    // Every flood job sits in one queue, not spread over the NAS's hand.
+    let used = s.classes[idx(Class::Unknown)]
+        .queues
+        .iter()
+        .filter(|q| !q.jobs.is_empty())
+        .count();
+    assert_eq!(used, 1);
+    s.push(Class::Unknown, &nas, Some(other), job(2, 1_000, now))
+        .unwrap();
+    // Deficit round robin reaches the other station's job within two turns.
+    let served: Vec<u32> = (0..2)
+        .map(|_| pop(&mut s, now).map(|(j, _)| j.flow).unwrap())
+        .collect();
+    assert!(served.contains(&2), "{served:?}");
 }

@@ -44,23 +44,24 @@ use thiserror::Error;
 
 use crate::attempt::PrincipalKind;
 use crate::config::LimitConfig;
-use crate::net::IpPrefix;
+use crate::net::Origin;
 
 /// What a budget is kept for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum ThrottleKey {
-    /// One principal from one source prefix. Also the key of trust marks.
+    /// One principal from one origin (source prefix, and station behind a relaying
+    /// source). Also the key of trust marks.
     PrincipalPrefix {
         /// Client or user.
         kind: PrincipalKind,
         /// The principal as presented (unknown principals are throttled the same way as
         /// known ones, so the throttle does not reveal existence).
         principal: String,
-        /// Masked source.
-        prefix: IpPrefix,
+        /// Masked source, and the station behind it if any.
+        origin: Origin,
     },
-    /// One source prefix, any principal.
-    Prefix(IpPrefix),
+    /// One origin, any principal.
+    Prefix(Origin),
     /// One principal, from any untrusted source.
     Principal {
         /// Client or user.
@@ -82,9 +83,10 @@ impl ThrottleKey {
             ThrottleKey::PrincipalPrefix {
                 kind,
                 principal,
-                prefix,
-            } => format!("pp:{}:{prefix}:{principal}", k(kind)),
-            ThrottleKey::Prefix(prefix) => format!("p:{prefix}"),
+                origin,
+            } => format!("pp:{}:{origin}:{principal}", k(kind)),
+            // An origin's station carries its length, so it may contain any separator.
+            ThrottleKey::Prefix(origin) => format!("p:{origin}"),
             ThrottleKey::Principal { kind, principal } => format!("u:{}:{principal}", k(kind)),
         }
     }

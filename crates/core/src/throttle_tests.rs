@@ -1,14 +1,15 @@
 use super::*;
+use crate::net::IpPrefix;
 
-fn v4(s: &str) -> IpPrefix {
-    IpPrefix::of(s.parse().unwrap(), 24, 64)
+fn v4(s: &str) -> Origin {
+    Origin::of(IpPrefix::of(s.parse().unwrap(), 24, 64))
 }
 
 fn pp(principal: &str, ip: &str) -> ThrottleKey {
     ThrottleKey::PrincipalPrefix {
         kind: PrincipalKind::User,
         principal: principal.into(),
-        prefix: v4(ip),
+        origin: v4(ip),
     }
 }
 
@@ -169,4 +170,26 @@ fn keys_encode_with_the_principal_last() {
         principal: "svc".into(),
     };
     assert_eq!(k.encode(), "u:c:svc");
+}
+
+#[test]
+fn a_station_cannot_forge_another_origins_key() {
+    // A station naming itself like a prefix-and-principal tail must not collide with a
+    // shorter station followed by a principal containing the rest.
+    let with = |station: &str, principal: &str| ThrottleKey::PrincipalPrefix {
+        kind: PrincipalKind::User,
+        principal: principal.into(),
+        origin: Origin {
+            prefix: v4("192.0.2.5").prefix,
+            station: Some(station.into()),
+        },
+    };
+    let a = with("aa:bb", "alice");
+    let b = with("aa", "bb:alice");
+    assert_ne!(a.encode(), b.encode());
+    assert_eq!(a.encode(), "pp:u:192.0.2.0/24#5=aa:bb:alice");
+    assert_ne!(
+        ThrottleKey::Prefix(v4("192.0.2.5")).encode(),
+        with("", "x").encode()
+    );
 }

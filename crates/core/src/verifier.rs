@@ -1,10 +1,11 @@
 //! The [`Verifier`]: the one entry point front ends call, and the path of one attempt.
 //!
 //! 1. **Classify and throttle** (no hash, no thread): mask the source to its prefix; the
-//!    attempt is *trusted* if the source is in `trusted_cidrs` or carries a trust mark
-//!    for this principal (a success within `trusted_ttl_secs`). Check the failure
-//!    budgets ([`crate::throttle`]): (principal, prefix) always, prefix unless
-//!    allow-listed, principal unless trusted. An exhausted budget answers "throttled" at
+//!    *origin* is that prefix plus the attempt's station, if any ([`Origin`]: a RADIUS
+//!    NAS relays for many users). The attempt is *trusted* if the source is in
+//!    `trusted_cidrs` or the origin carries a trust mark for this principal (a success
+//!    within `trusted_ttl_secs`). Check the failure budgets ([`crate::throttle`]):
+//!    (principal, origin) always, origin unless allow-listed, principal unless trusted. An exhausted budget answers "throttled" at
 //!    once. After the lookup, an attempt that will spend a hash (KDF credential) or mimic
 //!    one (unknown principal) is charged up front, atomically; cheap credentials are
 //!    charged only when they fail (issue 5: concurrent correct attempts of a busy client
@@ -44,40 +45,19 @@ use portcullis_hash::{Cost, Credential, Peppers, Policy};
 use tokio::sync::oneshot;
 use zeroize::Zeroizing;
 
-use crate::attempt::{Attempt, Outcome, PrincipalKind};
+use crate::attempt::{Attempt, Class, Outcome, PrincipalKind};
 use crate::clock::Clock;
 use crate::config::{UnknownDelay, VerifierConfig};
 use crate::error::CoreError;
 use crate::metrics;
-use crate::net::IpPrefix;
+use crate::net::{IpPrefix, Origin};
 use crate::pool::{JobHook, JobReply, Pool, Refusal, VerifyJob};
+use crate::scheduler::Flow;
 use crate::source::CredentialSource;
 use crate::stats::{Latencies, jittered};
 use crate::throttle::{
     Charge, Decision, GcraLimit, MemoryThrottleStore, ThrottleKey, ThrottleStore,
 };
-
-/// Priority class of an attempt (see the crate docs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Class {
-    /// A source with a recent success for this principal, or in the trusted CIDRs.
-    Trusted,
-    /// Anyone else.
-    Unknown,
-    /// A source prefix with many recent failures.
-    Suspect,
-}
-
-impl Class {
-    /// Stable label for metrics.
-    pub const fn label(self) -> &'static str {
-        match self {
-            Class::Trusted => "trusted",
-            Class::Unknown => "unknown",
-            Class::Suspect => "suspect",
-        }
-    }
-}
 
 /// An outcome and when to send it: failures may be held back (reject delay,
 /// unknown-principal delay). Front ends that schedule their own replies (RADIUS) use
@@ -224,7 +204,7 @@ struct Admitted {
     /// a success or a shed gives back; cheap credentials are only charged on failure.
     charged: bool,
     class: Class,
-    flow: u64,
+    flow: Flow,
     start: Instant,
     deadline: Instant,
 }
@@ -375,6 +355,7 @@ impl Verifier {
             principal,
             secret,
             source,
+            station,
             protocol: _,
             deadline,
         } = attempt;
@@ -385,11 +366,19 @@ impl Verifier {
         // 1. Classify and throttle.
         let cfg = &i.config;
         let prefix = IpPrefix::of(source, cfg.ipv4_prefix_len, cfg.ipv6_prefix_len);
+        // Fair queuing deals the relay's hand from its prefix and pins each station to
+        // one card of it (one NAS's flood stays in its hand; one station's flood in its
+        // card); throttling and trust key on the whole origin.
+        let flow = Flow {
+            group: i.flow_hasher.hash_one(prefix),
+            member: station.as_ref().map(|s| i.flow_hasher.hash_one(s)),
+        };
+        let origin = Origin { prefix, station };
         let allow_listed = cfg.trusted_cidrs.iter().any(|c| c.contains(source));
         let pp_key = ThrottleKey::PrincipalPrefix {
             kind,
             principal: principal.clone(),
-            prefix,
+            origin: origin.clone(),
         };
         let trusted = allow_listed || self.is_trusted(&pp_key, start).await;
         let mut charges = vec![Charge {
@@ -398,7 +387,7 @@ impl Verifier {
         }];
         if !allow_listed {
             charges.push(Charge {
-                key: ThrottleKey::Prefix(prefix),
+                key: ThrottleKey::Prefix(origin),
                 limit: i.limits[1],
             });
         }
@@ -418,7 +407,7 @@ impl Verifier {
         };
         let mut adm = Admitted {
             kind,
-            flow: i.flow_hasher.hash_one(prefix),
+            flow,
             principal,
             pp_key,
             charges,

@@ -4,6 +4,7 @@
 
 mod admission;
 mod pool;
+mod stations;
 mod throttling;
 
 use std::collections::HashMap;
@@ -234,6 +235,7 @@ impl Harness {
             source: ip.parse::<IpAddr>().unwrap(),
             protocol: Protocol::Other,
             deadline: self.clock.now() + Duration::from_secs(30),
+            station: None,
         }
     }
 }
