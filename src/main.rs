@@ -29,6 +29,9 @@ enum Command {
     /// Manage users in the embedded store.
     #[command(subcommand)]
     User(cli::user::UserCommand),
+    /// Manage RADIUS clients (NAS) in the embedded store.
+    #[command(subcommand)]
+    Nas(cli::nas::NasCommand),
     /// Configuration helpers.
     #[command(subcommand)]
     Config(cli::config::ConfigCommand),
@@ -46,6 +49,7 @@ fn main() -> ExitCode {
         Command::Serve(a) => cli::serve::run(a),
         Command::Client(c) => cli::client::run(c),
         Command::User(c) => cli::user::run(c),
+        Command::Nas(c) => cli::nas::run(c),
         Command::Config(c) => cli::config::run(c),
         Command::Lab(c) => cli::lab::run(c),
         Command::Demo(a) => cli::demo::run(a),

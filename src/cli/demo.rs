@@ -70,7 +70,7 @@ mod portcullis_demo {
     use portcullis_lab::LabError;
     use portcullis_lab::demo::{BoxFuture, DemoServer, Setup, Started};
     use portcullis_server::{Config, Server};
-    use portcullis_store::{ClientRecord, Grant};
+    use portcullis_store::{ClientRecord, DataDir, Grant, NasRecord, Store, UserRecord};
 
     #[derive(Debug, Default)]
     pub struct PortcullisServer {
@@ -88,7 +88,7 @@ mod portcullis_demo {
         }
 
         fn about(&self) -> String {
-            "portcullis: async front end, dedicated hash pool (one thread per core), admission control with fast 503s, reject delays as timers; IPv4 sources grouped per /32 for the demo so each loopback address counts as its own source".into()
+            "portcullis: async front ends (HTTP, and RADIUS over UDP), dedicated hash pool (one thread per core), admission control with fast 503s (RADIUS: early drops), reject delays as timers; IPv4 sources grouped per /32 for the demo so each loopback address counts as its own source".into()
         }
 
         fn start(&self, setup: Setup) -> BoxFuture<Result<Started, LabError>> {
@@ -107,13 +107,36 @@ mod portcullis_demo {
                 };
                 // Every loopback address is a distinct client machine in these scenarios.
                 verifier.ipv4_prefix_len = 32;
-                let config = Config {
+                let mut config = Config {
                     data_dir: dir.clone(),
                     // Same cost as the stored hashes, so rehash-on-login has nothing to do.
                     policy: policy.clone(),
                     verifier,
                     ..Config::default()
                 };
+                if let Some(secret) = &setup.radius_secret {
+                    // One NAS for every loopback source, registered before the server
+                    // loads its NAS table; the same delay as the baseline, no jitter.
+                    config.radius.listen = vec![std::net::SocketAddr::from(([127, 0, 0, 1], 0))];
+                    config.radius.reject_delay = setup.reject_delay;
+                    config.radius.reject_jitter = std::time::Duration::ZERO;
+                    let data = DataDir::open(&dir).await.map_err(err)?;
+                    let nas = NasRecord {
+                        name: "demo-nas".into(),
+                        cidr: portcullis_store::nas::parse_nas_cidr("127.0.0.0/8").map_err(err)?,
+                        secret_sealed: NasRecord::seal_secret(
+                            data.master_key(),
+                            "demo-nas",
+                            secret,
+                        )
+                        .map_err(err)?,
+                        require_message_authenticator: true,
+                        created_at: portcullis_lab::driver::unix_now(),
+                    };
+                    let stored = data.store().put_nas(&nas).await;
+                    data.close().await;
+                    stored.map_err(err)?;
+                }
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
                     .await
                     .map_err(err)?;
@@ -138,12 +161,27 @@ mod portcullis_demo {
                         token_lifetime: 300,
                         created_at: now,
                     };
+                    if setup.radius_secret.is_some() {
+                        // RADIUS users log in with the same names and passwords.
+                        let user = UserRecord {
+                            username: rec.id.clone(),
+                            password_hash: rec.secret_hashes[0].clone(),
+                            disabled: false,
+                            created_at: now,
+                        };
+                        server.app().store.put_user(&user).await.map_err(err)?;
+                    }
                     server.app().store.put_client(&rec).await.map_err(err)?;
                 }
                 let url = format!("http://{}", server.local_addr());
+                let radius = server
+                    .radius_addrs()
+                    .first()
+                    .map(|a| format!("radius://{a}"));
                 Ok(Started {
                     url,
                     metrics: "/metrics".into(),
+                    radius,
                     stop: Box::new(move || -> BoxFuture<()> {
                         Box::pin(async move {
                             let _ = server.shutdown().await;

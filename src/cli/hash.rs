@@ -87,6 +87,22 @@ pub struct BenchArgs {
     /// Force the portable backend (to measure what CPUs without SHA-NI get).
     #[arg(long, hide = true)]
     portable: bool,
+    /// Instead: measure the hash pool alone for this many seconds (`--threads` threads
+    /// deriving batches through the pool's kernels) and print derivations per second.
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    pool_seconds: Option<f64>,
+    /// Threads for `--pool-seconds` (default: one per core, the pool's default).
+    #[arg(long, requires = "pool_seconds", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    threads: Option<u32>,
+}
+
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.1..=600.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a number of seconds between 0.1 and 600"
+        )),
+    }
 }
 
 fn parse_algorithm(s: &str) -> Result<Prf, String> {
@@ -260,6 +276,13 @@ fn cpu_model() -> String {
 fn bench(a: BenchArgs) -> ExitCode {
     let prf = a.algorithm;
     let iterations = a.iterations.unwrap_or_else(|| prf.default_iterations());
+    if let Some(seconds) = a.pool_seconds {
+        let threads = a.threads.map_or_else(
+            || std::thread::available_parallelism().map_or(1, |n| n.get()),
+            |t| t as usize,
+        );
+        return super::hash_pool::run(prf, iterations, threads, seconds, a.json);
+    }
     let backend = if a.portable {
         Backend::Portable
     } else {

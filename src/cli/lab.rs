@@ -33,7 +33,8 @@ pub struct RunArgs {
     /// Output directory (default ./lab-out/<scenario>-<UTC time>).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Override the scenario's target base URL (http://host:port).
+    /// Override the scenario's target base URL (http://host:port, or radius://host:port
+    /// for a RADIUS scenario).
     #[arg(long, value_name = "URL")]
     pub target: Option<String>,
     /// Override where server metrics are scraped: a path on the target, an http:// URL,

@@ -5,7 +5,9 @@ pub mod client;
 pub mod config;
 pub mod demo;
 pub mod hash;
+pub mod hash_pool;
 pub mod lab;
+pub mod nas;
 pub mod serve;
 pub mod user;
 

@@ -1,4 +1,5 @@
-//! `portcullis serve`: run the OAuth 2.0 token server until SIGINT/SIGTERM.
+//! `portcullis serve`: run the OAuth 2.0 token server (and RADIUS, when configured) until
+//! SIGINT/SIGTERM.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -19,6 +20,10 @@ pub struct ServeArgs {
     /// Listen address (overrides `server.http`; default 127.0.0.1:8080).
     #[arg(long, value_name = "ADDR")]
     pub http: Option<SocketAddr>,
+    /// Serve RADIUS on this UDP address (repeat for several; replaces `radius.listen`),
+    /// e.g. `--radius 0.0.0.0:1812 --radius [::]:1812`.
+    #[arg(long, value_name = "ADDR")]
+    pub radius: Vec<SocketAddr>,
 }
 
 /// Run `portcullis serve`.
@@ -36,12 +41,19 @@ pub fn run(args: ServeArgs) -> ExitCode {
     if let Some(h) = args.http {
         config.http = h;
     }
+    if !args.radius.is_empty() {
+        let mut listen = args.radius;
+        listen.dedup();
+        config.radius.listen = listen;
+    }
     let _ = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        // Colour codes only for a person at a terminal, never into a log file or journal.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -62,6 +74,10 @@ async fn serve(config: Config) -> ExitCode {
         Ok(a) => a,
         Err(e) => return super::fail(e),
     };
+    let radius = match portcullis_server::radius::bind(&config.radius) {
+        Ok(r) => r,
+        Err(e) => return super::fail(format_args!("cannot listen for RADIUS on {e}")),
+    };
     let data_dir = match portcullis_store::DataDir::open(&config.data_dir).await {
         Ok(d) => d,
         Err(e) => {
@@ -80,7 +96,11 @@ async fn serve(config: Config) -> ExitCode {
         app.issuer,
         app.issuer
     );
-    let result = portcullis_server::run(listener, app, portcullis_server::shutdown_signal()).await;
+    let listeners = portcullis_server::Listeners {
+        http: listener,
+        radius,
+    };
+    let result = portcullis_server::run(listeners, app, portcullis_server::shutdown_signal()).await;
     data_dir.close().await;
     match result {
         Ok(()) => {

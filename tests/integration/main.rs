@@ -5,6 +5,10 @@
 mod formats_cli;
 mod hash_cli;
 mod lab;
+mod nas_cli;
+mod radius;
+mod radius_interop;
+mod radius_support;
 mod server;
 mod server_interop;
 mod server_malformed;

@@ -58,10 +58,17 @@ pub async fn start_in(dir: tempfile::TempDir, tweak: impl FnOnce(&mut Config)) -
     tweak(&mut config);
     let data = DataDir::open(dir.path()).await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let radius = portcullis_server::radius::bind(&config.radius).unwrap();
     let app = App::from_data_dir(config, &data, listener.local_addr().unwrap())
         .await
         .unwrap();
-    let server = Server::spawn(listener, app);
+    let server = Server::spawn(
+        portcullis_server::Listeners {
+            http: listener,
+            radius,
+        },
+        app,
+    );
     TestServer { server, data, dir }
 }
 

@@ -9,7 +9,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-fn portcullis(args: &[&str], stdin: Option<&str>) -> Output {
+pub(crate) fn portcullis(args: &[&str], stdin: Option<&str>) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_portcullis"))
         .args(args)
         .env_remove("PORTCULLIS_DATA_DIR")
@@ -27,7 +27,7 @@ fn portcullis(args: &[&str], stdin: Option<&str>) -> Output {
 }
 
 /// Run and require success; returns stdout.
-fn ok(args: &[&str], stdin: Option<&str>) -> String {
+pub(crate) fn ok(args: &[&str], stdin: Option<&str>) -> String {
     let out = portcullis(args, stdin);
     assert!(
         out.status.success(),
@@ -39,7 +39,7 @@ fn ok(args: &[&str], stdin: Option<&str>) -> String {
 
 /// Run and require exit 2 with exactly one error line on stderr and nothing on stdout;
 /// returns that line.
-fn fails(args: &[&str], stdin: Option<&str>) -> String {
+pub(crate) fn fails(args: &[&str], stdin: Option<&str>) -> String {
     let out = portcullis(args, stdin);
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
@@ -50,7 +50,7 @@ fn fails(args: &[&str], stdin: Option<&str>) -> String {
 }
 
 /// Run a Python snippet (args in `sys.argv[1:]`); returns its stdout, trimmed.
-fn python(script: &str, args: &[&str]) -> String {
+pub(crate) fn python(script: &str, args: &[&str]) -> String {
     let py = std::env::var("PORTCULLIS_PYTHON").unwrap_or_else(|_| "python3".into());
     let out = Command::new(py)
         .arg("-c")

@@ -27,6 +27,9 @@ pub struct Setup {
     pub clients: Vec<(String, String)>,
     /// PBKDF2-HMAC-SHA256 iterations for their stored secrets.
     pub iterations: u32,
+    /// RADIUS scenarios: serve RADIUS too, for one NAS covering loopback with this shared
+    /// secret, with the `clients` as its users (name, password).
+    pub radius_secret: Option<Vec<u8>>,
 }
 
 /// A started server.
@@ -35,6 +38,8 @@ pub struct Started {
     pub url: String,
     /// Metrics path on the same port or an `http://` URL of another listener.
     pub metrics: String,
+    /// `radius://127.0.0.1:port` when RADIUS was asked for.
+    pub radius: Option<String>,
     /// Stops the server.
     pub stop: Box<dyn FnOnce() -> BoxFuture<()> + Send>,
 }
@@ -66,7 +71,7 @@ impl DemoServer for BaselineServer {
 
     fn about(&self) -> String {
         format!(
-            "baseline: naive blocking server, {} worker threads, PBKDF2 and the reject delay (thread::sleep) inside the worker",
+            "baseline: naive blocking server, {} worker threads, PBKDF2 and the reject delay (thread::sleep) inside the worker; its RADIUS side is one receive loop that hashes and sleeps inline (report 003's before state)",
             self.workers
         )
     }
@@ -77,6 +82,21 @@ impl DemoServer for BaselineServer {
             let io = |e: std::io::Error| LabError::Baseline(e.to_string());
             let l = TcpListener::bind("127.0.0.1:0").map_err(io)?;
             let m = TcpListener::bind("127.0.0.1:0").map_err(io)?;
+            let radius = match &setup.radius_secret {
+                Some(secret) => {
+                    let (users, secret) = (setup.clients.clone(), secret.clone());
+                    let (iterations, delay) = (setup.iterations, setup.reject_delay);
+                    let r = tokio::task::spawn_blocking(move || {
+                        crate::baseline::radius::BaselineRadius::start(
+                            &users, &secret, iterations, delay,
+                        )
+                    })
+                    .await
+                    .map_err(|e| LabError::Baseline(e.to_string()))??;
+                    Some(r)
+                }
+                None => None,
+            };
             let cfg = BaselineConfig {
                 workers,
                 reject_delay: setup.reject_delay,
@@ -93,9 +113,16 @@ impl DemoServer for BaselineServer {
             Ok(Started {
                 url,
                 metrics,
+                radius: radius.as_ref().map(|r| format!("radius://{}", r.addr())),
                 stop: Box::new(move || -> BoxFuture<()> {
                     Box::pin(async move {
-                        let _ = tokio::task::spawn_blocking(move || b.shutdown()).await;
+                        let _ = tokio::task::spawn_blocking(move || {
+                            b.shutdown();
+                            if let Some(r) = radius {
+                                r.shutdown();
+                            }
+                        })
+                        .await;
                     })
                 }),
             })
@@ -157,7 +184,9 @@ pub fn scenarios(quick: bool, capacity: f64) -> Result<Vec<Scenario>, LabError> 
     let mut out = Vec::new();
     for (_, text) in BUILTIN {
         let mut s = Scenario::parse(text, None)?;
-        if !matches!(s.driver, DriverSpec::OAuth2 { .. }) || (quick && !s.demo.quick) {
+        if !matches!(s.driver, DriverSpec::OAuth2 { .. } | DriverSpec::Radius(_))
+            || (quick && !s.demo.quick)
+        {
             continue;
         }
         if quick {
@@ -201,15 +230,40 @@ pub async fn run(servers: &[&dyn DemoServer], opts: &DemoOptions) -> Result<Repo
     for scn in &scns {
         let mut results = Vec::new();
         for srv in servers {
+            let radius_secret = match &scn.driver {
+                DriverSpec::Radius(r) => Some(r.secret.clone()),
+                _ => None,
+            };
             let setup = Setup {
                 reject_delay: scn.demo.reject_delay.unwrap_or(Duration::from_secs(1)),
                 clients: clients.clone(),
                 iterations: cal.iterations,
+                radius_secret: radius_secret.clone(),
             };
             let started = srv.start(setup).await?;
-            let mut s = scn.clone().with_target_url(&started.url)?;
-            s.target.metrics = Some(started.metrics.clone());
-            s.raw.target.metrics = started.metrics.clone();
+            let (url, metrics) = match (&radius_secret, &started.radius) {
+                // A RADIUS target has no HTTP side: metrics come from the server's own.
+                (Some(_), Some(r)) => (
+                    r.clone(),
+                    if started.metrics.starts_with('/') {
+                        format!("{}{}", started.url, started.metrics)
+                    } else {
+                        started.metrics.clone()
+                    },
+                ),
+                (Some(_), None) => {
+                    (started.stop)().await;
+                    return Err(LabError::Target(format!(
+                        "{} did not start RADIUS for {}",
+                        srv.label(),
+                        scn.raw.name
+                    )));
+                }
+                (None, _) => (started.url.clone(), started.metrics.clone()),
+            };
+            let mut s = scn.clone().with_target_url(&url)?;
+            s.target.metrics = Some(metrics.clone());
+            s.raw.target.metrics = metrics;
             let ro = RunOptions {
                 allow_targets: Vec::new(),
                 progress: opts.progress,

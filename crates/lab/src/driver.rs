@@ -3,8 +3,9 @@
 //! The runner knows nothing of protocols: it asks a [`Driver`] to prepare each client once
 //! (credentials encoded, request parts built, so the hot path only clones reference-counted
 //! bytes), keeps a per-connection [`Driver::Session`], and calls [`Driver::attempt`]. The
-//! OAuth 2.0 and `http-get` drivers share the HTTP transport; a RADIUS driver would prepare
-//! a packet template per client and keep a UDP socket as its session.
+//! OAuth 2.0 and `http-get` drivers share the HTTP transport; the RADIUS driver
+//! (`crate::radius`) prepares each client's attributes and keeps a UDP socket as its
+//! session.
 
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
@@ -48,8 +49,11 @@ pub struct AttemptResult {
     pub outcome: Outcome,
     /// `Retry-After` of a 429/503, if given in seconds.
     pub retry_after: Option<Duration>,
-    /// The answer was a valid token for someone else.
+    /// The answer was a valid token for someone else (or, for RADIUS, a reply that
+    /// belongs to no request of this client).
     pub misdelivered: bool,
+    /// Retransmissions this attempt needed (RADIUS; 0 for HTTP).
+    pub retransmits: u32,
 }
 
 impl AttemptResult {
@@ -58,6 +62,7 @@ impl AttemptResult {
             outcome,
             retry_after: None,
             misdelivered: false,
+            retransmits: 0,
         }
     }
 }
@@ -188,6 +193,7 @@ fn classify_status(resp: &Response<Bytes>) -> Option<AttemptResult> {
         outcome: out,
         retry_after: retry_after(resp),
         misdelivered: false,
+        retransmits: 0,
     })
 }
 
@@ -434,6 +440,7 @@ impl Driver for OAuth2Driver {
                         outcome: Outcome::WrongResponse,
                         retry_after: None,
                         misdelivered: true,
+                        retransmits: 0,
                     },
                 }
             }

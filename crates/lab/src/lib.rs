@@ -6,6 +6,8 @@
 //! - [`schedule`]: intended send times of open-loop arrivals; closed-loop start spread.
 //! - [`driver`]: the [`driver::Driver`] trait (one attempt, classified) and its OAuth 2.0 and
 //!   `http-get` implementations; [`conn`] opens source-bound hyper connections.
+//! - [`radius`]: the RADIUS driver (PAP over UDP, NAS-like retransmits, every reply
+//!   verified against its own request).
 //! - [`jwt`]: JWKS parsing and RFC 9068 token checks (Ed25519), bound to the asking client.
 //! - [`record`]: outcomes, HdrHistograms, per-second series.
 //! - [`scrape`]: the server's Prometheus `/metrics`, as per-second figures.
@@ -22,6 +24,7 @@ pub mod demo;
 pub mod driver;
 pub mod fingerprint;
 pub mod jwt;
+pub mod radius;
 pub mod record;
 pub mod report;
 pub mod runner;

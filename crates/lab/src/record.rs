@@ -153,8 +153,10 @@ pub struct GroupRecorder {
     pub active: Duration,
     /// Requests in flight now.
     pub outstanding: AtomicI64,
-    /// Tokens for the wrong client (fails the run).
+    /// Tokens for the wrong client, RADIUS replies for another request (fails the run).
     pub misdelivered: AtomicU64,
+    /// RADIUS retransmissions (a server that loses or drops requests makes them).
+    pub retransmits: AtomicU64,
     /// Successes for credentials that should have failed (fails the run).
     pub breaches: AtomicU64,
     /// Open-loop arrivals skipped while honouring a Retry-After.
@@ -173,6 +175,7 @@ impl GroupRecorder {
             active,
             outstanding: AtomicI64::new(0),
             misdelivered: AtomicU64::new(0),
+            retransmits: AtomicU64::new(0),
             breaches: AtomicU64::new(0),
             skipped: AtomicU64::new(0),
             outstanding_series: Mutex::new(Vec::new()),
@@ -250,6 +253,7 @@ impl GroupRecorder {
             self.active,
         );
         r.misdelivered = self.misdelivered.load(Ordering::Relaxed);
+        r.retransmits = self.retransmits.load(Ordering::Relaxed);
         r.breaches = self.breaches.load(Ordering::Relaxed);
         r.skipped_retry_after = self.skipped.load(Ordering::Relaxed);
         r.series = series;
@@ -319,6 +323,7 @@ pub fn summarize(
             h.max() as f64 / 1000.0
         },
         misdelivered: 0,
+        retransmits: 0,
         breaches: 0,
         skipped_retry_after: 0,
         series: Vec::new(),
@@ -386,8 +391,11 @@ pub struct GroupResult {
     pub p999_ms: f64,
     /// Maximum.
     pub max_ms: f64,
-    /// Tokens delivered for another client.
+    /// Tokens delivered for another client (RADIUS: replies for another request).
     pub misdelivered: u64,
+    /// RADIUS retransmissions.
+    #[serde(default)]
+    pub retransmits: u64,
     /// Successes for credentials that should fail.
     pub breaches: u64,
     /// Open-loop arrivals skipped while honouring Retry-After.

@@ -177,6 +177,7 @@ fn driver_summary(d: &DriverSpec) -> String {
                 .unwrap_or_default()
         ),
         DriverSpec::HttpGet { path } => format!("http-get {path}"),
+        DriverSpec::Radius(_) => "radius pap".to_string(),
     }
 }
 
@@ -306,6 +307,10 @@ async fn run_once(
                 transport,
                 path: uri(path)?,
             };
+            drive(scn, Arc::new(d), addr, repeat, opts).await
+        }
+        DriverSpec::Radius(spec) => {
+            let d = crate::radius::RadiusDriver::new(addr, spec.clone());
             drive(scn, Arc::new(d), addr, repeat, opts).await
         }
     }

@@ -9,6 +9,7 @@ fn timed_out() -> AttemptResult {
         outcome: Outcome::Timeout,
         retry_after: None,
         misdelivered: false,
+        retransmits: 0,
     }
 }
 
@@ -126,6 +127,8 @@ impl<D: Driver> ClosedVu<D> {
             if res.misdelivered {
                 g.misdelivered.fetch_add(1, Ordering::Relaxed);
             }
+            g.retransmits
+                .fetch_add(u64::from(res.retransmits), Ordering::Relaxed);
             let mut pause = self.think;
             if self.honour
                 && let Some(ra) = res.retry_after
@@ -207,6 +210,7 @@ impl<D: Driver> OpenGroup<D> {
                             outcome: Outcome::ConnectionError,
                             retry_after: None,
                             misdelivered: false,
+                            retransmits: 0,
                         };
                     };
                     let mut session = pools[ci].lock().pop().unwrap_or_else(|| d.session());
@@ -230,6 +234,8 @@ impl<D: Driver> OpenGroup<D> {
                 if res.misdelivered {
                     g.misdelivered.fetch_add(1, Ordering::Relaxed);
                 }
+                g.retransmits
+                    .fetch_add(u64::from(res.retransmits), Ordering::Relaxed);
                 if honour && let Some(ra) = res.retry_after {
                     let until = (done + ra - start).as_micros() as u64;
                     not_before[ci].fetch_max(until, Ordering::Relaxed);

@@ -20,13 +20,21 @@ pub const MAX_RATE: f64 = 500_000.0;
 
 /// Split `http://host:port[/]` into host and port (https is not supported by the lab yet).
 pub fn parse_http_url(url: &str) -> Result<(String, u16), LabError> {
+    parse_url(url, "http", 80)
+}
+
+/// Split `scheme://host[:port]` (no path) into host and port (`default_port` if absent).
+pub fn parse_url(url: &str, scheme: &str, default_port: u16) -> Result<(String, u16), LabError> {
     let rest = url
-        .strip_prefix("http://")
-        .ok_or_else(|| LabError::Scenario(format!("target url {url:?} must start with http://")))?;
+        .strip_prefix(scheme)
+        .and_then(|r| r.strip_prefix("://"))
+        .ok_or_else(|| {
+            LabError::Scenario(format!("target url {url:?} must start with {scheme}://"))
+        })?;
     let rest = rest.trim_end_matches('/');
     if rest.contains('/') || rest.contains('@') || rest.is_empty() {
         return Err(LabError::Scenario(format!(
-            "target url {url:?} must be http://host[:port] with no path"
+            "target url {url:?} must be {scheme}://host[:port] with no path"
         )));
     }
     let (host, port) = if let Some(inner) = rest.strip_prefix('[') {
@@ -41,7 +49,7 @@ pub fn parse_http_url(url: &str) -> Result<(String, u16), LabError> {
         }
     };
     let port = if port.is_empty() {
-        80
+        default_port
     } else {
         port.parse()
             .map_err(|_| LabError::Scenario(format!("target url {url:?}: bad port {port:?}")))?

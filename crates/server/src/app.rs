@@ -63,14 +63,15 @@ pub struct App {
     pub clients: Arc<ClientCache>,
     /// Signing keys and their rotation.
     pub keys: KeyManager,
+    /// Opens secrets the store keeps sealed (RADIUS shared secrets; signing keys are
+    /// opened by `keys`).
+    pub master_key: MasterKey,
     /// Renders `/metrics`.
     pub metrics: PrometheusHandle,
     /// Status page counters.
     pub stats: Stats,
     /// Start time, for uptime.
     pub started: Instant,
-    /// The discovery document (RFC 8414), rendered once.
-    pub metadata: Vec<u8>,
     /// TLS settings, checked against the certificate at assembly (not at first handshake).
     pub tls: Option<Arc<rustls::ServerConfig>>,
     /// `tokens_issued_total` for the client_credentials and password grants, registered
@@ -137,7 +138,7 @@ impl App {
         ));
         let keys = KeyManager::load(
             Arc::clone(&store),
-            master_key,
+            master_key.clone(),
             config.key_rotation,
             config.token_lifetime,
             unix_now(),
@@ -152,7 +153,6 @@ impl App {
             config.policy.clone(),
             Arc::new(SystemClock),
         )?;
-        let metadata = crate::routes::metadata(&issuer);
         Ok(Arc::new(App {
             config,
             issuer,
@@ -161,10 +161,10 @@ impl App {
             store,
             clients,
             keys,
+            master_key,
             metrics,
             stats: Stats::default(),
             started: Instant::now(),
-            metadata,
             tls,
             tokens_issued: [Grant::ClientCredentials, Grant::Password].map(
                 |g| metrics::counter!(crate::metrics::TOKENS_ISSUED, "grant_type" => g.as_str()),

@@ -145,7 +145,7 @@ impl CredentialSource for ClientCache {
                     Err(e) => {
                         // The core answers "overloaded" (503 + Retry-After); the cause is
                         // only visible here.
-                        crate::oauth::store_failed("looking up client credentials", &e);
+                        crate::metrics::store_failure("looking up client credentials", &e);
                         Err(e.into())
                     }
                 }

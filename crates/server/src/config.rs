@@ -55,6 +55,8 @@ pub struct FileConfig {
     pub policy: portcullis_hash::policy::PolicyConfig,
     /// `[store]`
     pub store: FileStore,
+    /// `[radius]` (absent: no UDP listener)
+    pub radius: crate::radius::config::FileRadius,
 }
 
 /// `[server]`
@@ -181,6 +183,8 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// Client record cache lifetime (0 disables the cache).
     pub client_cache_ttl: Duration,
+    /// The RADIUS front end (`listen` empty: off).
+    pub radius: crate::radius::RadiusConfig,
 }
 
 impl Default for Config {
@@ -254,6 +258,7 @@ impl Config {
                 "store.client_cache_ttl_ms must be at most 60000 (changes must take effect)",
             ));
         }
+        let radius = crate::radius::RadiusConfig::from_file(f.radius)?;
         Ok(Config {
             http,
             issuer,
@@ -269,6 +274,7 @@ impl Config {
             policy,
             data_dir: f.store.data_dir,
             client_cache_ttl: Duration::from_millis(f.store.client_cache_ttl_ms),
+            radius,
         })
     }
 }
@@ -325,7 +331,10 @@ fn validate_policy(p: portcullis_hash::policy::PolicyConfig) -> Result<Policy, C
 /// The documented example printed by `portcullis config example`. Every key is present
 /// with its default value (a test checks that this text parses to the defaults).
 pub fn example() -> String {
-    format!("{EXAMPLE_HEAD}{EXAMPLE_VERIFIER}{EXAMPLE_TAIL}")
+    format!(
+        "{EXAMPLE_HEAD}{EXAMPLE_VERIFIER}{EXAMPLE_TAIL}{}",
+        crate::radius::config::EXAMPLE
+    )
 }
 
 const EXAMPLE_HEAD: &str = r#"# Portcullis configuration (portcullis serve --config FILE).

@@ -1,20 +1,18 @@
-//! Front ends over the verification core: the OAuth 2.0 token server (HTTP), metrics and
-//! health endpoints, and the typed configuration they share.
+//! The two front doors over the verification core: the OAuth 2.0 token server over HTTP
+//! ([`http`]) and RADIUS over UDP ([`radius`]), both over one shared application state
+//! ([`App`]), with the typed configuration, metrics and lifecycle they share.
 //!
 //! Module map:
+//! - [`http`]: the HTTP front door (router, OAuth endpoints, forms, OAuth errors, status).
+//! - [`radius`]: the RADIUS front door (UDP listeners, NAS table, duplicate cache, PAP).
 //! - [`config`]: the TOML configuration, its documented example, validation.
 //! - [`tls`]: rustls settings and the certificate / cipher-suite start-up check.
 //! - [`app`]: [`App`], the state shared by all requests, assembled from config + store.
 //! - [`serve`]: the accept loop [`run`], graceful shutdown, and [`Server`] for embedding.
-//! - [`routes`]: the router, discovery metadata, JWKS, health, readiness, metrics.
-//! - [`oauth`]: token, introspection and revocation endpoints.
-//! - [`form`]: request body and client credential parsing (RFC 6749 rules).
-//! - [`error`]: OAuth error answers; the only place errors become status codes.
 //! - [`jwt`]: RFC 9068 access tokens signed with Ed25519, JWKS.
 //! - [`keys`]: signing key persistence (sealed) and rotation.
 //! - [`cache`]: short-TTL client record cache (also the core's credential source).
 //! - [`metrics`]: Prometheus recorder and HTTP metrics middleware.
-//! - [`status`]: the live status page.
 //!
 //! Embedding (e.g. `portcullis demo`):
 //!
@@ -32,17 +30,14 @@
 pub mod app;
 pub mod cache;
 pub mod config;
-pub mod error;
-pub mod form;
+pub mod http;
 pub mod jwt;
 pub mod keys;
 pub mod metrics;
-pub mod oauth;
-pub mod routes;
+pub mod radius;
 pub mod serve;
-pub mod status;
 pub mod tls;
 
 pub use app::{App, ServerError};
 pub use config::{Config, ConfigError};
-pub use serve::{Server, run, shutdown_signal};
+pub use serve::{Listeners, Server, run, shutdown_signal};

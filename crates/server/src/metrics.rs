@@ -153,3 +153,10 @@ fn status_label(code: u16) -> &'static str {
         _ => "5xx",
     }
 }
+
+/// Log a store failure and count it. The caller answers "try again later" in its own
+/// protocol (HTTP 503, or a silently dropped RADIUS request the NAS retransmits).
+pub fn store_failure(what: &str, e: &dyn std::fmt::Display) {
+    tracing::error!("store failure while {what}: {e}");
+    metrics::counter!(STORE_ERRORS).increment(1);
+}

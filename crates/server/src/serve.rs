@@ -1,6 +1,7 @@
-//! The accept loop and connection handling (mini-redis style): [`run`] takes a bound
-//! listener, the assembled [`App`] and a shutdown future, and returns once every
-//! connection has finished. [`Server`] wraps it for embedding (tests, `portcullis demo`).
+//! The server's lifecycle and the HTTP accept loop (mini-redis style): [`run`] takes the
+//! bound listeners (TCP for HTTP, UDP sockets for RADIUS), the assembled [`App`] and a
+//! shutdown future, and returns once every connection and RADIUS request has finished.
+//! [`Server`] wraps it for embedding (tests, `portcullis demo`).
 //!
 //! Shutdown: when the future resolves the listener is dropped (no new connections), every
 //! connection is told to finish its in-flight request and close (idle keep-alive
@@ -26,19 +27,43 @@ use tower::ServiceExt;
 
 use crate::app::{App, ServerError};
 use crate::config::Config;
+use crate::http::oauth::Peer;
 use crate::keys::unix_now;
-use crate::oauth::Peer;
+use crate::radius::nas::StatsRegistry;
+use crate::radius::{Radius, RadiusSocket};
 
-/// Serve `app` on `listener` until `shutdown` resolves, then drain and return.
+/// What the server listens on: bound before [`run`], so a caller knows the addresses (and
+/// a port conflict is an error before anything starts).
+#[derive(Debug)]
+pub struct Listeners {
+    /// The HTTP (OAuth) listener.
+    pub http: TcpListener,
+    /// RADIUS sockets; empty: no RADIUS.
+    pub radius: Vec<RadiusSocket>,
+}
+
+/// Serve `app` on `listeners` until `shutdown` resolves, then drain and return.
 pub async fn run(
-    listener: TcpListener,
+    listeners: Listeners,
     app: Arc<App>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServerError> {
+    let Listeners {
+        http: listener,
+        radius,
+    } = listeners;
     let tls = app.tls.clone().map(TlsAcceptor::from);
-    let router = crate::routes::router(Arc::clone(&app));
     let stop = CancellationToken::new();
     let tracker = TaskTracker::new();
+    let radius_stats = if radius.is_empty() {
+        None
+    } else {
+        let stats = Arc::new(StatsRegistry::default());
+        let front = Radius::new(Arc::clone(&app), Arc::clone(&stats)).await?;
+        tracker.spawn(crate::radius::run(front, radius, stop.clone()));
+        Some(stats)
+    };
+    let router = crate::http::routes::router(Arc::clone(&app), radius_stats);
     tracker.spawn(crate::metrics::upkeep(app.metrics.clone(), stop.clone()));
     tracker.spawn(maintenance(Arc::clone(&app), stop.clone()));
     let limit = Arc::new(Semaphore::new(app.config.max_connections));
@@ -151,6 +176,8 @@ async fn maintenance(app: Arc<App>, stop: CancellationToken) {
 pub struct Server {
     /// The address it listens on.
     addr: SocketAddr,
+    /// The RADIUS sockets' addresses (empty: RADIUS off).
+    radius_addrs: Vec<SocketAddr>,
     /// Issuer URL (base URL of the endpoints).
     issuer: String,
     /// The shared state (store access for provisioning, metrics).
@@ -162,27 +189,38 @@ pub struct Server {
 }
 
 impl Server {
-    /// Open the data directory named by `config.data_dir` and serve on `listener`.
-    /// Returns once the server is accepting.
+    /// Open the data directory named by `config.data_dir` and serve on `listener`, and on
+    /// RADIUS if `config.radius.listen` names addresses. Returns once the server is
+    /// accepting.
     pub async fn start(config: Config, listener: TcpListener) -> Result<Server, ServerError> {
         let data_dir = portcullis_store::DataDir::open(&config.data_dir).await?;
         let addr = listener.local_addr()?;
+        let radius = crate::radius::bind(&config.radius)?;
         let app = App::from_data_dir(config, &data_dir, addr).await?;
-        Ok(Server::spawn(listener, app))
+        Ok(Server::spawn(
+            Listeners {
+                http: listener,
+                radius,
+            },
+            app,
+        ))
     }
 
-    /// Serve an already assembled [`App`] on `listener`.
-    pub fn spawn(listener: TcpListener, app: Arc<App>) -> Server {
-        let addr = listener
+    /// Serve an already assembled [`App`] on `listeners`.
+    pub fn spawn(listeners: Listeners, app: Arc<App>) -> Server {
+        let addr = listeners
+            .http
             .local_addr()
             .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+        let radius_addrs = crate::radius::addresses(&listeners.radius);
         let stop = CancellationToken::new();
         let signal = stop.clone();
-        let task = tokio::spawn(run(listener, Arc::clone(&app), async move {
+        let task = tokio::spawn(run(listeners, Arc::clone(&app), async move {
             signal.cancelled().await;
         }));
         Server {
             addr,
+            radius_addrs,
             issuer: app.issuer.clone(),
             app,
             stop,
@@ -193,6 +231,11 @@ impl Server {
     /// The bound address.
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The RADIUS sockets' bound addresses (empty when RADIUS is off).
+    pub fn radius_addrs(&self) -> &[SocketAddr] {
+        &self.radius_addrs
     }
 
     /// The issuer URL, e.g. `http://127.0.0.1:41234`; endpoints hang off it.
@@ -333,7 +376,13 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let app = App::from_data_dir(config, &data, addr).await.unwrap();
-        let server = Server::spawn(listener, app);
+        let server = Server::spawn(
+            Listeners {
+                http: listener,
+                radius: Vec::new(),
+            },
+            app,
+        );
         assert!(server.issuer().starts_with("https://"));
 
         let pem = std::fs::read(fixtures.join("ec_server.crt")).unwrap();

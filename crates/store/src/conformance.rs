@@ -13,7 +13,9 @@ use portcullis_hash::pepper::PepperedHmac;
 use portcullis_hash::{PepperKey, Policy, Prf};
 
 use crate::error::StoreError;
+use crate::nas::NasRecord;
 use crate::record::{ClientRecord, Grant, SigningKeyRecord, UserRecord};
+use crate::seal::MasterKey;
 use crate::store::Store;
 
 /// A distinct, valid stored hash for `label` (cheap: peppered HMAC under a test key).
@@ -70,6 +72,7 @@ pub async fn run_all(store: &dyn Store) {
     user_credential_view_and_cas(store).await;
     signing_keys(store).await;
     revocations(store).await;
+    nas_records(store).await;
 }
 
 /// Insert, read back, list, duplicate, remove.
@@ -648,4 +651,96 @@ pub async fn revocations(store: &dyn Store) {
     );
     assert!(store.purge_revocations(400).await.unwrap() >= 1);
     assert!(!store.is_revoked("conf-jti-3").await.unwrap());
+}
+
+/// RADIUS clients: insert, read back, list, name and CIDR uniqueness, validation, secret
+/// rotation, the Message-Authenticator flag, removal; sealed secrets open only for their
+/// own NAS.
+pub async fn nas_records(store: &dyn Store) {
+    let master = MasterKey::new([3u8; 32]);
+    let nas = |name: &str, cidr: &str, secret: &[u8]| NasRecord {
+        name: name.to_owned(),
+        cidr: crate::nas::parse_nas_cidr(cidr).unwrap(),
+        secret_sealed: NasRecord::seal_secret(&master, name, secret).unwrap(),
+        require_message_authenticator: true,
+        created_at: 1_700_000_200,
+    };
+    let wifi = nas("conf-nas-wifi", "192.0.2.0/24", b"wifi shared secret");
+    let vpn = nas("conf-nas-vpn", "2001:db8:5::7", b"vpn shared secret");
+    store.put_nas(&wifi).await.unwrap();
+    store.put_nas(&vpn).await.unwrap();
+    let got = store.get_nas("conf-nas-wifi").await.unwrap().unwrap();
+    assert_eq!(got, wifi);
+    assert_eq!(
+        &got.open_secret(&master).unwrap()[..],
+        b"wifi shared secret"
+    );
+    assert!(store.get_nas("conf-nas-none").await.unwrap().is_none());
+    let mine: Vec<NasRecord> = store
+        .list_nas()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.name.starts_with("conf-nas-"))
+        .collect();
+    assert_eq!(mine, vec![vpn.clone(), wifi.clone()], "ordered by name");
+
+    assert!(matches!(
+        store
+            .put_nas(&nas("conf-nas-wifi", "198.51.100.0/24", b"x"))
+            .await,
+        Err(StoreError::AlreadyExists(_))
+    ));
+    assert!(matches!(
+        store
+            .put_nas(&nas("conf-nas-other", "192.0.2.0/24", b"x"))
+            .await,
+        Err(StoreError::AlreadyExists(_))
+    ));
+    assert!(matches!(
+        store
+            .put_nas(&nas("bad name!", "198.51.100.0/24", b"x"))
+            .await,
+        Err(StoreError::Invalid(_))
+    ));
+    let mut unsealed = nas("conf-nas-empty", "198.51.100.0/24", b"x");
+    unsealed.secret_sealed.clear();
+    assert!(matches!(
+        store.put_nas(&unsealed).await,
+        Err(StoreError::Invalid(_))
+    ));
+
+    // A sealed secret is bound to its NAS: moved onto another row it does not open.
+    let mut moved = store.get_nas("conf-nas-vpn").await.unwrap().unwrap();
+    moved.secret_sealed = wifi.secret_sealed.clone();
+    assert!(moved.open_secret(&master).is_err());
+
+    let rotated = NasRecord::seal_secret(&master, "conf-nas-vpn", b"the new one").unwrap();
+    store
+        .set_nas_secret("conf-nas-vpn", &rotated)
+        .await
+        .unwrap();
+    let got = store.get_nas("conf-nas-vpn").await.unwrap().unwrap();
+    assert_eq!(&got.open_secret(&master).unwrap()[..], b"the new one");
+    assert!(matches!(
+        store.set_nas_secret("conf-nas-none", &rotated).await,
+        Err(StoreError::NotFound(_))
+    ));
+    store
+        .set_nas_require_message_authenticator("conf-nas-vpn", false)
+        .await
+        .unwrap();
+    let got = store.get_nas("conf-nas-vpn").await.unwrap().unwrap();
+    assert!(!got.require_message_authenticator);
+    assert_eq!(got.cidr, vpn.cidr, "other fields untouched");
+    assert!(matches!(
+        store
+            .set_nas_require_message_authenticator("conf-nas-none", true)
+            .await,
+        Err(StoreError::NotFound(_))
+    ));
+
+    assert!(store.remove_nas("conf-nas-wifi").await.unwrap());
+    assert!(!store.remove_nas("conf-nas-wifi").await.unwrap());
+    assert!(store.remove_nas("conf-nas-vpn").await.unwrap());
 }

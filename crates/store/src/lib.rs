@@ -9,6 +9,8 @@
 //! - [`postgres`]: [`PgStore`], the shared PostgreSQL backend (same schema and rules).
 //! - [`datadir`]: [`DataDir`], the on-disk layout: database plus the 0600 secrets file
 //!   holding pepper keys and the master key, which never enter the database.
+//! - [`nas`]: [`NasRecord`], RADIUS clients: validation, sealed shared secrets, and the
+//!   one copy of their SQL that both backends run.
 //! - [`seal`]: [`MasterKey`] AEAD sealing for secrets kept in the database (signing keys).
 //! - [`error`]: the one error type, [`StoreError`].
 //! - `conformance` (tests / feature `conformance`): the suite every backend must pass.
@@ -17,6 +19,7 @@
 pub mod conformance;
 pub mod datadir;
 pub mod error;
+pub mod nas;
 pub mod postgres;
 pub mod record;
 mod rows;
@@ -29,6 +32,7 @@ mod tests;
 
 pub use datadir::{DEFAULT_DATA_DIR, DataDir, Secrets, generate_client_secret};
 pub use error::StoreError;
+pub use nas::NasRecord;
 pub use postgres::PgStore;
 pub use record::{ClientRecord, DEFAULT_TOKEN_LIFETIME, Grant, SigningKeyRecord, UserRecord};
 pub use seal::MasterKey;

@@ -18,6 +18,7 @@ use sqlx::migrate::Migrator;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 use crate::error::StoreError;
+use crate::nas::NasRecord;
 use crate::record::{
     ClientRecord, Grant, SigningKeyRecord, UserRecord, validate_hash, validate_name,
     validate_secret_hashes, validate_settings,
@@ -404,6 +405,34 @@ impl Store for SqliteStore {
             .await
             .map_err(backend)?;
         Ok(done.rows_affected())
+    }
+
+    async fn put_nas(&self, nas: &NasRecord) -> Result<(), StoreError> {
+        crate::nas::sqlite::put(&self.pool, nas).await
+    }
+
+    async fn get_nas(&self, name: &str) -> Result<Option<NasRecord>, StoreError> {
+        crate::nas::sqlite::get(&self.pool, name).await
+    }
+
+    async fn list_nas(&self) -> Result<Vec<NasRecord>, StoreError> {
+        crate::nas::sqlite::list(&self.pool).await
+    }
+
+    async fn remove_nas(&self, name: &str) -> Result<bool, StoreError> {
+        crate::nas::sqlite::remove(&self.pool, name).await
+    }
+
+    async fn set_nas_secret(&self, name: &str, secret_sealed: &[u8]) -> Result<(), StoreError> {
+        crate::nas::sqlite::set_secret(&self.pool, name, secret_sealed).await
+    }
+
+    async fn set_nas_require_message_authenticator(
+        &self,
+        name: &str,
+        require: bool,
+    ) -> Result<(), StoreError> {
+        crate::nas::sqlite::set_require_message_authenticator(&self.pool, name, require).await
     }
 
     fn as_credential_source(self: Arc<Self>) -> Arc<dyn CredentialSource> {

@@ -18,6 +18,7 @@ use async_trait::async_trait;
 use portcullis_core::CredentialSource;
 
 use crate::error::StoreError;
+use crate::nas::NasRecord;
 use crate::record::{ClientRecord, Grant, SigningKeyRecord, UserRecord};
 
 /// The identity store. Also a [`CredentialSource`] for the verification core: clients
@@ -101,6 +102,27 @@ pub trait Store: CredentialSource {
     /// Forget revocations of tokens that expired at or before `now` (they are rejected
     /// for being expired anyway); returns how many were removed.
     async fn purge_revocations(&self, now: i64) -> Result<u64, StoreError>;
+
+    // ---- RADIUS clients (NAS) ----
+
+    /// Insert a NAS; [`StoreError::AlreadyExists`] if the name or the CIDR is taken.
+    async fn put_nas(&self, nas: &NasRecord) -> Result<(), StoreError>;
+    /// The NAS `name`, if it exists.
+    async fn get_nas(&self, name: &str) -> Result<Option<NasRecord>, StoreError>;
+    /// Every NAS, ordered by name.
+    async fn list_nas(&self) -> Result<Vec<NasRecord>, StoreError>;
+    /// Remove a NAS; returns whether it existed.
+    async fn remove_nas(&self, name: &str) -> Result<bool, StoreError>;
+    /// Replace a NAS's sealed shared secret (rotation); [`StoreError::NotFound`] if there
+    /// is no such NAS.
+    async fn set_nas_secret(&self, name: &str, secret_sealed: &[u8]) -> Result<(), StoreError>;
+    /// Require (or stop requiring) a valid Message-Authenticator on its Access-Requests;
+    /// [`StoreError::NotFound`] if there is no such NAS.
+    async fn set_nas_require_message_authenticator(
+        &self,
+        name: &str,
+        require: bool,
+    ) -> Result<(), StoreError>;
 
     /// This store as the verification core's credential source.
     fn as_credential_source(self: Arc<Self>) -> Arc<dyn CredentialSource>;

@@ -10,8 +10,11 @@
 //! tokens signed with Ed25519; JWKS; RFC 8414 metadata), so the lab checks it the same way.
 //! For observation only it exposes `/metrics` on a separate listener with the same metric
 //! names, so the report can show its queue growing while its own port stops answering.
+//!
+//! [`radius`] is its RADIUS counterpart: one receive loop that hashes and sleeps inline.
 
 mod http;
+pub mod radius;
 
 use std::collections::HashMap;
 use std::io::BufReader;

@@ -26,6 +26,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../scenarios/baseline-10-valid.toml"),
     ),
     (
+        "radius-brute-force",
+        include_str!("../../../../scenarios/radius-brute-force.toml"),
+    ),
+    (
         "brute-force-2x1s",
         include_str!("../../../../scenarios/brute-force-2x1s.toml"),
     ),
@@ -130,6 +134,38 @@ pub enum DriverSpec {
         /// Request path.
         path: String,
     },
+    /// RADIUS PAP Access-Requests (RFC 2865) over UDP.
+    Radius(RadiusSpec),
+}
+
+/// The RADIUS driver's settings.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RadiusSpec {
+    /// The NAS shared secret.
+    pub secret: Vec<u8>,
+    /// Retransmit after this long without a reply.
+    pub retransmit: Duration,
+    /// Retransmissions before an attempt is a timeout.
+    pub retries: u32,
+    /// A reply without a valid Message-Authenticator is a wrong response.
+    pub require_message_authenticator: bool,
+    /// NAS-Identifier attribute.
+    pub nas_identifier: String,
+}
+
+impl std::fmt::Debug for RadiusSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RadiusSpec")
+            .field("secret", &"<redacted>")
+            .field("retransmit", &self.retransmit)
+            .field("retries", &self.retries)
+            .field(
+                "require_message_authenticator",
+                &self.require_message_authenticator,
+            )
+            .field("nas_identifier", &self.nas_identifier)
+            .finish()
+    }
 }
 
 /// OAuth 2.0 grant.
@@ -359,6 +395,54 @@ fn bad(msg: impl Into<String>) -> LabError {
     LabError::Scenario(msg.into())
 }
 
+fn radius_spec(d: &raw::RawDriver) -> Result<RadiusSpec, LabError> {
+    if d.grant.is_some()
+        || d.client_auth.is_some()
+        || d.scope.is_some()
+        || d.client_id.is_some()
+        || d.client_secret.is_some()
+        || d.path.is_some()
+    {
+        return Err(bad(
+            "driver.grant, client_auth, scope, client_id, client_secret and path are not \
+             RADIUS settings",
+        ));
+    }
+    let secret = match (&d.secret, &d.secret_env) {
+        (Some(s), None) => s.clone().into_bytes(),
+        (None, Some(var)) => std::env::var(var)
+            .map_err(|_| bad(format!("driver.secret_env: ${var} is not set")))?
+            .into_bytes(),
+        (None, None) => return Err(bad("driver: kind = \"radius\" needs secret or secret_env")),
+        (Some(_), Some(_)) => return Err(bad("driver: give secret or secret_env, not both")),
+    };
+    if secret.is_empty() || secret.len() > 128 {
+        return Err(bad("driver: the RADIUS shared secret must be 1-128 octets"));
+    }
+    let retransmit = Duration::from_millis(d.retransmit_ms.unwrap_or(2000));
+    if !(Duration::from_millis(10)..=Duration::from_secs(60)).contains(&retransmit) {
+        return Err(bad("driver.retransmit_ms must be between 10 and 60000"));
+    }
+    let retries = d.retries.unwrap_or(2);
+    if retries > 10 {
+        return Err(bad("driver.retries must be at most 10"));
+    }
+    let nas_identifier = d
+        .nas_identifier
+        .clone()
+        .unwrap_or_else(|| "portcullis-lab".into());
+    if nas_identifier.is_empty() || nas_identifier.len() > 253 {
+        return Err(bad("driver.nas_identifier must be 1-253 octets"));
+    }
+    Ok(RadiusSpec {
+        secret,
+        retransmit,
+        retries,
+        require_message_authenticator: d.require_message_authenticator.unwrap_or(true),
+        nas_identifier,
+    })
+}
+
 impl Scenario {
     /// Parse and validate TOML text; relative file names resolve against `base_dir`.
     pub fn parse(text: &str, base_dir: Option<&Path>) -> Result<Scenario, LabError> {
@@ -386,7 +470,12 @@ impl Scenario {
             Some(d) => d.join(p),
             None => PathBuf::from(p),
         };
-        let (host, port) = safety::parse_http_url(&raw.target.url)?;
+        let radius = raw.driver.kind == "radius";
+        let (host, port) = if radius {
+            safety::parse_url(&raw.target.url, "radius", 1812)?
+        } else {
+            safety::parse_http_url(&raw.target.url)?
+        };
         if !raw.target.token_path.starts_with('/') {
             return Err(bad("target.token_path must start with '/'"));
         }
@@ -401,6 +490,15 @@ impl Scenario {
         };
         let metrics = match raw.target.metrics.as_str() {
             "off" => None,
+            // A RADIUS target has no HTTP side of its own to take a path against; its
+            // metrics are scraped only from an explicit URL (default: off).
+            "/metrics" if radius => None,
+            p if radius && !p.starts_with("http://") => {
+                return Err(bad(format!(
+                    "with a radius:// target, target.metrics must be \"off\" or an http:// URL, \
+                     not {p:?}"
+                )));
+            }
             p if p.starts_with('/') || p.starts_with("http://") => Some(p.to_string()),
             other => {
                 return Err(bad(format!(
@@ -418,6 +516,17 @@ impl Scenario {
         };
 
         let d = &raw.driver;
+        if !radius
+            && (d.secret.is_some()
+                || d.secret_env.is_some()
+                || d.retransmit_ms.is_some()
+                || d.retries.is_some()
+                || d.require_message_authenticator.is_some()
+                || d.nas_identifier.is_some())
+        {
+            return Err(bad("driver.secret, secret_env, retransmit_ms, retries, \
+                 require_message_authenticator and nas_identifier are only for kind = \"radius\""));
+        }
         let driver = match d.kind.as_str() {
             "oauth2" => {
                 if d.path.is_some() {
@@ -462,12 +571,7 @@ impl Scenario {
                 }
                 DriverSpec::HttpGet { path }
             }
-            "radius" => {
-                return Err(bad(
-                    "driver.kind \"radius\" is planned (the Driver trait is ready for it) \
-                     but not built yet",
-                ));
-            }
+            "radius" => DriverSpec::Radius(radius_spec(d)?),
             k => return Err(bad(format!("driver.kind: unknown driver {k:?}"))),
         };
 
@@ -516,6 +620,17 @@ impl Scenario {
         }
         if run.timeout.is_zero() {
             return Err(bad("run.timeout must be positive"));
+        }
+        if let DriverSpec::Radius(r) = &driver
+            && r.retransmit * (r.retries + 1) > run.timeout
+        {
+            return Err(bad(format!(
+                "run.timeout ({:?}) is shorter than the RADIUS retransmission schedule \
+                 (retransmit_ms x (retries + 1) = {:?}): the last retransmissions could never \
+                 be answered",
+                run.timeout,
+                r.retransmit * (r.retries + 1)
+            )));
         }
         if run.max_requests == 0 || run.max_requests > safety::MAX_REQUESTS {
             return Err(bad(format!(
@@ -571,7 +686,7 @@ impl Scenario {
             };
             let principal_offset = g.principal_offset.unwrap_or(next_principal);
             if matches!(credentials, Credentials::Valid | Credentials::WrongSecret)
-                && matches!(driver, DriverSpec::OAuth2 { .. })
+                && matches!(driver, DriverSpec::OAuth2 { .. } | DriverSpec::Radius(_))
             {
                 if principal_offset + g.size > principals.len() {
                     return Err(ctx(format!(
@@ -749,7 +864,10 @@ impl Scenario {
 
     /// Point the scenario at another base URL (`--target`), keeping everything else.
     pub fn with_target_url(mut self, url: &str) -> Result<Scenario, LabError> {
-        let (host, port) = safety::parse_http_url(url)?;
+        let (host, port) = match self.driver {
+            DriverSpec::Radius(_) => safety::parse_url(url, "radius", 1812)?,
+            _ => safety::parse_http_url(url)?,
+        };
         self.target.host = host;
         self.target.port = port;
         self.raw.target.url = url.to_string();

@@ -81,7 +81,9 @@ fn default_metrics() -> String {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawDriver {
-    /// `"oauth2"` (token endpoint) or `"http-get"` (trivial GET of `path`, for tool comparisons).
+    /// `"oauth2"` (token endpoint), `"radius"` (RADIUS PAP Access-Requests to a
+    /// `radius://host:port` target) or `"http-get"` (trivial GET of `path`, for tool
+    /// comparisons).
     pub kind: String,
     /// OAuth2 grant: `"client_credentials"` (default) or `"password"`.
     #[serde(default)]
@@ -101,6 +103,25 @@ pub struct RawDriver {
     /// `http-get`: the path requested (default `/healthz`).
     #[serde(default)]
     pub path: Option<String>,
+    /// `radius`: the NAS shared secret (or `secret_env`).
+    #[serde(default)]
+    pub secret: Option<String>,
+    /// `radius`: the environment variable holding the NAS shared secret.
+    #[serde(default)]
+    pub secret_env: Option<String>,
+    /// `radius`: retransmit after this many milliseconds without a reply (default 2000).
+    #[serde(default)]
+    pub retransmit_ms: Option<u64>,
+    /// `radius`: retransmissions before giving up (default 2), like a NAS.
+    #[serde(default)]
+    pub retries: Option<u32>,
+    /// `radius`: replies without a valid Message-Authenticator count as wrong responses
+    /// (default true).
+    #[serde(default)]
+    pub require_message_authenticator: Option<bool>,
+    /// `radius`: NAS-Identifier sent in every request (default `portcullis-lab`).
+    #[serde(default)]
+    pub nas_identifier: Option<String>,
 }
 
 /// `[principals]`: either generated (`prefix` + n, secret `secret_prefix` + n) or a file.

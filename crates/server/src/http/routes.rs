@@ -12,11 +12,12 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get, post};
 
 use crate::app::App;
-use crate::error::OAuthError;
-use crate::oauth;
+use crate::http::error::OAuthError;
+use crate::http::oauth;
+use crate::radius::nas::StatsRegistry;
 
 /// The router of one server.
-pub fn router(app: Arc<App>) -> Router {
+pub fn router(app: Arc<App>, radius: Option<Arc<StatsRegistry>>) -> Router {
     Router::new()
         .route("/oauth2/token", oauth_post(post(oauth::token)))
         .route("/oauth2/introspect", oauth_post(post(oauth::introspect)))
@@ -24,11 +25,13 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/oauth2/jwks", get(jwks))
         .route("/.well-known/oauth-authorization-server", get(discovery))
         .route("/.well-known/openid-configuration", get(discovery))
+        .layer(axum::Extension(Discovery(metadata(&app.issuer).into())))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
-        .route("/status", get(crate::status::page))
-        .route("/status.json", get(crate::status::json))
+        .route("/status", get(crate::http::status::page))
+        .route("/status.json", get(crate::http::status::json))
+        .layer(axum::Extension(crate::http::status::RadiusView(radius)))
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&app),
@@ -122,8 +125,12 @@ fn json(body: Vec<u8>) -> Response {
         .into_response()
 }
 
-async fn discovery(State(app): State<Arc<App>>) -> Response {
-    json(app.metadata.clone())
+/// The discovery document (RFC 8414), rendered once when the router is built.
+#[derive(Clone)]
+struct Discovery(Arc<[u8]>);
+
+async fn discovery(axum::Extension(Discovery(doc)): axum::Extension<Discovery>) -> Response {
+    json(doc.to_vec())
 }
 
 async fn jwks(State(app): State<Arc<App>>) -> Response {

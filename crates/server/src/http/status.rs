@@ -11,9 +11,43 @@ use axum::http::{HeaderValue, header};
 use axum::response::{Html, IntoResponse, Response};
 
 use crate::app::App;
+use crate::radius::nas::{DropReason, StatsRegistry};
+
+/// The RADIUS front door's per-NAS counters, when RADIUS is on.
+#[derive(Clone, Debug)]
+pub struct RadiusView(pub Option<Arc<StatsRegistry>>);
+
+fn radius_json(view: &RadiusView) -> serde_json::Value {
+    let Some(stats) = &view.0 else {
+        return serde_json::Value::Null;
+    };
+    let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+    let mut nas = serde_json::Map::new();
+    for (name, s) in stats.all() {
+        let dropped: serde_json::Map<String, serde_json::Value> = DropReason::ALL
+            .iter()
+            .zip(&s.dropped)
+            .map(|(d, n)| (d.label().to_owned(), load(n).into()))
+            .collect();
+        nas.insert(
+            name,
+            serde_json::json!({
+                "requests": load(&s.requests),
+                "accepts": load(&s.accepts),
+                "rejects": load(&s.rejects),
+                "duplicates": load(&s.duplicates),
+                "dropped": dropped,
+            }),
+        );
+    }
+    serde_json::json!({ "nas": nas })
+}
 
 /// `GET /status.json`
-pub async fn json(State(app): State<Arc<App>>) -> Response {
+pub async fn json(
+    State(app): State<Arc<App>>,
+    axum::Extension(radius): axum::Extension<RadiusView>,
+) -> Response {
     let s = app.verifier.snapshot();
     let body = serde_json::json!({
         "uptime_secs": app.started.elapsed().as_secs_f64(),
@@ -44,6 +78,7 @@ pub async fn json(State(app): State<Arc<App>>) -> Response {
             "median_hash_ms": s.median_hash_time.as_secs_f64() * 1e3,
             "shutting_down": s.shutting_down,
         },
+        "radius": radius_json(&radius),
     });
     let mut r = (
         [(
@@ -63,7 +98,7 @@ pub async fn page() -> Html<&'static str> {
     Html(PAGE)
 }
 
-const PAGE: &str = r#"<!doctype html>
+const PAGE: &str = r##"<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Portcullis status</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <style>
@@ -71,10 +106,14 @@ body{font:15px/1.4 system-ui,sans-serif;margin:2rem;color:#222;background:#fafaf
 h1{font-size:1.3rem} .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(12rem,1fr));gap:.8rem}
 .card{background:#fff;border:1px solid #ddd;border-radius:6px;padding:.8rem}
 .v{font-size:1.6rem;font-variant-numeric:tabular-nums} .k{color:#666;font-size:.85rem}
-#err{color:#b00}
+#err{color:#b00} table{border-collapse:collapse;margin-top:.5rem;background:#fff}
+td,th{border:1px solid #ddd;padding:.3rem .6rem;text-align:right;font-variant-numeric:tabular-nums}
 </style></head><body>
 <h1>Portcullis status <span class="k" id="up"></span> <span id="err"></span></h1>
 <div class="grid" id="g"></div>
+<h2 class="k" id="rh" hidden>RADIUS, per NAS (totals)</h2>
+<table id="rt" hidden><thead><tr><th>NAS</th><th>requests</th><th>accepts</th><th>rejects</th>
+<th>duplicates</th><th>dropped</th></tr></thead><tbody></tbody></table>
 <script>
 const cards=[["calls_s","verifications / s"],["tokens_s","tokens issued / s"],
 ["outstanding","verifications outstanding"],["in_flight","HTTP requests in flight"],
@@ -97,9 +136,17 @@ async function poll(){
   set("shed",v.shed); set("throttled",v.throttled); set("overloaded",v.overloaded);
   set("rejected",v.rejected); set("median_hash_ms",v.median_hash_ms.toFixed(1));
   set("up","up "+Math.round(s.uptime_secs)+" s"+(v.shutting_down?" (shutting down)":""));
+  if(s.radius){const rows=Object.entries(s.radius.nas).map(([n,c])=>{
+    const d=Object.entries(c.dropped).filter(([k,x])=>x>0).map(([k,x])=>k+" "+x).join(", ")||"0";
+    const td=x=>{const e=document.createElement("td");e.textContent=x;return e;};
+    const tr=document.createElement("tr");
+    for(const x of [n,c.requests,c.accepts,c.rejects,c.duplicates,d])tr.appendChild(td(x));
+    return tr;});
+   const b=document.querySelector("#rt tbody"); b.replaceChildren(...rows);
+   document.getElementById("rt").hidden=false; document.getElementById("rh").hidden=false;}
   set("err",""); prev=s;
  }catch(e){set("err","(status unavailable)");}
 }
 poll(); setInterval(poll,1000);
 </script></body></html>
-"#;
+"##;

@@ -15,7 +15,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use zeroize::Zeroizing;
 
-use crate::error::OAuthError;
+use crate::http::error::OAuthError;
 
 /// Upper bound on parameters in one body: real requests have fewer than ten.
 const MAX_PARAMS: usize = 32;
@@ -282,7 +282,7 @@ fn parse_basic(value: &[u8]) -> Result<Basic, OAuthError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::ErrorCode;
+    use crate::http::error::ErrorCode;
     use axum::http::HeaderValue;
 
     fn encode(pairs: &[(&str, &str)]) -> String {

@@ -22,11 +22,11 @@ use serde::Serialize;
 use zeroize::Zeroizing;
 
 use crate::app::App;
-use crate::error::{OAuthError, no_store};
-use crate::form::{self, ClientCredentials, Form};
+use crate::http::error::{OAuthError, no_store};
+use crate::http::form::{self, ClientCredentials, Form};
 use crate::jwt::{AccessClaims, new_jti};
 use crate::keys::unix_now;
-use crate::metrics::{OAUTH_ERRORS, STORE_ERRORS};
+use crate::metrics::OAUTH_ERRORS;
 
 /// The remote address of the connection a request came on (set by the accept loop).
 #[derive(Debug, Clone, Copy)]
@@ -37,8 +37,7 @@ const STORE_RETRY: Duration = Duration::from_secs(1);
 
 /// Log a store failure and answer 503 (never 500: the client may retry).
 pub fn store_failed(what: &str, e: &dyn std::fmt::Display) -> OAuthError {
-    tracing::error!("store failure while {what}: {e}");
-    metrics::counter!(STORE_ERRORS).increment(1);
+    crate::metrics::store_failure(what, e);
     OAuthError::unavailable(STORE_RETRY)
 }
 
@@ -143,6 +142,7 @@ async fn authenticate(
             source,
             protocol: Protocol::OAuthClient,
             deadline,
+            station: None,
         })
         .await;
     refused(
@@ -261,6 +261,7 @@ async fn token_inner(app: &App, req: Request) -> Result<Response, OAuthError> {
                     source,
                     protocol: Protocol::OAuthPassword,
                     deadline,
+                    station: None,
                 })
                 .await;
             refused(
@@ -383,7 +384,7 @@ async fn revoke_inner(app: &App, req: Request) -> Result<Response, OAuthError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::ErrorCode;
+    use crate::http::error::ErrorCode;
 
     fn allowed() -> Vec<String> {
         vec!["read".into(), "write".into(), "admin:all".into()]

@@ -1,0 +1,264 @@
+//! The RADIUS driver: PAP Access-Requests (RFC 2865) over UDP, as a NAS sends them, to any
+//! RADIUS server (Portcullis, FreeRADIUS, the naive baseline).
+//!
+//! Like a NAS it retransmits the same datagram (same identifier and Request
+//! Authenticator) after `retransmit` without a reply, `retries` times, and the attempt's
+//! latency runs from its intended send time to the verified reply, so a server that makes
+//! clients retransmit pays for it in the figures. Every reply is checked: it must come
+//! from the target's address, carry the request's identifier, and verify against *this*
+//! request's authenticator (Response Authenticator, and Message-Authenticator unless
+//! turned off). A reply that verifies against none of the requests this socket sent is
+//! report 003's bug (one client's answer delivered to another): a wrong response that
+//! fails the run. A late reply to one of this socket's earlier requests is ignored.
+//!
+//! Each lab client has its own Calling-Station-Id (a locally administered MAC address), so
+//! a server that keys fairness on the station sees distinct stations, and binds the
+//! client's own loopback source address, so it sees distinct sources too.
+
+use std::collections::VecDeque;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use portcullis_radius::{Code, Packet, attr, encode_request, hide_user_password, verify_response};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use tokio::net::UdpSocket;
+
+use crate::LabError;
+use crate::driver::{AttemptResult, Driver, Identity};
+use crate::record::Outcome;
+use crate::scenario::RadiusSpec;
+
+/// How many of a socket's earlier requests a late reply may belong to.
+const REMEMBERED: usize = 8;
+
+/// Sends Access-Requests to one RADIUS server.
+#[derive(Debug)]
+pub struct RadiusDriver {
+    /// The server's address.
+    pub target: SocketAddr,
+    /// Secret, retransmission policy, NAS-Identifier.
+    pub spec: RadiusSpec,
+    /// Numbers the clients' stations.
+    stations: AtomicU64,
+}
+
+impl RadiusDriver {
+    /// A driver for `target`.
+    pub fn new(target: SocketAddr, spec: RadiusSpec) -> RadiusDriver {
+        RadiusDriver {
+            target,
+            spec,
+            stations: AtomicU64::new(1),
+        }
+    }
+}
+
+/// A prepared RADIUS client.
+#[derive(Debug)]
+pub struct RadiusClient {
+    source: Option<IpAddr>,
+    user: Vec<u8>,
+    password: Vec<u8>,
+    station: Vec<u8>,
+    nas_ip: Option<[u8; 4]>,
+}
+
+/// One UDP socket and what it sent recently.
+#[derive(Debug)]
+pub struct RadiusSession {
+    sock: Option<UdpSocket>,
+    next_id: u8,
+    rng: SmallRng,
+    /// (identifier, Request Authenticator) of this socket's recent requests.
+    recent: VecDeque<(u8, [u8; 16])>,
+}
+
+impl Driver for RadiusDriver {
+    type Client = RadiusClient;
+    type Session = RadiusSession;
+
+    fn client(&self, who: &Identity) -> Result<RadiusClient, LabError> {
+        let password = who.secret.as_bytes().to_vec();
+        if password.is_empty() || password.len() > portcullis_radius::MAX_PASSWORD {
+            return Err(LabError::Scenario(format!(
+                "RADIUS PAP passwords must be 1-128 octets; {:?}'s is {}",
+                who.id,
+                password.len()
+            )));
+        }
+        if who.id.is_empty() || who.id.len() > 253 {
+            return Err(LabError::Scenario(format!(
+                "RADIUS User-Name must be 1-253 octets: {:?}",
+                who.id
+            )));
+        }
+        let n = self.stations.fetch_add(1, Ordering::Relaxed).to_be_bytes();
+        let station = format!(
+            "02-{:02X}-{:02X}-{:02X}-{:02X}-{:02X}",
+            n[3], n[4], n[5], n[6], n[7]
+        );
+        let nas_ip = match who.source {
+            Some(IpAddr::V4(a)) => Some(a.octets()),
+            _ => None,
+        };
+        Ok(RadiusClient {
+            source: who.source,
+            user: who.id.as_bytes().to_vec(),
+            password,
+            station: station.into_bytes(),
+            nas_ip,
+        })
+    }
+
+    fn session(&self) -> RadiusSession {
+        let mut rng = SmallRng::from_os_rng();
+        RadiusSession {
+            sock: None,
+            next_id: rng.random(),
+            rng,
+            recent: VecDeque::with_capacity(REMEMBERED),
+        }
+    }
+
+    async fn attempt<'a>(
+        &'a self,
+        client: &'a RadiusClient,
+        session: &'a mut RadiusSession,
+    ) -> AttemptResult {
+        let result = self.exchange(client, session).await;
+        AttemptResult {
+            outcome: result.0,
+            retry_after: None,
+            misdelivered: result.1,
+            retransmits: result.2,
+        }
+    }
+}
+
+impl RadiusDriver {
+    /// (outcome, a reply for another request arrived, retransmissions).
+    async fn exchange(
+        &self,
+        client: &RadiusClient,
+        session: &mut RadiusSession,
+    ) -> (Outcome, bool, u32) {
+        if session.sock.is_none() {
+            let local = match (client.source, self.target) {
+                (Some(ip), _) => SocketAddr::new(ip, 0),
+                (None, SocketAddr::V4(_)) => SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0),
+                (None, SocketAddr::V6(_)) => SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), 0),
+            };
+            match UdpSocket::bind(local).await {
+                Ok(s) => session.sock = Some(s),
+                Err(_) => return (Outcome::ConnectionError, false, 0),
+            }
+        }
+        let id = session.next_id;
+        session.next_id = id.wrapping_add(1);
+        let authenticator: [u8; 16] = session.rng.random();
+        let Ok(hidden) = hide_user_password(&client.password, &self.spec.secret, &authenticator)
+        else {
+            return (Outcome::WrongResponse, false, 0);
+        };
+        let mut attrs: Vec<(u8, &[u8])> = vec![
+            (attr::USER_NAME, &client.user),
+            (attr::USER_PASSWORD, &hidden),
+            (attr::NAS_IDENTIFIER, self.spec.nas_identifier.as_bytes()),
+            (attr::CALLING_STATION_ID, &client.station),
+        ];
+        if let Some(ip) = &client.nas_ip {
+            attrs.push((attr::NAS_IP_ADDRESS, ip));
+        }
+        let Ok(packet) = encode_request(
+            Code::AccessRequest,
+            id,
+            authenticator,
+            &attrs,
+            &self.spec.secret,
+        ) else {
+            return (Outcome::WrongResponse, false, 0);
+        };
+        if session.recent.len() == REMEMBERED {
+            session.recent.pop_front();
+        }
+        session.recent.push_back((id, authenticator));
+        let Some(sock) = session.sock.as_ref() else {
+            return (Outcome::ConnectionError, false, 0);
+        };
+        let mut buf = vec![0u8; 4096];
+        for attempt in 0..=self.spec.retries {
+            if sock.send_to(&packet, self.target).await.is_err() {
+                return (Outcome::ConnectionError, false, attempt);
+            }
+            let deadline = tokio::time::Instant::now() + self.spec.retransmit;
+            loop {
+                let got = tokio::time::timeout_at(deadline, sock.recv_from(&mut buf)).await;
+                let Ok(got) = got else { break };
+                let Ok((n, from)) = got else {
+                    // e.g. ICMP port unreachable reported on the socket
+                    return (Outcome::ConnectionError, false, attempt);
+                };
+                match self.judge(&buf[..n], from, id, &authenticator, &session.recent) {
+                    Judged::Answer(outcome) => return (outcome, false, attempt),
+                    Judged::Stale => continue,
+                    Judged::Misdelivered => return (Outcome::WrongResponse, true, attempt),
+                    Judged::Wrong => return (Outcome::WrongResponse, false, attempt),
+                }
+            }
+        }
+        (Outcome::Timeout, false, self.spec.retries)
+    }
+
+    fn judge(
+        &self,
+        raw: &[u8],
+        from: SocketAddr,
+        id: u8,
+        authenticator: &[u8; 16],
+        recent: &VecDeque<(u8, [u8; 16])>,
+    ) -> Judged {
+        let secret = &self.spec.secret;
+        let require = self.spec.require_message_authenticator;
+        if from != self.target {
+            return Judged::Wrong;
+        }
+        let Ok(p) = Packet::parse(raw) else {
+            return Judged::Wrong;
+        };
+        if p.identifier == id
+            && let Ok(reply) = verify_response(raw, authenticator, secret, require)
+        {
+            return Judged::Answer(match reply.code {
+                Code::AccessAccept => Outcome::Success,
+                Code::AccessReject => Outcome::AuthFailure,
+                // A challenge to a PAP request, or anything else: not a PAP answer.
+                _ => Outcome::WrongResponse,
+            });
+        }
+        // A late answer to one of this socket's earlier requests (we retransmitted or gave
+        // up on it) is harmless: keep waiting for ours.
+        let earlier = recent
+            .iter()
+            .filter(|(i, a)| *i == p.identifier && a != authenticator)
+            .any(|(_, a)| verify_response(raw, a, secret, require).is_ok());
+        if earlier {
+            Judged::Stale
+        } else {
+            // Ours by identifier but not by authenticator, or nobody's we know: an answer
+            // meant for another request (report 003), or made with another secret.
+            Judged::Misdelivered
+        }
+    }
+}
+
+enum Judged {
+    Answer(Outcome),
+    Stale,
+    Misdelivered,
+    Wrong,
+}
+
+#[cfg(test)]
+#[path = "radius_tests.rs"]
+mod tests;

@@ -1,0 +1,23 @@
+//! RADIUS packet codec and authenticator maths (RFC 2865, RFC 2869 §5.14, RFC 3579 §3.2,
+//! RFC 5997): pure functions over byte slices, no I/O, no clock, no randomness (callers
+//! pass the Request Authenticator), so it is easy to fuzz and to share between the server's
+//! UDP front end and the load lab's RADIUS driver.
+//!
+//! Module map:
+//! - [`packet`]: codes, attribute numbers, the strict parser ([`Packet::parse`]).
+//! - [`auth`]: User-Password hiding, Message-Authenticator, Response Authenticator, and
+//!   the request/reply encoders (Message-Authenticator always first).
+//!
+//! A server's path: [`Packet::parse`] → [`check_request_message_authenticator`] →
+//! [`unhide_user_password`] → (verify) → [`encode_response`]. A client's:
+//! [`hide_user_password`] → [`encode_request`] → [`verify_response`].
+
+pub mod auth;
+pub mod packet;
+
+pub use auth::{
+    EncodeError, MAX_PASSWORD, MessageAuthenticator, PasswordError, ResponseError,
+    check_request_message_authenticator, encode_request, encode_response, hide_user_password,
+    unhide_user_password, verify_response,
+};
+pub use packet::{Code, MAX_PACKET, MIN_PACKET, Packet, PacketError, attr};

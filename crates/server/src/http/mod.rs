@@ -1,0 +1,15 @@
+//! The HTTP front door: the OAuth 2.0 token server over HTTP/TLS and the operator
+//! endpoints beside it. Everything here maps core outcomes to HTTP answers; nothing below
+//! (`App`, the core, the store) knows about HTTP.
+//!
+//! - [`routes`]: the router, discovery metadata, JWKS, health, readiness, metrics.
+//! - [`oauth`]: token, introspection and revocation endpoints.
+//! - [`form`]: request body and client credential parsing (RFC 6749 rules).
+//! - [`error`]: OAuth error answers; the only place errors become status codes.
+//! - [`status`]: the live status page.
+
+pub mod error;
+pub mod form;
+pub mod oauth;
+pub mod routes;
+pub mod status;

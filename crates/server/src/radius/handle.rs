@@ -1,0 +1,204 @@
+//! One request's task: decide the answer (through the core for PAP), wait out the reject
+//! delay on a timer, record the reply for duplicates, send it to the request's own source
+//! from the address it arrived on.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use portcullis_core::{Attempt, Outcome, PrincipalKind, Protocol};
+use portcullis_radius::{Code, Packet, attr, encode_response, unhide_user_password};
+use rand::Rng;
+use tokio::sync::OwnedSemaphorePermit;
+
+use super::Radius;
+use super::dedup::RequestKey;
+use super::nas::{DropReason, Nas};
+use super::socket::RadiusSocket;
+
+/// Longest Calling-Station-Id kept as the station key (MAC addresses, phone numbers and
+/// IPs are far shorter; a longer value is cut rather than stored whole).
+const MAX_STATION_CHARS: usize = 64;
+/// How often a NAS is reminded in the log that CHAP, MS-CHAP and EAP are refused.
+const UNSUPPORTED_LOG_EVERY: Duration = Duration::from_secs(60);
+
+/// A request that passed the receive loop's checks.
+pub(super) struct Request {
+    /// The datagram (at most 4096 octets).
+    pub data: Vec<u8>,
+    /// Where it came from: the reply goes there.
+    pub peer: SocketAddr,
+    /// Which of our addresses it was sent to: the reply comes from there.
+    pub local: Option<IpAddr>,
+    /// Its duplicate-detection key.
+    pub key: RequestKey,
+    /// When it was received (the reject delay and the core's deadline count from here).
+    pub arrived: Instant,
+    /// The NAS it came from.
+    pub nas: Arc<Nas>,
+}
+
+/// What to do with a request.
+enum Verdict {
+    /// Reply with `code`, no earlier than `not_before`.
+    Reply { code: Code, not_before: Instant },
+    /// Send nothing (the NAS retransmits or fails over).
+    Drop(DropReason),
+}
+
+/// Answer one request. `permit` bounds requests being verified; it is released once the
+/// verdict is known, and a reply that must wait out a reject delay takes a `delayed`
+/// permit instead.
+pub(super) async fn answer(
+    radius: Arc<Radius>,
+    sock: Arc<RadiusSocket>,
+    req: Request,
+    permit: OwnedSemaphorePermit,
+) {
+    // Parsed in the receive loop already; a failure here cannot happen, but is a drop.
+    let Ok(packet) = Packet::parse(&req.data) else {
+        return drop_request(&radius, &req, DropReason::Malformed);
+    };
+    let verdict = decide(&radius, &req, &packet).await;
+    drop(permit);
+    let (code, not_before) = match verdict {
+        Verdict::Reply { code, not_before } => (code, not_before),
+        Verdict::Drop(why) => return drop_request(&radius, &req, why),
+    };
+    let reply = match encode_response(code, &packet, &[], req.nas.secret()) {
+        Ok(r) => Arc::<[u8]>::from(r),
+        // Only a request with Proxy-State octets filling the packet could overflow.
+        Err(_) => return drop_request(&radius, &req, DropReason::Malformed),
+    };
+    if not_before > Instant::now() {
+        let Ok(_delayed) = Arc::clone(&radius.delayed).try_acquire_owned() else {
+            return drop_request(&radius, &req, DropReason::Overload);
+        };
+        tokio::time::sleep_until(not_before.into()).await;
+        send(&radius, &sock, &req, code, reply).await;
+    } else {
+        send(&radius, &sock, &req, code, reply).await;
+    }
+}
+
+async fn send(radius: &Radius, sock: &RadiusSocket, req: &Request, code: Code, reply: Arc<[u8]>) {
+    // Recorded before sending, so a retransmission that races the reply finds it.
+    radius.dedup.lock().complete(&req.key, Arc::clone(&reply));
+    match code {
+        Code::AccessAccept if req_is_access_request(&req.data) => req.nas.stats.accept(),
+        Code::AccessReject => req.nas.stats.reject(),
+        _ => {}
+    }
+    if let Err(e) = sock.send(&reply, req.peer, req.local).await {
+        tracing::debug!(peer = %req.peer, nas = %req.nas.name, "sending a RADIUS reply failed: {e}");
+    }
+}
+
+fn req_is_access_request(data: &[u8]) -> bool {
+    data.first() == Some(&Code::AccessRequest.as_u8())
+}
+
+fn drop_request(radius: &Radius, req: &Request, why: DropReason) {
+    radius.dedup.lock().forget(&req.key);
+    req.nas.stats.dropped(why);
+}
+
+async fn decide(radius: &Radius, req: &Request, packet: &Packet<'_>) -> Verdict {
+    if packet.code == Code::StatusServer {
+        // RFC 5997 §3: answered with Access-Accept, no authentication of any user.
+        return Verdict::Reply {
+            code: Code::AccessAccept,
+            not_before: req.arrived,
+        };
+    }
+    let Some(user) = packet.attr(attr::USER_NAME) else {
+        return Verdict::Drop(DropReason::Malformed);
+    };
+    let method = if packet.attr(attr::CHAP_PASSWORD).is_some() {
+        Some("CHAP")
+    } else if packet.attr(attr::EAP_MESSAGE).is_some() {
+        Some("EAP")
+    } else if packet.has_vendor(attr::VENDOR_MICROSOFT) {
+        Some("MS-CHAP")
+    } else {
+        None
+    };
+    if let Some(method) = method {
+        // These need the plaintext or an NT hash, which we never store: refuse plainly.
+        log_unsupported(radius, &req.nas, method);
+        return reject(radius, req.arrived, Duration::ZERO);
+    }
+    let Some(hidden) = packet.attr(attr::USER_PASSWORD) else {
+        return Verdict::Drop(DropReason::Malformed);
+    };
+    let Ok(password) = unhide_user_password(hidden, req.nas.secret(), &packet.authenticator) else {
+        return Verdict::Drop(DropReason::Malformed);
+    };
+    let principal = String::from_utf8_lossy(user).into_owned();
+    let station = match packet.attr(attr::CALLING_STATION_ID) {
+        Some(s) => String::from_utf8_lossy(s)
+            .chars()
+            .take(MAX_STATION_CHARS)
+            .collect(),
+        None => principal.chars().take(MAX_STATION_CHARS).collect(),
+    };
+    let deferred = radius
+        .app
+        .verifier
+        .verify_deferred(Attempt {
+            kind: PrincipalKind::User,
+            principal,
+            secret: password,
+            source: req.peer.ip(),
+            station: Some(station),
+            protocol: Protocol::RadiusPap,
+            deadline: req.arrived + radius.config.answer_timeout,
+        })
+        .await;
+    match deferred.outcome {
+        Outcome::Accepted { .. } => Verdict::Reply {
+            code: Code::AccessAccept,
+            not_before: req.arrived,
+        },
+        Outcome::Rejected | Outcome::Throttled { .. } => {
+            reject(radius, req.arrived, deferred.answer_after)
+        }
+        Outcome::Overloaded { .. } => Verdict::Drop(DropReason::Overload),
+    }
+}
+
+/// An Access-Reject, sent no earlier than the reject delay plus jitter after arrival, nor
+/// before the core's own `answer_after` (the unknown-user mimic delay) from now.
+fn reject(radius: &Radius, arrived: Instant, answer_after: Duration) -> Verdict {
+    let c = &radius.config;
+    let jitter_ms = u64::try_from(c.reject_jitter.as_millis()).unwrap_or(u64::MAX);
+    let jitter = if jitter_ms == 0 {
+        Duration::ZERO
+    } else {
+        Duration::from_millis(radius.rng.lock().random_range(0..=jitter_ms))
+    };
+    let not_before = (arrived + c.reject_delay + jitter).max(Instant::now() + answer_after);
+    Verdict::Reply {
+        code: Code::AccessReject,
+        not_before,
+    }
+}
+
+fn log_unsupported(radius: &Radius, nas: &Nas, method: &str) {
+    let now = Instant::now();
+    let mut logged = radius.unsupported_logged.lock();
+    let due = logged
+        .get(&nas.name)
+        .is_none_or(|t| now.saturating_duration_since(*t) >= UNSUPPORTED_LOG_EVERY);
+    if due {
+        logged.insert(nas.name.clone(), now);
+        tracing::warn!(
+            nas = %nas.name,
+            "NAS {:?} sent a {method} Access-Request: refused with Access-Reject. Portcullis \
+             checks PAP only (CHAP, MS-CHAP and EAP need the plaintext password or its NT \
+             hash, which are never stored); configure the NAS for PAP. (Logged at most once \
+             a minute per NAS.)",
+            nas.name
+        );
+    }
+}

@@ -1,0 +1,290 @@
+//! The RADIUS front door (RFC 2865 over UDP): PAP Access-Requests and Status-Server from
+//! registered NASes, verified through the same core as the token endpoint.
+//!
+//! Report 003's lessons, each a rule here:
+//! - **Async receive, bounded work.** One receive loop per socket ([`run`]) that never
+//!   hashes and never waits for a verdict: it drops what it can drop cheaply (unknown
+//!   source, malformed, bad Message-Authenticator, duplicate, over the in-progress bound),
+//!   and hands each new request to its own task, which asks the core and replies.
+//! - **Duplicates** are answered from [`dedup`] byte for byte, without a second hash.
+//! - **Early drop under overload.** At most `receive_queue` requests in progress; beyond
+//!   that, and whenever the core answers "overloaded", the datagram is dropped silently and
+//!   counted (the NAS retransmits); the kernel's socket buffer absorbs short bursts and
+//!   drops the rest. Nothing grows without bound.
+//! - **Replies go to their own request's source**, from the local address it arrived on:
+//!   the addressing comes back from the same `recvmsg` as the bytes ([`socket`]).
+//! - **Reject delay is a timer** (plus jitter), never a thread; delayed replies are bounded
+//!   too.
+//!
+//! Fairness: every user behind a NAS shares its address, so the core's source is the NAS
+//! address and its *station* is Calling-Station-Id (else User-Name): throttling and fair
+//! queuing see (NAS, station), not the NAS alone.
+//!
+//! BlastRADIUS (CVE-2024-3596): Access-Requests without a valid Message-Authenticator are
+//! dropped unless the NAS is registered with `--no-message-authenticator`, and every reply
+//! carries Message-Authenticator as its first attribute (`portcullis_radius`).
+
+pub mod config;
+pub mod dedup;
+mod handle;
+pub mod nas;
+pub mod socket;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use parking_lot::{Mutex, RwLock};
+use portcullis_radius::{
+    Code, MAX_PACKET, MessageAuthenticator, Packet, check_request_message_authenticator,
+};
+use rand::SeedableRng;
+use rand::rngs::SmallRng;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+pub use config::RadiusConfig;
+pub use socket::RadiusSocket;
+
+use crate::app::App;
+use dedup::{DuplicateCache, RequestKey, Seen};
+use nas::{DropReason, NasStats, NasTable, StatsRegistry, UNKNOWN_NAS};
+use socket::Received;
+
+/// Bind every configured RADIUS address (none: RADIUS is off).
+pub fn bind(config: &RadiusConfig) -> std::io::Result<Vec<RadiusSocket>> {
+    config
+        .listen
+        .iter()
+        .map(|a| {
+            RadiusSocket::bind(*a).map_err(|e| std::io::Error::new(e.kind(), format!("{a}: {e}")))
+        })
+        .collect()
+}
+
+/// The state the RADIUS front door shares between its receive loops and request tasks.
+pub struct Radius {
+    /// The server's shared state: the core, the store, the master key.
+    app: Arc<App>,
+    /// `[radius]`, validated.
+    config: RadiusConfig,
+    /// The current NAS snapshot; swapped whole on refresh.
+    nas: RwLock<Arc<NasTable>>,
+    /// Per-NAS counters, surviving refreshes (also read by the status page).
+    stats: Arc<StatsRegistry>,
+    /// Counters of sources that match no NAS.
+    unknown: Arc<NasStats>,
+    /// Requests answered or in progress, for duplicate detection.
+    dedup: Mutex<DuplicateCache>,
+    /// Bound on requests being verified.
+    in_progress: Arc<Semaphore>,
+    /// Bound on replies waiting out their reject delay (each holds a timer and its bytes).
+    delayed: Arc<Semaphore>,
+    /// When each NAS was last told (in the log) that we refuse CHAP/MS-CHAP/EAP.
+    unsupported_logged: Mutex<HashMap<String, Instant>>,
+    /// Reject-delay jitter.
+    rng: Mutex<SmallRng>,
+}
+
+impl std::fmt::Debug for Radius {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Radius")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Radius {
+    /// Assemble the front door and load the NAS table once (a store failure here is a
+    /// start-up error, not a server that silently drops everything).
+    pub async fn new(
+        app: Arc<App>,
+        stats: Arc<StatsRegistry>,
+    ) -> Result<Arc<Radius>, crate::ServerError> {
+        let config = app.config.radius.clone();
+        let table = NasTable::load(app.store.as_ref(), &app.master_key, &stats, None).await?;
+        if table.is_empty() {
+            tracing::warn!(
+                "RADIUS is on but no NAS is registered: every request will be dropped \
+                 (add one with `portcullis nas add NAME --address CIDR`)"
+            );
+        }
+        Ok(Arc::new(Radius {
+            unknown: stats.get(UNKNOWN_NAS),
+            nas: RwLock::new(Arc::new(table)),
+            stats,
+            dedup: Mutex::new(DuplicateCache::new(
+                config.duplicate_cache_entries,
+                config.duplicate_ttl,
+            )),
+            in_progress: Arc::new(Semaphore::new(config.receive_queue)),
+            delayed: Arc::new(Semaphore::new(config.duplicate_cache_entries)),
+            unsupported_logged: Mutex::new(HashMap::new()),
+            rng: Mutex::new(SmallRng::from_os_rng()),
+            config,
+            app,
+        }))
+    }
+
+    /// Per-NAS counters (the status page reads them).
+    pub fn stats(&self) -> &Arc<StatsRegistry> {
+        &self.stats
+    }
+
+    /// Reload the NAS table from the store (keeps the old one if the store fails).
+    async fn refresh(&self) {
+        let previous = Arc::clone(&self.nas.read());
+        match NasTable::load(
+            self.app.store.as_ref(),
+            &self.app.master_key,
+            &self.stats,
+            Some(&previous),
+        )
+        .await
+        {
+            Ok(t) => *self.nas.write() = Arc::new(t),
+            Err(e) => crate::metrics::store_failure("reloading the NAS table", &e),
+        }
+    }
+
+    /// The cheap checks on one datagram, in the receive loop: who sent it, is it a
+    /// well-formed request with a good Message-Authenticator, have we seen it, is there
+    /// room. Hands new requests to a task of their own.
+    fn dispatch(
+        self: &Arc<Self>,
+        sock: &Arc<RadiusSocket>,
+        data: &[u8],
+        got: Received,
+        tracker: &TaskTracker,
+    ) {
+        let arrived = Instant::now();
+        let table = Arc::clone(&self.nas.read());
+        let Some(nas) = table.lookup(got.peer.ip()) else {
+            self.unknown.request();
+            self.unknown.dropped(DropReason::UnknownNas);
+            return;
+        };
+        nas.stats.request();
+        if got.truncated {
+            nas.stats.dropped(DropReason::Malformed);
+            return;
+        }
+        let Ok(packet) = Packet::parse(data) else {
+            nas.stats.dropped(DropReason::Malformed);
+            return;
+        };
+        if !matches!(packet.code, Code::AccessRequest | Code::StatusServer) {
+            nas.stats.dropped(DropReason::Malformed);
+            return;
+        }
+        match check_request_message_authenticator(&packet, nas.secret()) {
+            MessageAuthenticator::Valid => {}
+            MessageAuthenticator::Absent
+                if packet.code == Code::AccessRequest && !nas.require_message_authenticator => {}
+            // Status-Server must carry one (RFC 5997 §3), whatever the NAS policy.
+            MessageAuthenticator::Absent | MessageAuthenticator::Invalid => {
+                nas.stats.dropped(DropReason::BadAuthenticator);
+                return;
+            }
+        }
+        let key = RequestKey {
+            peer: got.peer,
+            identifier: packet.identifier,
+            authenticator: packet.authenticator,
+        };
+        let seen = self.dedup.lock().check(key, arrived);
+        match seen {
+            Seen::New => {}
+            Seen::InProgress => {
+                nas.stats.dropped(DropReason::InProgress);
+                return;
+            }
+            Seen::Answered(reply) => {
+                nas.stats.duplicate();
+                let sock = Arc::clone(sock);
+                tracker.spawn(async move {
+                    if let Err(e) = sock.send(&reply, got.peer, got.local).await {
+                        tracing::debug!(peer = %got.peer, "resending a RADIUS reply failed: {e}");
+                    }
+                });
+                return;
+            }
+        }
+        let Ok(permit) = Arc::clone(&self.in_progress).try_acquire_owned() else {
+            self.dedup.lock().forget(&key);
+            nas.stats.dropped(DropReason::Overload);
+            return;
+        };
+        let request = handle::Request {
+            data: data.to_vec(),
+            peer: got.peer,
+            local: got.local,
+            key,
+            arrived,
+            nas: Arc::clone(nas),
+        };
+        tracker.spawn(handle::answer(
+            Arc::clone(self),
+            Arc::clone(sock),
+            request,
+            permit,
+        ));
+    }
+}
+
+/// Serve RADIUS on `sockets` until `stop` is cancelled, then let the requests in progress
+/// finish (a pending reject still waits out its delay) and return.
+pub async fn run(radius: Arc<Radius>, sockets: Vec<RadiusSocket>, stop: CancellationToken) {
+    let tracker = TaskTracker::new();
+    for sock in sockets {
+        let addr = sock.local_addr();
+        tracing::info!("RADIUS listening on udp {addr}");
+        tracker.spawn(receive_loop(
+            Arc::clone(&radius),
+            Arc::new(sock),
+            stop.clone(),
+            tracker.clone(),
+        ));
+    }
+    let mut tick = tokio::time::interval(radius.config.nas_refresh);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick.tick().await;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => radius.refresh().await,
+            () = stop.cancelled() => break,
+        }
+    }
+    tracker.close();
+    tracker.wait().await;
+}
+
+async fn receive_loop(
+    radius: Arc<Radius>,
+    sock: Arc<RadiusSocket>,
+    stop: CancellationToken,
+    tracker: TaskTracker,
+) {
+    // One octet more than the largest legal packet, so an oversized datagram is seen as
+    // truncated rather than mistaken for a legal one.
+    let mut buf = vec![0u8; MAX_PACKET + 1];
+    loop {
+        let got = tokio::select! {
+            r = sock.recv(&mut buf) => r,
+            () = stop.cancelled() => return,
+        };
+        match got {
+            Ok(got) => radius.dispatch(&sock, &buf[..got.len], got, &tracker),
+            // Per-datagram errors (e.g. an ICMP error queued on the socket) must not stop
+            // the loop; nothing here is fatal.
+            Err(e) => tracing::debug!("RADIUS receive on {}: {e}", sock.local_addr()),
+        }
+    }
+}
+
+/// The addresses RADIUS sockets are bound to (for logs and embedding).
+pub fn addresses(sockets: &[RadiusSocket]) -> Vec<SocketAddr> {
+    sockets.iter().map(RadiusSocket::local_addr).collect()
+}

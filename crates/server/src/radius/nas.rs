@@ -1,0 +1,270 @@
+//! The NAS table: which source addresses may talk RADIUS to us, with which shared secret,
+//! under which Message-Authenticator policy; and each NAS's counters.
+//!
+//! The table is an immutable snapshot loaded from the store and swapped whole every
+//! `nas_refresh` (so `portcullis nas add/remove/rotate-secret` reaches a running server
+//! without a restart, and a lookup never waits on the store). Secrets are opened with the
+//! master key once per load, kept only in memory (wiped when the snapshot is dropped) and
+//! never logged. A source maps to the most specific NAS whose CIDR contains it; the table
+//! is small (one entry per NAS or NAS network), so a scan in prefix-length order is enough.
+//!
+//! Counters live outside the snapshots, keyed by NAS name, so a refresh does not reset
+//! them; the number of label values is the number of NASes the operator registered
+//! (sources that match no NAS are counted under the one label `unknown`, never by address).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use metrics::Counter;
+use parking_lot::Mutex;
+use portcullis_core::IpPrefix;
+use portcullis_store::{MasterKey, Store, StoreError};
+use zeroize::Zeroizing;
+
+/// Label used for sources that match no NAS.
+pub const UNKNOWN_NAS: &str = "unknown";
+
+/// Why a datagram was dropped without an answer (a metrics label).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DropReason {
+    /// The source matches no NAS.
+    UnknownNas,
+    /// Message-Authenticator missing (where required) or wrong.
+    BadAuthenticator,
+    /// Not a well-formed request (lengths, attributes, missing User-Name/User-Password,
+    /// a code we do not serve).
+    Malformed,
+    /// The receive queue was full, or the core said "overloaded", or the answer timed out.
+    Overload,
+    /// A retransmission of a request still being worked on.
+    InProgress,
+}
+
+impl DropReason {
+    /// Every reason, for registering counters up front.
+    pub const ALL: [DropReason; 5] = [
+        DropReason::UnknownNas,
+        DropReason::BadAuthenticator,
+        DropReason::Malformed,
+        DropReason::Overload,
+        DropReason::InProgress,
+    ];
+
+    /// Stable label.
+    pub const fn label(self) -> &'static str {
+        match self {
+            DropReason::UnknownNas => "unknown_nas",
+            DropReason::BadAuthenticator => "bad_authenticator",
+            DropReason::Malformed => "malformed",
+            DropReason::Overload => "overload",
+            DropReason::InProgress => "in_progress",
+        }
+    }
+}
+
+/// One NAS's counters: exported to Prometheus and read by the status page.
+#[derive(Debug)]
+pub struct NasStats {
+    /// Datagrams received from it.
+    pub requests: AtomicU64,
+    /// Access-Accepts sent (Status-Server answers excluded).
+    pub accepts: AtomicU64,
+    /// Access-Rejects sent.
+    pub rejects: AtomicU64,
+    /// Retransmissions answered from the duplicate cache.
+    pub duplicates: AtomicU64,
+    /// Dropped datagrams, by [`Drop`] in `DropReason::ALL` order.
+    pub dropped: [AtomicU64; 5],
+    counters: [Counter; 4],
+    dropped_counters: [Counter; 5],
+}
+
+impl NasStats {
+    fn new(nas: &str) -> NasStats {
+        let name = nas.to_owned();
+        NasStats {
+            requests: AtomicU64::new(0),
+            accepts: AtomicU64::new(0),
+            rejects: AtomicU64::new(0),
+            duplicates: AtomicU64::new(0),
+            dropped: Default::default(),
+            counters: [
+                metrics::counter!(REQUESTS, "nas" => name.clone()),
+                metrics::counter!(ACCEPTS, "nas" => name.clone()),
+                metrics::counter!(REJECTS, "nas" => name.clone()),
+                metrics::counter!(DUPLICATES, "nas" => name.clone()),
+            ],
+            dropped_counters: DropReason::ALL
+                .map(|d| metrics::counter!(DROPPED, "nas" => name.clone(), "reason" => d.label())),
+        }
+    }
+
+    fn bump(counter: &AtomicU64, exported: &Counter) {
+        counter.fetch_add(1, Ordering::Relaxed);
+        exported.increment(1);
+    }
+
+    /// A datagram arrived.
+    pub fn request(&self) {
+        Self::bump(&self.requests, &self.counters[0]);
+    }
+    /// An Access-Accept went out.
+    pub fn accept(&self) {
+        Self::bump(&self.accepts, &self.counters[1]);
+    }
+    /// An Access-Reject went out.
+    pub fn reject(&self) {
+        Self::bump(&self.rejects, &self.counters[2]);
+    }
+    /// A retransmission was answered from the cache.
+    pub fn duplicate(&self) {
+        Self::bump(&self.duplicates, &self.counters[3]);
+    }
+    /// A datagram was dropped.
+    pub fn dropped(&self, why: DropReason) {
+        let i = DropReason::ALL.iter().position(|d| *d == why).unwrap_or(0);
+        Self::bump(&self.dropped[i], &self.dropped_counters[i]);
+    }
+}
+
+/// Prometheus names of the per-NAS counters.
+pub const REQUESTS: &str = "portcullis_radius_requests_total";
+/// See [`REQUESTS`].
+pub const ACCEPTS: &str = "portcullis_radius_accepts_total";
+/// See [`REQUESTS`].
+pub const REJECTS: &str = "portcullis_radius_rejects_total";
+/// See [`REQUESTS`].
+pub const DUPLICATES: &str = "portcullis_radius_duplicates_total";
+/// See [`REQUESTS`].
+pub const DROPPED: &str = "portcullis_radius_dropped_total";
+
+/// One NAS as the front end uses it.
+pub struct Nas {
+    /// Operator's name (metrics label, logs).
+    pub name: String,
+    /// Addresses it sends from.
+    pub cidr: IpPrefix,
+    /// The shared secret, opened; wiped on drop.
+    secret: Zeroizing<Vec<u8>>,
+    /// Discard Access-Requests without a valid Message-Authenticator.
+    pub require_message_authenticator: bool,
+    /// Its counters (shared with earlier and later snapshots).
+    pub stats: Arc<NasStats>,
+}
+
+impl fmt::Debug for Nas {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Nas")
+            .field("name", &self.name)
+            .field("cidr", &self.cidr)
+            .field("secret", &"<redacted>")
+            .field(
+                "require_message_authenticator",
+                &self.require_message_authenticator,
+            )
+            .finish()
+    }
+}
+
+impl Nas {
+    /// The shared secret (keys every authenticator of this NAS's packets).
+    pub fn secret(&self) -> &[u8] {
+        &self.secret
+    }
+}
+
+/// Counters by NAS name, surviving table reloads.
+#[derive(Debug, Default)]
+pub struct StatsRegistry {
+    by_name: Mutex<BTreeMap<String, Arc<NasStats>>>,
+}
+
+impl StatsRegistry {
+    /// The counters of `name`, created on first use.
+    pub fn get(&self, name: &str) -> Arc<NasStats> {
+        let mut map = self.by_name.lock();
+        Arc::clone(
+            map.entry(name.to_owned())
+                .or_insert_with(|| Arc::new(NasStats::new(name))),
+        )
+    }
+
+    /// Every NAS's counters, by name (status page).
+    pub fn all(&self) -> Vec<(String, Arc<NasStats>)> {
+        self.by_name
+            .lock()
+            .iter()
+            .map(|(k, v)| (k.clone(), Arc::clone(v)))
+            .collect()
+    }
+}
+
+/// An immutable snapshot of the NAS table.
+#[derive(Debug, Default)]
+pub struct NasTable {
+    /// Most specific prefix first.
+    entries: Vec<Arc<Nas>>,
+    /// Names whose secret could not be opened (logged once per change, not per refresh).
+    unreadable: BTreeSet<String>,
+}
+
+impl NasTable {
+    /// Load every NAS from the store and open its secret. A NAS whose secret does not open
+    /// (the secrets file was replaced, or the row was tampered with) is left out and
+    /// logged: its packets are dropped as from an unknown source, rather than answered
+    /// with a wrong key.
+    pub async fn load(
+        store: &dyn Store,
+        master: &MasterKey,
+        stats: &StatsRegistry,
+        previous: Option<&NasTable>,
+    ) -> Result<NasTable, StoreError> {
+        let records = store.list_nas().await?;
+        let mut entries = Vec::with_capacity(records.len());
+        let mut unreadable = BTreeSet::new();
+        for r in records {
+            match r.open_secret(master) {
+                Ok(secret) => entries.push(Arc::new(Nas {
+                    stats: stats.get(&r.name),
+                    name: r.name,
+                    cidr: r.cidr,
+                    secret,
+                    require_message_authenticator: r.require_message_authenticator,
+                })),
+                Err(e) => {
+                    if !previous.is_some_and(|p| p.unreadable.contains(&r.name)) {
+                        tracing::error!(
+                            nas = %r.name,
+                            "cannot open the shared secret of NAS {:?} ({e}); its requests are dropped",
+                            r.name
+                        );
+                    }
+                    unreadable.insert(r.name);
+                }
+            }
+        }
+        entries.sort_by_key(|e| std::cmp::Reverse(e.cidr.len));
+        Ok(NasTable {
+            entries,
+            unreadable,
+        })
+    }
+
+    /// The NAS a datagram from `source` belongs to: the most specific match.
+    pub fn lookup(&self, source: IpAddr) -> Option<&Arc<Nas>> {
+        self.entries.iter().find(|n| n.cidr.contains(source))
+    }
+
+    /// How many NASes are usable.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether no NAS is usable.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
