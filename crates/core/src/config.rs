@@ -157,6 +157,15 @@ pub struct ThrottleConfig {
     /// A source prefix that has used at least this fraction of its budget is "suspect"
     /// (lowest class). Default `0.5`.
     pub suspect_fill: f64,
+    /// A principal charged for failures from this many distinct untrusted origins within
+    /// `distributed_window_secs` is under a distributed attack: its untrusted burst is
+    /// cut at once to this many failures (then one per refill interval) until the window
+    /// passes without new origins, instead of letting the rest of `principal.burst`
+    /// through in the wave's first second. Its trusted sources are unaffected. `0` turns
+    /// detection off. Default `3`.
+    pub distributed_origins: u32,
+    /// The detection window, in seconds. Default `600` (the principal budget's period).
+    pub distributed_window_secs: u64,
 }
 
 impl Default for ThrottleConfig {
@@ -175,6 +184,8 @@ impl Default for ThrottleConfig {
                 period_secs: 600,
             },
             suspect_fill: 0.5,
+            distributed_origins: 3,
+            distributed_window_secs: 600,
         }
     }
 }
@@ -271,6 +282,18 @@ impl VerifierConfig {
             return Err(CoreError::config(
                 "throttle.suspect_fill",
                 "must be in (0, 1]",
+            ));
+        }
+        if self.throttle.distributed_origins > 1000 {
+            return Err(CoreError::config(
+                "throttle.distributed_origins",
+                "must be at most 1000 (0 turns detection off)",
+            ));
+        }
+        if !(1..=365 * 24 * 3600).contains(&self.throttle.distributed_window_secs) {
+            return Err(CoreError::config(
+                "throttle.distributed_window_secs",
+                "must be between 1 second and a year",
             ));
         }
         if !(1..=32).contains(&self.ipv4_prefix_len) {

@@ -14,8 +14,8 @@ pub enum CoreError {
         /// What is wrong with it.
         reason: String,
     },
-    /// The operating system refused to start a hash pool thread.
-    #[error("could not start hash pool thread: {0}")]
+    /// The operating system refused to start a hash pool or timer thread.
+    #[error("could not start a verifier thread: {0}")]
     Spawn(#[source] std::io::Error),
 }
 

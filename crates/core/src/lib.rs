@@ -63,8 +63,10 @@ pub mod net;
 mod pool;
 mod scheduler;
 pub mod source;
+mod spread;
 mod stats;
 pub mod throttle;
+mod timer;
 pub mod verifier;
 
 pub use attempt::{Attempt, Class, Outcome, PrincipalKind, Protocol};

@@ -16,11 +16,13 @@
 //! | `portcullis_rehash_total` | counter | `result` (`replaced`, `lost_race`, `error`, `dropped`) |
 //! | `portcullis_store_errors_total` | counter | `store` (`credentials`, `throttle`) |
 //! | `portcullis_bad_stored_hash_total` | counter | |
+//! | `portcullis_pool_jobs_total` | counter | `class`: verifications that reached a hash thread (one KDF derivation each; two for a principal holding two KDF hashes) |
+//! | `portcullis_distributed_attacks_total` | counter | `kind` (`client`, `user`): a principal's failures came from many untrusted origins and its untrusted budget was cut (alert on its rate) |
 
 use std::time::Duration;
 
 use crate::attempt::Class;
-use crate::attempt::{Outcome, Protocol};
+use crate::attempt::{Outcome, PrincipalKind, Protocol};
 
 pub(crate) const ATTEMPTS: &str = "portcullis_attempts_total";
 pub(crate) const THROTTLED: &str = "portcullis_throttled_total";
@@ -35,6 +37,8 @@ pub(crate) const IN_FLIGHT: &str = "portcullis_in_flight";
 pub(crate) const REHASH: &str = "portcullis_rehash_total";
 pub(crate) const STORE_ERRORS: &str = "portcullis_store_errors_total";
 pub(crate) const BAD_STORED_HASH: &str = "portcullis_bad_stored_hash_total";
+pub(crate) const DISTRIBUTED_ATTACKS: &str = "portcullis_distributed_attacks_total";
+pub(crate) const POOL_JOBS: &str = "portcullis_pool_jobs_total";
 
 #[cfg(test)]
 pub(crate) fn outcome_label(o: &Outcome) -> &'static str {
@@ -118,6 +122,10 @@ pub(crate) fn shed(reason: &'static str) {
     metrics::counter!(SHED, "reason" => reason).increment(1);
 }
 
+pub(crate) fn pool_job(class: Class) {
+    metrics::counter!(POOL_JOBS, "class" => class.label()).increment(1);
+}
+
 pub(crate) fn queue_wait(class: Class, d: Duration) {
     metrics::histogram!(QUEUE_WAIT, "class" => class.label()).record(d.as_secs_f64());
 }
@@ -158,4 +166,12 @@ pub(crate) fn store_error(store: &'static str) {
 
 pub(crate) fn bad_stored_hash() {
     metrics::counter!(BAD_STORED_HASH).increment(1);
+}
+
+pub(crate) fn distributed_attack(kind: PrincipalKind) {
+    let kind = match kind {
+        PrincipalKind::Client => "client",
+        PrincipalKind::User => "user",
+    };
+    metrics::counter!(DISTRIBUTED_ATTACKS, "kind" => kind).increment(1);
 }

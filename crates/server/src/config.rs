@@ -440,6 +440,11 @@ prefix = { burst = 100, period_secs = 60 }
 principal = { burst = 20, period_secs = 600 }
 # A prefix that used this fraction of its budget is "suspect" (lowest class).
 suspect_fill = 0.5
+# Failures on one principal from this many distinct untrusted origins within the window
+# mean a distributed attack: its untrusted burst drops at once to this many failures, then
+# one per refill interval (principal.period_secs / principal.burst). 0 = off.
+distributed_origins = 3
+distributed_window_secs = 600
 
 # How long an unknown principal waits before its rejection (a timer, no hash):
 # "sampled" (like real verifications), { strategy = "fixed", ms = N } or "none".

@@ -6,6 +6,7 @@ mod admission;
 mod pool;
 mod stations;
 mod throttling;
+mod waves;
 
 use std::collections::HashMap;
 use std::net::IpAddr;

@@ -248,8 +248,9 @@ pub struct RawGroup {
     /// `"keep-alive"` (default) or `"per-request"` (new connection per request).
     #[serde(default)]
     pub connection: Option<String>,
-    /// Local source addresses, e.g. `"127.0.0.2-127.0.0.250"` or `"127.0.0.7"`; client i
-    /// binds to address i mod n before connecting. Default: the OS's choice.
+    /// Local source addresses, e.g. `"127.0.0.2-127.0.0.250"`, `"127.0.0.7"` or
+    /// `"127.0.1.1-127.0.100.1 step 256"` (one address per /24); client i binds to
+    /// address i mod n before connecting. Default: the OS's choice.
     #[serde(default)]
     pub sources: Option<String>,
     /// Whether clients wait out a `Retry-After` on 429/503 (default true).
@@ -331,6 +332,19 @@ pub fn parse_duration(s: &str) -> Result<Duration, LabError> {
 pub fn parse_sources(s: &str) -> Result<Vec<IpAddr>, LabError> {
     let mut out = Vec::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        // `A-B step N`: every Nth address of the range (step 256 = one per /24).
+        let (part, step) = match part.split_once(" step ") {
+            Some((range, n)) => {
+                let n: u32 = n
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| bad(format!("sources: bad step in {part:?}")))?;
+                (range.trim(), n)
+            }
+            None => (part, 1),
+        };
         if let Some((a, b)) = part.split_once('-') {
             let a: Ipv4Addr = a
                 .trim()
@@ -341,10 +355,16 @@ pub fn parse_sources(s: &str) -> Result<Vec<IpAddr>, LabError> {
                 .parse()
                 .map_err(|_| bad(format!("sources: {b:?} is not an IPv4 address")))?;
             let (a, b) = (u32::from(a), u32::from(b));
-            if b < a || b - a >= 65_536 {
+            if b < a || (b - a) / step >= 65_536 {
                 return Err(bad(format!("sources: bad range {part:?}")));
             }
-            out.extend((a..=b).map(|v| IpAddr::V4(Ipv4Addr::from(v))));
+            out.extend(
+                (a..=b)
+                    .step_by(step as usize)
+                    .map(|v| IpAddr::V4(Ipv4Addr::from(v))),
+            );
+        } else if step != 1 {
+            return Err(bad(format!("sources: step needs a range, not {part:?}")));
         } else {
             out.push(
                 part.parse()

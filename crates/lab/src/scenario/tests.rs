@@ -130,6 +130,17 @@ fn durations_and_source_ranges_parse() {
 }
 
 #[test]
+fn issue_16_sources_can_take_one_address_per_network() {
+    let s = parse_sources("127.1.1.1-127.1.100.1 step 256").unwrap();
+    assert_eq!(s.len(), 100);
+    assert_eq!(s[1], "127.1.2.1".parse::<IpAddr>().unwrap());
+    assert_eq!(s[99], "127.1.100.1".parse::<IpAddr>().unwrap());
+    assert!(parse_sources("127.1.1.1 step 256").is_err());
+    assert!(parse_sources("127.1.1.1-127.1.2.1 step 0").is_err());
+    assert!(parse_sources("127.1.1.1-127.1.2.1 step x").is_err());
+}
+
+#[test]
 fn credentials_from_a_file_are_read_relative_to_the_scenario() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(

@@ -47,17 +47,27 @@ use zeroize::Zeroizing;
 
 use crate::attempt::{Attempt, Class, Outcome, PrincipalKind};
 use crate::clock::Clock;
-use crate::config::{UnknownDelay, VerifierConfig};
+use crate::config::VerifierConfig;
 use crate::error::CoreError;
 use crate::metrics;
 use crate::net::{IpPrefix, Origin};
-use crate::pool::{JobHook, JobReply, Pool, Refusal, VerifyJob};
+use crate::pool::{JobHook, JobReply, Pool, VerifyJob};
 use crate::scheduler::Flow;
 use crate::source::CredentialSource;
-use crate::stats::{Latencies, jittered};
+use crate::spread::Spread;
+use crate::stats::Latencies;
 use crate::throttle::{
     Charge, Decision, GcraLimit, MemoryThrottleStore, ThrottleKey, ThrottleStore,
 };
+use crate::timer::{PRECISE_TAIL, PreciseTimer};
+
+mod rehash;
+mod release;
+
+use release::{now_answer, refusal_wait};
+
+/// Principals tracked by the distributed-attack detector (about 100 bytes each).
+const SPREAD_CAPACITY: usize = 1 << 16;
 
 /// An outcome and when to send it: failures may be held back (reject delay,
 /// unknown-principal delay). Front ends that schedule their own replies (RADIUS) use
@@ -138,8 +148,13 @@ struct Inner {
     clock: Arc<dyn Clock>,
     /// The dedicated hash threads and their scheduler.
     pool: Pool,
-    /// GCRA parameters: (principal, prefix), prefix, principal.
-    limits: [GcraLimit; 3],
+    /// GCRA parameters: (principal, origin), origin, principal, and principal under a
+    /// distributed attack (same interval, burst cut to `distributed_origins`).
+    limits: [GcraLimit; 4],
+    /// Which principals are under a distributed attack (issue 16).
+    spread: Spread,
+    /// Serves the last milliseconds of answer delays precisely (issue 16).
+    timer: PreciseTimer,
     /// Keys the flow hash so shuffle-shard hands cannot be aimed at.
     flow_hasher: std::collections::hash_map::RandomState,
     /// Recent real verification latencies per principal kind (unknown-principal delay).
@@ -205,6 +220,10 @@ struct Admitted {
     charged: bool,
     class: Class,
     flow: Flow,
+    /// Keyed hash of the origin (distributed-attack detection).
+    origin_id: u64,
+    /// The origin is trusted for this principal (no principal budget, no detection).
+    trusted: bool,
     start: Instant,
     deadline: Instant,
 }
@@ -234,11 +253,26 @@ impl Verifier {
         config.validate()?;
         let pool = Pool::start(&config, peppers.clone(), Arc::clone(&clock), hook)?;
         let t = &config.throttle;
+        let principal = GcraLimit::from_config(&t.principal);
         let limits = [
             GcraLimit::from_config(&t.principal_prefix),
             GcraLimit::from_config(&t.prefix),
-            GcraLimit::from_config(&t.principal),
+            principal,
+            // Under attack the burst shrinks to the origins that revealed it: the wave
+            // has had its hashes, and a user logging in from a few new networks at
+            // once is not the one cut off.
+            GcraLimit {
+                tolerance: (principal.interval * t.distributed_origins.saturating_sub(1))
+                    .min(principal.tolerance),
+                ..principal
+            },
         ];
+        let spread = Spread::new(
+            t.distributed_origins,
+            Duration::from_secs(t.distributed_window_secs),
+            SPREAD_CAPACITY,
+        );
+        let timer = PreciseTimer::start().map_err(CoreError::Spawn)?;
         Ok(Verifier {
             inner: Arc::new(Inner {
                 config,
@@ -250,6 +284,8 @@ impl Verifier {
                 clock,
                 pool,
                 limits,
+                spread,
+                timer,
                 flow_hasher: std::collections::hash_map::RandomState::new(),
                 latencies: [Mutex::new(Latencies::new()), Mutex::new(Latencies::new())],
                 rehashing: Mutex::new(HashSet::new()),
@@ -267,10 +303,23 @@ impl Verifier {
     /// configured failure delays.
     pub async fn verify(&self, attempt: Attempt) -> Outcome {
         let d = self.verify_deferred(attempt).await;
-        if !d.answer_after.is_zero() {
-            tokio::time::sleep(d.answer_after).await;
-        }
+        self.answer_delay(d.answer_after).await;
         d.outcome
+    }
+
+    /// Wait out an answer delay: the runtime's timer for all but its last
+    /// [`PRECISE_TAIL`], a precise timer for those (see [`crate::timer`] for why a
+    /// mimicked rejection must not land on the runtime's millisecond lattice).
+    pub async fn answer_delay(&self, d: Duration) {
+        if d.is_zero() {
+            return;
+        }
+        let until = Instant::now() + d;
+        if let Some(coarse) = d.checked_sub(PRECISE_TAIL).filter(|c| !c.is_zero()) {
+            tokio::time::sleep(coarse).await;
+        }
+        // If the service is gone the answer just goes now.
+        let _ = self.inner.timer.at(until).await;
     }
 
     /// Like [`Verifier::verify`] but returns failure delays instead of waiting them out.
@@ -374,6 +423,7 @@ impl Verifier {
             member: station.as_ref().map(|s| i.flow_hasher.hash_one(s)),
         };
         let origin = Origin { prefix, station };
+        let origin_id = i.flow_hasher.hash_one(&origin);
         let allow_listed = cfg.trusted_cidrs.iter().any(|c| c.contains(source));
         let pp_key = ThrottleKey::PrincipalPrefix {
             kind,
@@ -392,22 +442,30 @@ impl Verifier {
             });
         }
         if !trusted {
+            let attacked = i.spread.attacked(kind, &principal, start);
             charges.push(Charge {
                 key: ThrottleKey::Principal {
                     kind,
                     principal: principal.clone(),
                 },
-                limit: i.limits[2],
+                limit: i.limits[if attacked { 3 } else { 2 }],
             });
         }
         // Check only: whether this attempt is charged up front depends on what is stored.
         let class = match self.peek(&charges, start).await {
-            Decision::Denied { retry_after } => return self.throttled(trusted, retry_after),
+            Decision::Denied { retry_after } => {
+                if !trusted {
+                    self.spread_failed(kind, &principal, origin_id, start);
+                }
+                return self.throttled(trusted, retry_after);
+            }
             Decision::Allowed { fills } => self.classify(trusted, &fills),
         };
         let mut adm = Admitted {
             kind,
             flow,
+            origin_id,
+            trusted,
             principal,
             pp_key,
             charges,
@@ -446,7 +504,7 @@ impl Verifier {
         // Reserve before any hash (and for unknown principals, which mimic one): a flood
         // must not get more than a burst of hashes in before its first failure counts.
         if cheap.is_empty() || !kdf.is_empty() {
-            match self.acquire(&adm.charges, i.clock.now()).await {
+            match self.charge(&mut adm).await {
                 Decision::Denied { retry_after } => {
                     return self.throttled(trusted, retry_after);
                 }
@@ -475,7 +533,7 @@ impl Verifier {
             self.record_latency(kind, start);
             // Charged only now that it failed. If a concurrent failure used the last of
             // the budget, this one is not charged again (the budget is exhausted anyway).
-            let _ = self.acquire(&adm.charges, i.clock.now()).await;
+            let _ = self.charge(&mut adm).await;
             return (self.rejected(&adm), class);
         }
 
@@ -510,8 +568,12 @@ impl Verifier {
             return (self.overloaded(refusal_wait(r)), class);
         }
         match rx.await {
-            Ok(JobReply::Done { matched, .. }) => {
-                self.record_latency(kind, start);
+            Ok(JobReply::Done {
+                matched,
+                handed_back,
+                ..
+            }) => {
+                self.record_latency_until(kind, start, handed_back);
                 match matched.and_then(|m| kdf.get(m)) {
                     Some((old, c)) => {
                         let secret = Arc::unwrap_or_clone(secret);
@@ -539,6 +601,9 @@ impl Verifier {
         if adm.charged {
             self.refund(&adm.charges).await;
         }
+        if !adm.trusted {
+            i.spread.succeeded(adm.kind, &adm.principal, adm.origin_id);
+        }
         let now = i.clock.now();
         let ttl = Duration::from_secs(i.config.trusted_ttl_secs);
         if i.throttle
@@ -556,59 +621,32 @@ impl Verifier {
         now_answer(Outcome::Accepted { needs_rehash })
     }
 
-    fn rejected(&self, adm: &Admitted) -> Deferred {
+    /// Charge a failure (or reserve one) to every budget of the attempt. An untrusted
+    /// origin first feeds the distributed-attack detector, and a principal found under
+    /// attack (by this attempt or a concurrent one since the peek) pays the cut budget at
+    /// once: a wave's concurrent first requests must not all use the full burst.
+    async fn charge(&self, adm: &mut Admitted) -> Decision {
         let i = &*self.inner;
         let now = i.clock.now();
-        let elapsed = now.saturating_duration_since(adm.start);
-        let delay = Duration::from_millis(i.config.reject_delay_ms).saturating_sub(elapsed);
-        Deferred {
-            outcome: Outcome::Rejected,
-            answer_after: delay.min(adm.deadline.saturating_duration_since(now)),
-        }
-    }
-
-    /// An unknown or disabled principal: no hash, no pool slot; the same admission
-    /// answer a real job would get, then a rejection timed like a real one.
-    async fn unknown(&self, adm: &Admitted) -> Deferred {
-        let i = &*self.inner;
-        let now = i.clock.now();
-        let typical = i.pool.typical_cost();
-        if let Err(r) = i
-            .pool
-            .check(adm.class, adm.flow, typical, adm.deadline, now)
-        {
-            self.refund(&adm.charges).await;
-            return self.overloaded(refusal_wait(r));
-        }
-        let elapsed = now.saturating_duration_since(adm.start);
-        let target = match i.config.unknown_delay {
-            UnknownDelay::Sampled => {
-                let sample = i.latencies[kind_idx(adm.kind)].lock().sample();
-                // Before any real verification: what one would take now.
-                sample.unwrap_or_else(|| i.pool.median_hash_time())
+        if !adm.trusted {
+            self.spread_failed(adm.kind, &adm.principal, adm.origin_id, now);
+            if i.spread.attacked(adm.kind, &adm.principal, now) {
+                for c in &mut adm.charges {
+                    if matches!(c.key, ThrottleKey::Principal { .. }) {
+                        c.limit = i.limits[3];
+                    }
+                }
             }
-            UnknownDelay::Fixed { ms } => Duration::from_millis(ms),
-            UnknownDelay::None => Duration::ZERO,
-        };
-        let reject = Duration::from_millis(i.config.reject_delay_ms);
-        let delay = target.max(reject).saturating_sub(elapsed);
-        Deferred {
-            outcome: Outcome::Rejected,
-            answer_after: delay.min(adm.deadline.saturating_duration_since(now)),
         }
+        self.acquire(&adm.charges, now).await
     }
 
-    /// A budget is exhausted: answer at once, no lookup, no hash.
-    fn throttled(&self, trusted: bool, retry_after: Duration) -> (Deferred, Class) {
-        let class = if trusted {
-            Class::Trusted
-        } else {
-            Class::Unknown
-        };
-        let outcome = Outcome::Throttled {
-            retry_after: jittered(retry_after, self.inner.config.retry_jitter),
-        };
-        (now_answer(outcome), class)
+    /// An untrusted origin failed on a principal (or was throttled trying): feed the
+    /// distributed-attack detector, and raise the alert when an attack starts.
+    fn spread_failed(&self, kind: PrincipalKind, principal: &str, origin: u64, now: Instant) {
+        if self.inner.spread.failed(kind, principal, origin, now) {
+            metrics::distributed_attack(kind);
+        }
     }
 
     /// Priority class from the budget fills a charge (would) leave.
@@ -621,19 +659,6 @@ impl Verifier {
         } else {
             Class::Unknown
         }
-    }
-
-    fn overloaded(&self, wait: Duration) -> Deferred {
-        let wait = wait.clamp(Duration::from_millis(1), Duration::from_secs(60));
-        now_answer(Outcome::Overloaded {
-            retry_after: jittered(wait, self.inner.config.retry_jitter),
-        })
-    }
-
-    fn record_latency(&self, kind: PrincipalKind, start: Instant) {
-        let i = &*self.inner;
-        let took = i.clock.now().saturating_duration_since(start);
-        i.latencies[kind_idx(kind)].lock().record(took);
     }
 
     async fn is_trusted(&self, key: &ThrottleKey, now: Instant) -> bool {
@@ -676,89 +701,6 @@ impl Verifier {
             metrics::store_error("throttle");
             i.fallback.refund_now(charges, now);
         }
-    }
-
-    /// Compute the policy hash on the pool's background queue, then compare-and-set it
-    /// into the store. Runs after the answer has been returned.
-    fn spawn_rehash(
-        &self,
-        kind: PrincipalKind,
-        principal: &str,
-        old: &str,
-        secret: Zeroizing<Vec<u8>>,
-    ) {
-        let i = &*self.inner;
-        let key = (kind, principal.to_owned(), old.to_owned());
-        if !i.rehashing.lock().insert(key.clone()) {
-            return;
-        }
-        let Ok(rt) = tokio::runtime::Handle::try_current() else {
-            i.rehashing.lock().remove(&key);
-            return;
-        };
-        let (tx, rx) = oneshot::channel();
-        let policy = i.policy.clone();
-        let queued = i.pool.submit_background(Box::new(move || {
-            let _ = tx.send(policy.hash(&secret).ok());
-        }));
-        if !queued {
-            metrics::rehash("dropped");
-            i.rehashing.lock().remove(&key);
-            return;
-        }
-        let inner = Arc::clone(&self.inner);
-        let write = RehashWrite::start(&self.inner);
-        rt.spawn(async move {
-            let _write = write;
-            let (kind, principal, old) = &key;
-            let result = match rx.await {
-                Ok(Some(new)) => match inner.source.replace_hash(*kind, principal, old, &new).await
-                {
-                    Ok(true) => {
-                        inner.counts.rehashed.fetch_add(1, Ordering::Relaxed);
-                        "replaced"
-                    }
-                    Ok(false) => "lost_race",
-                    Err(_) => "error",
-                },
-                _ => "error",
-            };
-            metrics::rehash(result);
-            inner.rehashing.lock().remove(&key);
-        });
-    }
-}
-
-/// A rehash store write in progress, counted for [`Verifier::drain`]. A guard, so the
-/// count also drops if the write's task is cancelled or panics.
-struct RehashWrite(Arc<Inner>);
-
-impl RehashWrite {
-    fn start(inner: &Arc<Inner>) -> Self {
-        inner.rehash_writes.fetch_add(1, Ordering::SeqCst);
-        RehashWrite(Arc::clone(inner))
-    }
-}
-
-impl Drop for RehashWrite {
-    fn drop(&mut self) {
-        if self.0.rehash_writes.fetch_sub(1, Ordering::SeqCst) == 1 {
-            self.0.rehash_done.notify_waiters();
-        }
-    }
-}
-
-fn now_answer(outcome: Outcome) -> Deferred {
-    Deferred {
-        outcome,
-        answer_after: Duration::ZERO,
-    }
-}
-
-fn refusal_wait(r: Refusal) -> Duration {
-    match r {
-        Refusal::Shutdown => Duration::from_secs(1),
-        Refusal::Full(w) | Refusal::Infeasible(w) => w,
     }
 }
 

@@ -1,0 +1,125 @@
+//! How a verdict leaves: when a rejection (real or mimicked for an unknown principal) is
+//! answered, and the immediate answers (throttled, overloaded). Timing is the one place
+//! where principal existence could leak, so both rejection paths share one release rule.
+
+use std::time::{Duration, Instant};
+
+use super::{Admitted, Deferred, Verifier, kind_idx};
+use crate::attempt::{Class, Outcome, PrincipalKind};
+use crate::config::UnknownDelay;
+use crate::pool::Refusal;
+use crate::stats::jittered;
+
+impl Verifier {
+    pub(super) fn rejected(&self, adm: &Admitted) -> Deferred {
+        let now = self.inner.clock.now();
+        self.release_rejection(adm, now, now)
+    }
+
+    /// When to answer a rejection whose verdict was (or, for an unknown principal, is
+    /// made to look) reached at `verdict`: then, and no earlier than `reject_delay_ms`
+    /// after arrival. Real and mimicked rejections share this rule; [`Verifier::verify`]
+    /// then waits the delay with the precise timer's hand-off ([`crate::timer`]), so the
+    /// runtime's millisecond rounding does not set the mimicked path apart (issue 16).
+    pub(super) fn release_rejection(
+        &self,
+        adm: &Admitted,
+        verdict: Instant,
+        now: Instant,
+    ) -> Deferred {
+        let i = &*self.inner;
+        let reject = adm.start + Duration::from_millis(i.config.reject_delay_ms);
+        let release = verdict.max(reject);
+        let delay = release.saturating_duration_since(now);
+        Deferred {
+            outcome: Outcome::Rejected,
+            answer_after: delay.min(adm.deadline.saturating_duration_since(now)),
+        }
+    }
+
+    /// An unknown or disabled principal: no hash, no pool slot; the same admission
+    /// answer a real job would get, then a rejection timed like a real one.
+    pub(super) async fn unknown(&self, adm: &Admitted) -> Deferred {
+        let i = &*self.inner;
+        let now = i.clock.now();
+        let typical = i.pool.typical_cost();
+        if let Err(r) = i
+            .pool
+            .check(adm.class, adm.flow, typical, adm.deadline, now)
+        {
+            self.refund(&adm.charges).await;
+            return self.overloaded(refusal_wait(r));
+        }
+        // A real verification's latency runs from arrival to verdict (lookup, queue,
+        // hash, hand-back): the mimicked verdict lands a sampled such latency after
+        // arrival, and is then released by the same rule as a real one.
+        let took = match i.config.unknown_delay {
+            UnknownDelay::Sampled => {
+                let sample = i.latencies[kind_idx(adm.kind)].lock().sample();
+                // Before any real verification: what one would take now.
+                sample.unwrap_or_else(|| i.pool.median_hash_time())
+            }
+            UnknownDelay::Fixed { ms } => Duration::from_millis(ms),
+            UnknownDelay::None => {
+                let reject = Duration::from_millis(i.config.reject_delay_ms);
+                let delay = reject.saturating_sub(now.saturating_duration_since(adm.start));
+                return Deferred {
+                    outcome: Outcome::Rejected,
+                    answer_after: delay.min(adm.deadline.saturating_duration_since(now)),
+                };
+            }
+        };
+        self.release_rejection(adm, (adm.start + took).max(now), now)
+    }
+
+    /// A budget is exhausted: answer at once, no lookup, no hash.
+    pub(super) fn throttled(&self, trusted: bool, retry_after: Duration) -> (Deferred, Class) {
+        let class = if trusted {
+            Class::Trusted
+        } else {
+            Class::Unknown
+        };
+        let outcome = Outcome::Throttled {
+            retry_after: jittered(retry_after, self.inner.config.retry_jitter),
+        };
+        (now_answer(outcome), class)
+    }
+
+    pub(super) fn overloaded(&self, wait: Duration) -> Deferred {
+        let wait = wait.clamp(Duration::from_millis(1), Duration::from_secs(60));
+        now_answer(Outcome::Overloaded {
+            retry_after: jittered(wait, self.inner.config.retry_jitter),
+        })
+    }
+
+    pub(super) fn record_latency(&self, kind: PrincipalKind, start: Instant) {
+        self.record_latency_until(kind, start, self.inner.clock.now());
+    }
+
+    /// A real verification's latency from arrival to `verdict`. For pool jobs that is
+    /// when the pool handed the verdict back, before this task woke: the mimic then
+    /// pays the same kind of wake-up from the precise timer, not a second one.
+    pub(super) fn record_latency_until(
+        &self,
+        kind: PrincipalKind,
+        start: Instant,
+        verdict: Instant,
+    ) {
+        let took = verdict.saturating_duration_since(start);
+        self.inner.latencies[kind_idx(kind)].lock().record(took);
+    }
+}
+
+pub(super) fn now_answer(outcome: Outcome) -> Deferred {
+    Deferred {
+        outcome,
+        answer_after: Duration::ZERO,
+    }
+}
+
+pub(super) fn refusal_wait(r: Refusal) -> Duration {
+    match r {
+        Refusal::Shutdown => Duration::from_secs(1),
+        Refusal::Full(w) | Refusal::Infeasible(w) => w,
+    }
+}
