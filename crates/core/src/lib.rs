@@ -26,8 +26,10 @@
 //!   keeps working; new devices wait out the budget like everyone else.
 //! - **Priority classes**: trusted (recent success for this principal from this prefix,
 //!   or allow-listed), unknown, suspect (the prefix, or the (principal, prefix), has used
-//!   half its failure budget). Classes share the pool by weight (90/8/2) with virtual-time
-//!   scheduling: an idle class lends its share, idleness earns no credit.
+//!   half its failure budget). Classes share the pool by weight (96/3/1) with virtual-time
+//!   scheduling: an idle class lends its share, idleness earns no credit; the trusted
+//!   class keeps its share across the short gaps of a closed loop, and a batch holds
+//!   jobs of one class only.
 //! - **Fair queuing inside a class**: shuffle sharding as in Kubernetes API Priority and
 //!   Fairness (each flow, i.e. source prefix, is dealt 4 of 64 queues by a keyed hash and
 //!   joins the shortest), served by deficit round robin whose deficits are in expected

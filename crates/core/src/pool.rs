@@ -32,7 +32,7 @@ use crate::clock::Clock;
 use crate::config::{CodelConfig, VerifierConfig};
 use crate::error::CoreError;
 use crate::metrics;
-use crate::scheduler::{DequeueParams, Flow, Schedulable, Scheduler, ShedReason};
+use crate::scheduler::{DequeueParams, Flow, Schedulable, Scheduler, ShedReason, Take};
 use crate::stats::HashTimes;
 
 /// One verification for the pool: a secret against one or two KDF credentials.
@@ -121,12 +121,18 @@ pub(crate) type Background = Box<dyn FnOnce() + Send + 'static>;
 /// Runs inside every job on the worker thread (tests record where hashing happens).
 pub(crate) type JobHook = Arc<dyn Fn() + Send + Sync + 'static>;
 
+/// Longest the trusted class counts as active after its last job arrived.
+const MAX_TRUSTED_GRACE: Duration = Duration::from_millis(500);
+
 struct State {
     sched: Scheduler<VerifyJob>,
     background: VecDeque<Background>,
     shutdown: bool,
     /// Workers waiting on the condvar.
     idle: usize,
+    /// When a trusted job was last queued, on the real clock: while that is recent the
+    /// trusted share is reserved, not lent ([`Take::ReserveTrusted`]).
+    trusted_seen: Option<Instant>,
 }
 
 struct Shared {
@@ -193,6 +199,7 @@ impl Pool {
                 background: VecDeque::new(),
                 shutdown: false,
                 idle: 0,
+                trusted_seen: None,
             }),
             work: Condvar::new(),
             threads,
@@ -251,6 +258,9 @@ impl Pool {
         let now = job.enqueued_at;
         self.shared
             .admit(&st, class, flow, job.cost, job.deadline, now)?;
+        if class == Class::Trusted {
+            st.trusted_seen = Some(Instant::now());
+        }
         if st.sched.push(class, &flow.group, flow.member, job).is_err() {
             let wait = self.shared.params().service(crate::stats::REFERENCE_COST);
             return Err(Refusal::Full(wait));
@@ -430,7 +440,17 @@ impl Shared {
         loop {
             let now = self.clock.now();
             let p = self.params();
-            let first = st.sched.pop(now, &p, None, &mut shed);
+            // How long the trusted class counts as active after its last job arrived:
+            // two hash times covers a closed-loop client's turn-around many times over
+            // and ends soon after its last request, so the share is never held for
+            // nobody. Real time: the reserve must end even under a test's manual clock.
+            let grace = (self.times.lock().median() * 2).min(MAX_TRUSTED_GRACE);
+            let reserve_until = st.trusted_seen.map(|t| t + grace);
+            let take = match reserve_until {
+                Some(until) if Instant::now() < until => Take::ReserveTrusted,
+                _ => Take::Any,
+            };
+            let first = st.sched.pop_from(now, &p, None, take, &mut shed);
             for (job, class, reason) in shed.drain(..) {
                 self.shed.fetch_add(1, Ordering::Relaxed);
                 metrics::shed(reason.label());
@@ -438,13 +458,14 @@ impl Shared {
                 let _ = job.reply.send(JobReply::Shed(reason));
             }
             if let Some(first) = first {
+                let only = Take::Only(first.1);
                 let mut batch = vec![first];
                 if let Some(key) = batch[0].0.key {
                     let want = batch::preferred_batch(key.prf).max(1);
                     // Batch only the work other idle workers could not start right away.
                     let spare = st.sched.len().saturating_sub(st.idle);
                     for _ in 0..(want - 1).min(spare) {
-                        match st.sched.pop(now, &p, Some(key), &mut shed) {
+                        match st.sched.pop_from(now, &p, Some(key), only, &mut shed) {
                             Some(j) => batch.push(j),
                             None => break,
                         }
@@ -466,7 +487,7 @@ impl Shared {
                     {
                         let now = self.clock.now();
                         while batch.len() < want {
-                            match st.sched.pop(now, &p, Some(key), &mut shed) {
+                            match st.sched.pop_from(now, &p, Some(key), only, &mut shed) {
                                 Some(j) => batch.push(j),
                                 None => break,
                             }
@@ -493,7 +514,13 @@ impl Shared {
                 return None;
             }
             st.idle += 1;
-            self.work.wait(&mut st);
+            match reserve_until {
+                // Held back for the trusted class: look again when the reserve ends.
+                Some(until) if st.sched.reserved() => {
+                    let _ = self.work.wait_until(&mut st, until);
+                }
+                _ => self.work.wait(&mut st),
+            }
             st.idle -= 1;
         }
     }

@@ -9,6 +9,9 @@
 //!   the smallest virtual time (work served / weight) goes next, so competing classes
 //!   split the pool by weight and an idle class lends its share (work conserving). A class
 //!   that becomes active starts at the current virtual time: idleness earns no credit.
+//!   The pool may ask for [`Take::ReserveTrusted`] while the trusted class was active
+//!   moments ago: its share is then kept, not lent, across the short gaps of a closed
+//!   loop, and batches are filled from one class only ([`Take::Only`]).
 //! - **Shuffle sharding** (as Kubernetes API Priority and Fairness). A flow (source
 //!   prefix) is dealt a hand of `hand_size` queues out of `queues_per_class` from a keyed
 //!   hash of its key, and joins the shortest queue of its hand. A heavy flow can only
@@ -40,6 +43,21 @@ use crate::attempt::Class;
 pub(crate) struct Flow {
     pub(crate) group: u64,
     pub(crate) member: Option<u64>,
+}
+
+/// Which classes a pop may serve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Take {
+    /// Any class, by weighted virtual time (work conserving: an idle class lends).
+    Any,
+    /// The trusted class was active moments ago and is only briefly empty (its clients
+    /// are between answer and next request): it keeps its place, so an untrusted class
+    /// is served only while it is behind its weighted share. Without this, every gap of
+    /// a millisecond lent the trusted share to a wave's queued jobs (issue 16).
+    ReserveTrusted,
+    /// Only this class: a batch is filled with its first job's class, so a trusted
+    /// request never waits on lanes computing attacker guesses.
+    Only(Class),
 }
 
 /// What the scheduler needs to know about a job.
@@ -304,6 +322,7 @@ impl<T: Schedulable> Scheduler<T> {
 
     /// The next job to run, or `None` if nothing (matching `only`) is queued. Jobs shed on
     /// the way are appended to `shed`.
+    #[cfg(test)]
     pub(crate) fn pop(
         &mut self,
         now: Instant,
@@ -311,8 +330,20 @@ impl<T: Schedulable> Scheduler<T> {
         only: Option<BatchKey>,
         shed: &mut Vec<(T, Class, ShedReason)>,
     ) -> Option<(T, Class)> {
+        self.pop_from(now, p, only, Take::Any, shed)
+    }
+
+    /// [`Scheduler::pop`] restricted by `take` (see [`Take`]).
+    pub(crate) fn pop_from(
+        &mut self,
+        now: Instant,
+        p: &DequeueParams,
+        only: Option<BatchKey>,
+        take: Take,
+        shed: &mut Vec<(T, Class, ShedReason)>,
+    ) -> Option<(T, Class)> {
         loop {
-            let c = self.next_class()?;
+            let c = self.next_class(take)?;
             let class = CLASSES[c];
             let quantum = self.quantum;
             let cq = &mut self.classes[c];
@@ -383,10 +414,28 @@ impl<T: Schedulable> Scheduler<T> {
         }
     }
 
-    fn next_class(&self) -> Option<usize> {
-        (0..3)
+    fn next_class(&self, take: Take) -> Option<usize> {
+        if let Take::Only(c) = take {
+            let i = idx(c);
+            return (self.classes[i].len > 0).then_some(i);
+        }
+        let best = (0..3)
             .filter(|&i| self.classes[i].len > 0)
-            .min_by_key(|&i| (self.classes[i].vtime, i))
+            .min_by_key(|&i| (self.classes[i].vtime, i))?;
+        let trusted = &self.classes[idx(Class::Trusted)];
+        if take == Take::ReserveTrusted
+            && best != idx(Class::Trusted)
+            && trusted.vtime <= self.classes[best].vtime
+        {
+            // The trusted class's turn, and it is only briefly empty: wait for it.
+            return None;
+        }
+        Some(best)
+    }
+
+    /// Whether queued work is held back by [`Take::ReserveTrusted`] right now.
+    pub(crate) fn reserved(&self) -> bool {
+        self.len > 0 && self.next_class(Take::ReserveTrusted).is_none()
     }
 
     /// Take every queued job out (shutdown without draining, or tests).

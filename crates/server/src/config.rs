@@ -419,9 +419,9 @@ rehash_queue_capacity = 64
 
 # Weights of the priority classes while they compete for the pool.
 [verifier.shares]
-trusted = 90
-unknown = 8
-suspect = 2
+trusted = 96
+unknown = 3
+suspect = 1
 
 # Queue-wait (CoDel-style) shedding. Absent values are automatic: target = median measured
 # hash time, interval = ten times the target.
