@@ -451,6 +451,7 @@ impl Shared {
                 _ => Take::Any,
             };
             let first = st.sched.pop_from(now, &p, None, take, &mut shed);
+
             for (job, class, reason) in shed.drain(..) {
                 self.shed.fetch_add(1, Ordering::Relaxed);
                 metrics::shed(reason.label());

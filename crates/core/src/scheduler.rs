@@ -405,8 +405,13 @@ impl<T: Schedulable> Scheduler<T> {
                 Some(r) => shed.push((job, class, r)),
                 None => {
                     // The class was the minimum among active ones: its start tag is the
-                    // system virtual time newly active classes join at.
-                    self.sys_vtime = self.sys_vtime.max(cq.vtime);
+                    // system virtual time newly active classes join at. Not so for a
+                    // batch's further jobs, taken from the same class out of turn: their
+                    // start tags would carry the system time ahead of the other classes
+                    // and strip a returning trusted class of its lead (issue 16).
+                    if !matches!(take, Take::Only(_)) {
+                        self.sys_vtime = self.sys_vtime.max(cq.vtime);
+                    }
                     cq.vtime += u128::from(cost) * VSCALE / u128::from(cq.weight);
                     return Some((job, class));
                 }

@@ -437,3 +437,34 @@ fn issue_16_a_batch_is_filled_from_its_first_jobs_class_only() {
     );
     assert_eq!(s.len(), 1);
 }
+
+#[test]
+fn issue_16_batches_of_guesses_do_not_strip_the_trusted_class_of_its_lead() {
+    // As the pool runs it: each untrusted pop is filled to a batch of four from its
+    // class, out of turn. The wave must still get its weighted share of the jobs, not
+    // a batch every few trusted turns.
+    let t0 = Instant::now();
+    let mut s = sched([90, 8, 2]);
+    for _ in 0..400 {
+        s.push(Class::Unknown, &7u32, None, job(7, 10, t0)).unwrap();
+    }
+    let (mut lent, mut mine) = (0, 0);
+    for _ in 0..900 {
+        s.push(Class::Trusted, &1u32, None, job(1, 10, t0)).unwrap();
+        while let Some((_, c)) = pop_take(&mut s, t0, Take::ReserveTrusted) {
+            if c == Class::Trusted {
+                mine += 1;
+                continue;
+            }
+            lent += 1;
+            for _ in 0..3 {
+                if pop_take(&mut s, t0, Take::Only(c)).is_some() {
+                    lent += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(mine, 900);
+    // 8 / 90 of 900 is 80; one batch of slack either way.
+    assert!((76..=84).contains(&lent), "lent {lent}");
+}
