@@ -10,7 +10,9 @@
 //!    one (unknown principal) is charged up front, atomically; cheap credentials are
 //!    charged only when they fail (issue 5: concurrent correct attempts of a busy client
 //!    must not exhaust the burst with reservations). Otherwise the class is trusted, suspect (prefix or (principal, prefix) budget
-//!    at least `suspect_fill` used) or unknown.
+//!    at least `suspect_fill` used) or unknown. Every untrusted charge also feeds the
+//!    distributed-attack detector (`spread.rs`); a principal found under attack
+//!    is charged with its cut burst from that charge on (issue 16).
 //! 2. **Look up** the stored credentials (bounded by the deadline). A store error or
 //!    timeout answers "overloaded" with a retry-after: the store is the bottleneck, not
 //!    the secret, and a panic or a hang would be worse. The charge is refunded.
@@ -18,7 +20,9 @@
 //!    (so overload looks the same), then "rejected" after a delay drawn from recent real
 //!    verification latencies of that principal kind, returned as `answer_after` (a timer,
 //!    never a pool slot, never a hash). Its failure stays charged like a wrong password,
-//!    so the throttle does not reveal existence either.
+//!    so the throttle does not reveal existence either. Real and mimicked rejections are
+//!    answered by one rule (`release.rs`), and [`Verifier::verify`] waits the last
+//!    milliseconds precisely (`timer.rs`) so the two stay indistinguishable.
 //! 4. **Cheap credentials first** (peppered HMAC, salted SHA): verified inline in
 //!    microseconds. During a secret rotation a client holds a peppered secret and an older
 //!    one; a wrong secret then costs the HMAC plus at most one KDF.
@@ -308,7 +312,7 @@ impl Verifier {
     }
 
     /// Wait out an answer delay: the runtime's timer for all but its last
-    /// [`PRECISE_TAIL`], a precise timer for those (see [`crate::timer`] for why a
+    /// 4 ms (`PRECISE_TAIL`), a precise timer for those (see `timer.rs` for why a
     /// mimicked rejection must not land on the runtime's millisecond lattice).
     pub async fn answer_delay(&self, d: Duration) {
         if d.is_zero() {

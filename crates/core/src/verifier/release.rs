@@ -19,7 +19,7 @@ impl Verifier {
     /// When to answer a rejection whose verdict was (or, for an unknown principal, is
     /// made to look) reached at `verdict`: then, and no earlier than `reject_delay_ms`
     /// after arrival. Real and mimicked rejections share this rule; [`Verifier::verify`]
-    /// then waits the delay with the precise timer's hand-off ([`crate::timer`]), so the
+    /// then waits the delay with the precise timer's hand-off (`timer.rs`), so the
     /// runtime's millisecond rounding does not set the mimicked path apart (issue 16).
     pub(super) fn release_rejection(
         &self,
@@ -60,14 +60,8 @@ impl Verifier {
                 sample.unwrap_or_else(|| i.pool.median_hash_time())
             }
             UnknownDelay::Fixed { ms } => Duration::from_millis(ms),
-            UnknownDelay::None => {
-                let reject = Duration::from_millis(i.config.reject_delay_ms);
-                let delay = reject.saturating_sub(now.saturating_duration_since(adm.start));
-                return Deferred {
-                    outcome: Outcome::Rejected,
-                    answer_after: delay.min(adm.deadline.saturating_duration_since(now)),
-                };
-            }
+            // The verdict is "now": only the reject delay applies.
+            UnknownDelay::None => Duration::ZERO,
         };
         self.release_rejection(adm, (adm.start + took).max(now), now)
     }
