@@ -15,9 +15,10 @@ use std::process::ExitCode;
 
 use portcullis_hash::pepper::PepperedHmac;
 use portcullis_hash::{Credential, Policy};
+use portcullis_server::config::StoreBackend;
 use portcullis_store::record::{validate_name, validate_settings};
 use portcullis_store::{
-    ClientRecord, DEFAULT_DATA_DIR, DEFAULT_TOKEN_LIFETIME, DataDir, Grant, Store, StoreError,
+    Backend, ClientRecord, DEFAULT_DATA_DIR, DEFAULT_TOKEN_LIFETIME, Grant, StoreError,
     generate_client_secret,
 };
 use zeroize::Zeroizing;
@@ -55,12 +56,17 @@ pub struct RotatePepperArgs {
     dir: DataDirArg,
 }
 
-/// Where the embedded store lives.
+/// Where the store lives: a data directory, or what a `serve` configuration file names
+/// (its `[store]`: the data directory, or a shared PostgreSQL with its secrets file).
 #[derive(Debug, Clone, clap::Args)]
 pub struct DataDirArg {
     /// Data directory (database and secrets file; created 0700 if missing).
     #[arg(long, env = "PORTCULLIS_DATA_DIR", default_value = DEFAULT_DATA_DIR)]
     pub data_dir: PathBuf,
+    /// The configuration file `portcullis serve` uses: work on the store it names
+    /// (`[store] url` for PostgreSQL) instead of --data-dir.
+    #[arg(long, value_name = "FILE", conflicts_with = "data_dir")]
+    pub config: Option<PathBuf>,
 }
 
 /// Arguments of `client add`.
@@ -189,10 +195,10 @@ async fn add(args: AddArgs) -> Result<ExitCode, String> {
         .put_client(&client)
         .await
         .map_err(|e| e.to_string())?;
-    let created = dir.created();
+    let created = dir.created().then(|| dir.secrets_file());
     dir.close().await;
-    if created {
-        note_created(&args.dir);
+    if let Some(file) = created {
+        note_created(&file);
     }
     if let Some(secret) = shown {
         println!("{}", secret.as_str());
@@ -417,7 +423,7 @@ fn hash_stdin_secret() -> Result<String, String> {
 
 /// Generate a secret and hash it under the data directory's current pepper; the secret
 /// is returned for display.
-fn generate_secret_hash(dir: &DataDir) -> Result<(String, Option<Zeroizing<String>>), String> {
+fn generate_secret_hash(dir: &Backend) -> Result<(String, Option<Zeroizing<String>>), String> {
     let secret = generate_client_secret().map_err(|e| e.to_string())?;
     let peppers = dir.peppers();
     let key = peppers
@@ -452,27 +458,46 @@ pub(crate) fn block_on(f: impl std::future::Future<Output = Result<ExitCode, Str
     }
 }
 
-/// Open an existing data directory, with the error as a one-line message.
-pub(crate) async fn open(arg: &DataDirArg) -> Result<DataDir, String> {
-    DataDir::open_existing(&arg.data_dir)
-        .await
-        .map_err(|e| e.to_string())
+/// Open the store of an existing data directory (or the configured PostgreSQL), with the
+/// error as a one-line message.
+pub(crate) async fn open(arg: &DataDirArg) -> Result<Backend, String> {
+    open_store(arg, false).await
 }
 
-/// Open the data directory, creating it on first use (commands that add data).
-pub(crate) async fn open_or_create(arg: &DataDirArg) -> Result<DataDir, String> {
-    DataDir::open(&arg.data_dir)
-        .await
-        .map_err(|e| e.to_string())
+/// Open the store, creating the data directory on first use (commands that add data).
+pub(crate) async fn open_or_create(arg: &DataDirArg) -> Result<Backend, String> {
+    open_store(arg, true).await
 }
 
-/// Tell the operator a new data directory was made (a wrong working directory or path
-/// would otherwise go unnoticed) and what to back up.
-pub(crate) fn note_created(arg: &DataDirArg) {
+async fn open_store(arg: &DataDirArg, create: bool) -> Result<Backend, String> {
+    let (data_dir, store) = match &arg.config {
+        None => (arg.data_dir.clone(), StoreBackend::Sqlite),
+        Some(file) => {
+            let c = portcullis_server::Config::load(file)
+                .map_err(|e| format!("{}: {e}", file.display()))?;
+            (c.data_dir, c.store)
+        }
+    };
+    let opened = match &store {
+        StoreBackend::Sqlite if create => Backend::sqlite(&data_dir).await,
+        StoreBackend::Sqlite => Backend::sqlite_existing(&data_dir).await,
+        // A command needs one or two connections, not the server's pool.
+        StoreBackend::Postgres {
+            url,
+            secrets_file,
+            max_connections,
+        } => Backend::postgres(url, secrets_file, (*max_connections).min(2)).await,
+    };
+    opened.map_err(|e| e.to_string())
+}
+
+/// Tell the operator a new secrets file (and data directory) was made: a wrong working
+/// directory or path would otherwise go unnoticed, and the file must be backed up.
+pub(crate) fn note_created(secrets_file: &std::path::Path) {
     eprintln!(
-        "portcullis: created data directory {} (back up {} separately from the database)",
-        arg.data_dir.display(),
-        portcullis_store::datadir::SECRETS_FILE
+        "portcullis: created {} (pepper and master key: back it up separately from the \
+         database; with a shared PostgreSQL store, give the same file to every instance)",
+        secrets_file.display()
     );
 }
 

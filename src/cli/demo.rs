@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use portcullis_lab::demo::{self, BaselineServer, DemoOptions, DemoServer};
+use portcullis_lab::demo::{self, BaselineServer, DemoOptions, DemoServer, FreeRadiusServer};
 
 /// Arguments of `portcullis demo`.
 #[derive(Debug, clap::Args)]
@@ -20,6 +20,9 @@ pub struct DemoArgs {
     /// No live progress line.
     #[arg(long)]
     pub quiet: bool,
+    /// Leave FreeRADIUS out of the RADIUS sections even when it is installed.
+    #[arg(long)]
+    pub no_freeradius: bool,
 }
 
 /// Run `portcullis demo`.
@@ -33,20 +36,40 @@ pub fn run(args: DemoArgs) -> ExitCode {
     };
     let baseline = BaselineServer { workers: 16 };
     let portcullis = portcullis_demo::PortcullisServer::default();
-    let servers: Vec<&dyn DemoServer> = vec![&baseline, &portcullis];
+    // FreeRADIUS joins the RADIUS sections when it is installed (issue 12's comparison);
+    // the demo never installs anything itself.
+    let freeradius = if args.no_freeradius {
+        Err("left out by --no-freeradius".to_string())
+    } else {
+        FreeRadiusServer::find()
+    };
+    let mut servers: Vec<&dyn DemoServer> = vec![&baseline, &portcullis];
+    if let Ok(fr) = &freeradius {
+        servers.push(fr);
+    }
     let opts = DemoOptions {
         quick: args.quick,
         progress: !args.quiet,
         verify_target: Duration::from_millis(4),
     };
     eprintln!(
-        "portcullis demo: {} scenarios against the naive baseline and Portcullis...",
-        if args.quick { "quick" } else { "full" }
+        "portcullis demo: {} scenarios against the naive baseline and Portcullis{}...",
+        if args.quick { "quick" } else { "full" },
+        if freeradius.is_ok() {
+            " (and FreeRADIUS in the RADIUS ones)"
+        } else {
+            ""
+        }
     );
-    let report = match rt.block_on(demo::run(&servers, &opts)) {
+    let mut report = match rt.block_on(demo::run(&servers, &opts)) {
         Ok(r) => r,
         Err(e) => return super::fail(e),
     };
+    if let Err(why) = &freeradius {
+        report.notes.push(format!(
+            "FreeRADIUS is not in the RADIUS sections: {why}. `scripts/radius-tools --server` installs Debian's package; the next demo then runs it beside Portcullis."
+        ));
+    }
     let out = args.out.unwrap_or_else(|| super::lab::default_out("demo"));
     let path = match report.write(&out) {
         Ok(p) => p,
@@ -182,6 +205,7 @@ mod portcullis_demo {
                     url,
                     metrics: "/metrics".into(),
                     radius,
+                    replies_lack_message_authenticator: false,
                     stop: Box::new(move || -> BoxFuture<()> {
                         Box::pin(async move {
                             let _ = server.shutdown().await;

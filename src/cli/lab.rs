@@ -163,6 +163,7 @@ fn run_scenario(a: RunArgs) -> ExitCode {
         title: format!("Load lab: {}", scn.raw.name),
         fingerprint: fingerprint::Fingerprint::collect(),
         notes: Vec::new(),
+        tables: Vec::new(),
         sections: vec![Section {
             scenario: scn.raw.name.clone(),
             description: scn.raw.description.clone(),

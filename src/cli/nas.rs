@@ -14,7 +14,7 @@ use portcullis_store::nas::{
     GENERATED_NAS_SECRET_LEN, WEAK_NAS_SECRET_LEN, generate_nas_secret, is_weak_nas_secret,
     parse_nas_cidr, validate_nas_name, validate_nas_secret,
 };
-use portcullis_store::{DataDir, NasRecord, Store, StoreError};
+use portcullis_store::{Backend, NasRecord, StoreError};
 use zeroize::Zeroizing;
 
 use super::client::{
@@ -150,7 +150,7 @@ async fn add(args: AddArgs) -> Result<ExitCode, String> {
         created_at: now(),
     };
     let stored = dir.store().put_nas(&record).await;
-    finish(dir, &args.dir).await;
+    finish(dir).await;
     stored.map_err(|e| e.to_string())?;
     if show {
         print_secret(&secret)?;
@@ -280,12 +280,12 @@ async fn set(args: SetArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Close the data directory, telling the operator if this command created it.
-async fn finish(dir: DataDir, arg: &DataDirArg) {
-    let created = dir.created();
+/// Close the store, telling the operator if this command created its secrets.
+async fn finish(dir: Backend) {
+    let created = dir.created().then(|| dir.secrets_file());
     dir.close().await;
-    if created {
-        note_created(arg);
+    if let Some(file) = created {
+        note_created(&file);
     }
 }
 

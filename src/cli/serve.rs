@@ -78,30 +78,53 @@ async fn serve(config: Config) -> ExitCode {
         Ok(r) => r,
         Err(e) => return super::fail(format_args!("cannot listen for RADIUS on {e}")),
     };
-    let data_dir = match portcullis_store::DataDir::open(&config.data_dir).await {
-        Ok(d) => d,
-        Err(e) => {
-            return super::fail(format_args!(
-                "cannot open data directory {}: {e}",
-                config.data_dir.display()
-            ));
-        }
+    let backend = match portcullis_server::app::open_store(&config).await {
+        Ok(b) => b,
+        Err(e) => return super::fail(e),
     };
-    let app = match App::from_data_dir(config, &data_dir, bound).await {
+    tracing::info!("identity store: {}", backend.describe());
+    let app = match App::new(
+        config,
+        backend.store(),
+        backend.peppers(),
+        backend.master_key().clone(),
+        bound,
+    )
+    .await
+    {
         Ok(a) => a,
         Err(e) => return super::fail(e),
     };
+    match &app.config.throttle_redis {
+        None => tracing::info!("failure budgets: in this process"),
+        Some(r) => tracing::info!(
+            "failure budgets: shared in Redis at {} (keys {{{}}}:*; per instance while it is unreachable)",
+            portcullis_store::backend::without_credentials(&r.url),
+            r.key_prefix
+        ),
+    }
     tracing::info!(
         "listening on {bound}; issuer {}, metadata {}/.well-known/oauth-authorization-server",
         app.issuer,
         app.issuer
     );
+    let proxies = &app.config.trusted_proxies;
+    if proxies.ranges.is_empty() {
+        tracing::info!("client address: each connection's peer (no trusted_proxies)");
+    } else {
+        let ranges: Vec<String> = proxies.ranges.iter().map(|r| r.to_string()).collect();
+        tracing::info!(
+            "client address: from {:?} when the peer is a trusted proxy ({}), else the peer",
+            proxies.header,
+            ranges.join(", ")
+        );
+    }
     let listeners = portcullis_server::Listeners {
         http: listener,
         radius,
     };
     let result = portcullis_server::run(listeners, app, portcullis_server::shutdown_signal()).await;
-    data_dir.close().await;
+    backend.close().await;
     match result {
         Ok(()) => {
             tracing::info!("stopped");

@@ -10,6 +10,7 @@ mod nas_cli;
 mod radius;
 mod radius_interop;
 mod radius_support;
+mod scale_out;
 mod server;
 mod server_interop;
 mod server_malformed;

@@ -7,7 +7,9 @@ use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
 use metrics_exporter_prometheus::PrometheusHandle;
-use portcullis_core::{CredentialSource, MemoryThrottleStore, SystemClock, Verifier};
+use portcullis_core::{
+    CredentialSource, MemoryThrottleStore, SystemClock, ThrottleStore, Verifier,
+};
 use portcullis_hash::Peppers;
 use portcullis_store::{DataDir, Grant, MasterKey, Store};
 use thiserror::Error;
@@ -148,7 +150,7 @@ impl App {
         let verifier = Verifier::new(
             config.verifier.clone(),
             source,
-            Arc::new(MemoryThrottleStore::default()),
+            throttle_store(&config)?,
             peppers,
             config.policy.clone(),
             Arc::new(SystemClock),
@@ -170,5 +172,45 @@ impl App {
                 |g| metrics::counter!(crate::metrics::TOKENS_ISSUED, "grant_type" => g.as_str()),
             ),
         }))
+    }
+}
+
+/// Where failure budgets live: Redis shared by every instance when configured, else this
+/// process's memory. The core keeps a per-instance fallback either way.
+fn throttle_store(config: &Config) -> Result<Arc<dyn ThrottleStore>, ServerError> {
+    Ok(match &config.throttle_redis {
+        Some(r) => Arc::new(
+            portcullis_store::RedisThrottleStore::new(r)
+                .map_err(|e| ServerError::Config(e.to_string()))?,
+        ),
+        None => Arc::new(MemoryThrottleStore::default()),
+    })
+}
+
+/// Open the identity store the configuration names (SQLite in the data directory, or the
+/// shared PostgreSQL with its secrets file).
+pub async fn open_store(config: &Config) -> Result<portcullis_store::Backend, ServerError> {
+    use crate::config::StoreBackend;
+    match &config.store {
+        StoreBackend::Sqlite => portcullis_store::Backend::sqlite(&config.data_dir)
+            .await
+            .map_err(|e| {
+                ServerError::Config(format!(
+                    "cannot open data directory {}: {e}",
+                    config.data_dir.display()
+                ))
+            }),
+        StoreBackend::Postgres {
+            url,
+            secrets_file,
+            max_connections,
+        } => portcullis_store::Backend::postgres(url, secrets_file, *max_connections)
+            .await
+            .map_err(|e| {
+                ServerError::Config(format!(
+                    "cannot open the PostgreSQL store at {}: {e}",
+                    portcullis_store::backend::without_credentials(url)
+                ))
+            }),
     }
 }

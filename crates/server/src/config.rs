@@ -55,6 +55,8 @@ pub struct FileConfig {
     pub policy: portcullis_hash::policy::PolicyConfig,
     /// `[store]`
     pub store: FileStore,
+    /// `[throttle]`: where failure budgets live (absent: in this process).
+    pub throttle: FileThrottle,
     /// `[radius]` (absent: no UDP listener)
     pub radius: crate::radius::config::FileRadius,
 }
@@ -75,6 +77,13 @@ pub struct FileServer {
     pub header_timeout_ms: u64,
     /// Simultaneous connections accepted; further ones wait in the kernel backlog.
     pub max_connections: usize,
+    /// Peers (CIDR or address) that are load balancers: only for them is the client
+    /// address taken from `forwarded_header`. Default empty: no peer is trusted,
+    /// loopback included, and every request's source is its connection's peer.
+    pub trusted_proxies: Vec<String>,
+    /// The header the trusted proxies write: "x-forwarded-for" (default) or "forwarded"
+    /// (RFC 7239). Only this one is read.
+    pub forwarded_header: crate::http::forwarded::ForwardedHeader,
 }
 
 impl Default for FileServer {
@@ -86,6 +95,8 @@ impl Default for FileServer {
             request_timeout_ms: 10_000,
             header_timeout_ms: 10_000,
             max_connections: 10_000,
+            trusted_proxies: Vec::new(),
+            forwarded_header: Default::default(),
         }
     }
 }
@@ -140,6 +151,12 @@ pub struct FileStore {
     pub data_dir: PathBuf,
     /// How long client records (secret hashes, scopes, grants) are cached, in milliseconds.
     pub client_cache_ttl_ms: u64,
+    /// `postgres://` URL of a shared identity store; absent: SQLite in `data_dir`.
+    pub url: Option<String>,
+    /// Secrets file (peppers, master key) used with `url`; default `<data_dir>/secrets.toml`.
+    pub secrets_file: Option<PathBuf>,
+    /// Most PostgreSQL connections of this instance.
+    pub max_connections: u32,
 }
 
 impl Default for FileStore {
@@ -147,6 +164,68 @@ impl Default for FileStore {
         FileStore {
             data_dir: PathBuf::from("./portcullis-data"),
             client_cache_ttl_ms: 1000,
+            url: None,
+            secrets_file: None,
+            max_connections: 16,
+        }
+    }
+}
+
+/// `[throttle]`
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FileThrottle {
+    /// `redis://` URL shared by every instance; absent: budgets in this process.
+    pub redis: Option<String>,
+    /// Hash tag and namespace of the keys in Redis.
+    pub key_prefix: String,
+    /// Bound on one Redis call in milliseconds.
+    pub timeout_ms: u64,
+    /// After a Redis failure, milliseconds on per-instance budgets before trying again.
+    pub retry_ms: u64,
+}
+
+impl Default for FileThrottle {
+    fn default() -> Self {
+        FileThrottle {
+            redis: None,
+            key_prefix: "portcullis".into(),
+            timeout_ms: 200,
+            retry_ms: 1000,
+        }
+    }
+}
+
+/// Where the identity store lives.
+#[derive(Clone, PartialEq, Eq)]
+pub enum StoreBackend {
+    /// Embedded SQLite in the data directory, secrets file beside it (the default).
+    Sqlite,
+    /// PostgreSQL shared by every instance; the secrets file is given to each instance.
+    Postgres {
+        /// Connection URL (may hold a password: never printed).
+        url: String,
+        /// Secrets file path.
+        secrets_file: PathBuf,
+        /// Pool size.
+        max_connections: u32,
+    },
+}
+
+impl std::fmt::Debug for StoreBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreBackend::Sqlite => f.write_str("Sqlite"),
+            StoreBackend::Postgres {
+                url,
+                secrets_file,
+                max_connections,
+            } => f
+                .debug_struct("Postgres")
+                .field("url", &portcullis_store::backend::without_credentials(url))
+                .field("secrets_file", secrets_file)
+                .field("max_connections", max_connections)
+                .finish(),
         }
     }
 }
@@ -166,6 +245,8 @@ pub struct Config {
     pub header_timeout: Duration,
     /// Simultaneous connections.
     pub max_connections: usize,
+    /// Load balancers whose forwarding header names the real client.
+    pub trusted_proxies: crate::http::forwarded::TrustedProxies,
     /// TLS, if enabled.
     pub tls: Option<TlsSettings>,
     /// `aud` claim; `None`: the issuer.
@@ -181,6 +262,10 @@ pub struct Config {
     pub policy: Policy,
     /// Data directory.
     pub data_dir: PathBuf,
+    /// The identity store: SQLite in `data_dir`, or a shared PostgreSQL.
+    pub store: StoreBackend,
+    /// Shared failure budgets in Redis; `None`: in this process.
+    pub throttle_redis: Option<portcullis_store::RedisThrottleConfig>,
     /// Client record cache lifetime (0 disables the cache).
     pub client_cache_ttl: Duration,
     /// The RADIUS front end (`listen` empty: off).
@@ -237,6 +322,18 @@ impl Config {
         if f.server.max_connections == 0 {
             return Err(invalid("server.max_connections must be at least 1"));
         }
+        let trusted_proxies = crate::http::forwarded::TrustedProxies {
+            ranges: f
+                .server
+                .trusted_proxies
+                .iter()
+                .map(|r| {
+                    r.parse()
+                        .map_err(|e| invalid(format!("server.trusted_proxies: {e}")))
+                })
+                .collect::<Result<_, _>>()?,
+            header: f.server.forwarded_header,
+        };
         let tls = f.tls.map(validate_tls).transpose()?;
         if f.tokens.lifetime_secs == 0 || f.tokens.lifetime_secs > 24 * 3600 {
             return Err(invalid("tokens.lifetime_secs must be between 1 and 86400"));
@@ -259,6 +356,50 @@ impl Config {
             ));
         }
         let radius = crate::radius::RadiusConfig::from_file(f.radius)?;
+        let store = match f.store.url {
+            None => {
+                if f.store.secrets_file.is_some() {
+                    return Err(invalid(
+                        "store.secrets_file is for store.url (SQLite keeps it in data_dir)",
+                    ));
+                }
+                StoreBackend::Sqlite
+            }
+            Some(url) => {
+                if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+                    return Err(invalid(
+                        "store.url must be a postgres:// URL (absent: SQLite in data_dir)",
+                    ));
+                }
+                if !(1..=1000).contains(&f.store.max_connections) {
+                    return Err(invalid("store.max_connections must be between 1 and 1000"));
+                }
+                StoreBackend::Postgres {
+                    url,
+                    secrets_file: f.store.secrets_file.unwrap_or_else(|| {
+                        f.store
+                            .data_dir
+                            .join(portcullis_store::datadir::SECRETS_FILE)
+                    }),
+                    max_connections: f.store.max_connections,
+                }
+            }
+        };
+        let throttle_redis = match f.throttle.redis {
+            None => None,
+            Some(url) => {
+                let cfg = portcullis_store::RedisThrottleConfig {
+                    url,
+                    key_prefix: f.throttle.key_prefix,
+                    timeout: ms(f.throttle.timeout_ms, "throttle.timeout_ms")?,
+                    retry: ms(f.throttle.retry_ms, "throttle.retry_ms")?,
+                };
+                // Parses the URL and the prefix now, so `config check` reports them.
+                portcullis_store::RedisThrottleStore::new(&cfg)
+                    .map_err(|e| invalid(format!("throttle.redis: {e}")))?;
+                Some(cfg)
+            }
+        };
         Ok(Config {
             http,
             issuer,
@@ -266,6 +407,7 @@ impl Config {
             request_timeout,
             header_timeout,
             max_connections: f.server.max_connections,
+            trusted_proxies,
             tls,
             audience: f.tokens.audience,
             token_lifetime: Duration::from_secs(f.tokens.lifetime_secs),
@@ -273,6 +415,8 @@ impl Config {
             verifier: f.verifier,
             policy,
             data_dir: f.store.data_dir,
+            store,
+            throttle_redis,
             client_cache_ttl: Duration::from_millis(f.store.client_cache_ttl_ms),
             radius,
         })
@@ -355,6 +499,15 @@ request_timeout_ms = 10000
 header_timeout_ms = 10000
 # Simultaneous connections; further ones wait in the kernel's accept backlog.
 max_connections = 10000
+# Load balancers in front of this instance (CIDRs or addresses). Only for connections
+# from these peers is the client address read from `forwarded_header`, walking it from
+# the right past trusted hops; from any other peer the header is ignored. Throttling and
+# fair queuing then key on the real client. Default: none (loopback included).
+# trusted_proxies = ["10.0.0.0/8", "127.0.0.1"]
+trusted_proxies = []
+# The header those proxies write: "x-forwarded-for" or "forwarded" (RFC 7239). Only
+# this one is read, so a client cannot slip in the other.
+forwarded_header = "x-forwarded-for"
 
 # [tls]
 # Serve HTTPS. Without this section the server speaks plain HTTP.
@@ -473,6 +626,28 @@ data_dir = "./portcullis-data"
 # milliseconds (at most 60000; 0 disables). A changed or disabled client takes up to this
 # long to take effect.
 client_cache_ttl_ms = 1000
+# Several instances: a PostgreSQL identity store shared by all of them (absent: SQLite in
+# data_dir). Migrations run at start-up, safely when instances start together.
+# url = "postgres://portcullis@db.example.com/portcullis"
+# The secrets file (pepper keys, master key) used with `url`; never in the database.
+# Give every instance the same file, as you would a Kubernetes secret. Default:
+# <data_dir>/secrets.toml, created on first use.
+# secrets_file = "/etc/portcullis/secrets.toml"
+# Most PostgreSQL connections of this instance.
+max_connections = 16
+
+[throttle]
+# Several instances: failure budgets and trusted-source marks in Redis (or Valkey), so an
+# attacker spreading guesses over the instances gets one budget, not one per instance.
+# Absent: in this process. If Redis fails, each instance falls back to its own budgets
+# (never to none) and returns to Redis when it answers.
+# redis = "redis://127.0.0.1:6379/0"
+# Hash tag and namespace of every key ({portcullis}:...): one Cluster slot per script.
+key_prefix = "portcullis"
+# Bound on one Redis call in milliseconds; slower means "down" for this call.
+timeout_ms = 200
+# After a failure, milliseconds on per-instance budgets before Redis is tried again.
+retry_ms = 1000
 "#;
 
 #[cfg(test)]

@@ -27,6 +27,8 @@ pub const TOKENS_ISSUED: &str = "oauth_tokens_issued_total";
 pub const OAUTH_ERRORS: &str = "oauth_errors_total";
 /// Store failures seen by the front end (counter).
 pub const STORE_ERRORS: &str = "store_errors_total";
+/// Requests whose source came from a trusted proxy's forwarding header (counter).
+pub const FORWARDED: &str = "portcullis_forwarded_requests_total";
 
 /// Buckets for request and verification latencies: 100 µs to 10 s.
 const LATENCY_BUCKETS: &[f64] = &[
@@ -71,6 +73,10 @@ fn describe() {
     metrics::describe_counter!(TOKENS_ISSUED, "Access tokens issued by grant type");
     metrics::describe_counter!(OAUTH_ERRORS, "OAuth error answers by error code");
     metrics::describe_counter!(STORE_ERRORS, "Store failures answered with 503");
+    metrics::describe_counter!(
+        FORWARDED,
+        "Credential requests whose source address a trusted proxy forwarded"
+    );
 }
 
 /// Run the recorder's housekeeping (drains histogram buckets) every few seconds until

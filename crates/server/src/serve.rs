@@ -189,14 +189,21 @@ pub struct Server {
 }
 
 impl Server {
-    /// Open the data directory named by `config.data_dir` and serve on `listener`, and on
-    /// RADIUS if `config.radius.listen` names addresses. Returns once the server is
-    /// accepting.
+    /// Open the store the configuration names (the data directory's SQLite, or the
+    /// shared PostgreSQL) and serve on `listener`, and on RADIUS if `config.radius.listen`
+    /// names addresses. Returns once the server is accepting.
     pub async fn start(config: Config, listener: TcpListener) -> Result<Server, ServerError> {
-        let data_dir = portcullis_store::DataDir::open(&config.data_dir).await?;
+        let backend = crate::app::open_store(&config).await?;
         let addr = listener.local_addr()?;
         let radius = crate::radius::bind(&config.radius)?;
-        let app = App::from_data_dir(config, &data_dir, addr).await?;
+        let app = App::new(
+            config,
+            backend.store(),
+            backend.peppers(),
+            backend.master_key().clone(),
+            addr,
+        )
+        .await?;
         Ok(Server::spawn(
             Listeners {
                 http: listener,

@@ -145,24 +145,7 @@ impl DataDir {
     /// it; secrets hashed under older peppers stay valid until rotated. Returns the new
     /// key's id. A running server keeps the peppers it loaded until restarted.
     pub fn rotate_pepper(&mut self) -> Result<String, StoreError> {
-        let file = self.path.join(SECRETS_FILE);
-        // Start from the file as it is now, not as we loaded it, so keys another process
-        // added meanwhile are kept.
-        let (mut peppers, master) = load_secrets(&file)?;
-        let next = peppers
-            .keys()
-            .filter_map(|k| k.id().strip_prefix('p')?.parse::<u64>().ok())
-            .max()
-            .unwrap_or(0)
-            + 1;
-        let id = format!("p{next}");
-        let key = PepperKey::generate(&id).map_err(|e| StoreError::Backend(e.to_string()))?;
-        peppers.insert(key, true);
-        let text = render_secrets(&peppers, &master)?;
-        let tmp = write_temp(&file, &text)?;
-        fs::rename(&tmp, &file)
-            .map_err(|e| StoreError::io(format!("replacing {}", file.display()), e))?;
-        sync_dir(&self.path)?;
+        let (id, peppers, master) = rotate_pepper_in(&self.path.join(SECRETS_FILE))?;
         self.peppers = peppers;
         self.master_key = master;
         Ok(id)
@@ -203,6 +186,31 @@ impl Secrets {
             master_key,
         })
     }
+}
+
+/// Add a fresh pepper key to the secrets file `file` and make it current (written
+/// atomically: temp file, fsync, rename, fsync of the directory). Starts from the file as
+/// it is now, so keys another process added meanwhile are kept. Returns the new key's id
+/// and the file's new contents.
+pub fn rotate_pepper_in(file: &Path) -> Result<(String, Peppers, MasterKey), StoreError> {
+    let (mut peppers, master) = load_secrets(file)?;
+    let next = peppers
+        .keys()
+        .filter_map(|k| k.id().strip_prefix('p')?.parse::<u64>().ok())
+        .max()
+        .unwrap_or(0)
+        + 1;
+    let id = format!("p{next}");
+    let key = PepperKey::generate(&id).map_err(|e| StoreError::Backend(e.to_string()))?;
+    peppers.insert(key, true);
+    let text = render_secrets(&peppers, &master)?;
+    let tmp = write_temp(file, &text)?;
+    fs::rename(&tmp, file)
+        .map_err(|e| StoreError::io(format!("replacing {}", file.display()), e))?;
+    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+        sync_dir(dir)?;
+    }
+    Ok((id, peppers, master))
 }
 
 /// A new 256-bit client secret from the OS CSPRNG, base64url without padding (43

@@ -7,14 +7,19 @@
 //! - [`sqlite`]: [`SqliteStore`], SQLite through sqlx (WAL, embedded migrations); also
 //!   the verification core's [`CredentialSource`](portcullis_core::CredentialSource).
 //! - [`postgres`]: [`PgStore`], the shared PostgreSQL backend (same schema and rules).
+//! - [`backend`]: [`Backend`], either store opened with its secrets (serve and the CLI).
 //! - [`datadir`]: [`DataDir`], the on-disk layout: database plus the 0600 secrets file
 //!   holding pepper keys and the master key, which never enter the database.
 //! - [`nas`]: [`NasRecord`], RADIUS clients: validation, sealed shared secrets, and the
 //!   one copy of their SQL that both backends run.
+//! - [`throttle_redis`]: [`RedisThrottleStore`], the core's failure budgets and trust
+//!   marks in Redis, shared by every instance (one Lua script per call).
 //! - [`seal`]: [`MasterKey`] AEAD sealing for secrets kept in the database (signing keys).
 //! - [`error`]: the one error type, [`StoreError`].
-//! - `conformance` (tests / feature `conformance`): the suite every backend must pass.
+//! - `conformance` (tests / feature `conformance`): the suite every backend must pass;
+//!   `testing`: PostgreSQL schemas and Redis processes for tests.
 
+pub mod backend;
 #[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
 pub mod datadir;
@@ -26,10 +31,14 @@ mod rows;
 pub mod seal;
 pub mod sqlite;
 pub mod store;
+#[cfg(any(test, feature = "conformance"))]
+pub mod testing;
+pub mod throttle_redis;
 
 #[cfg(test)]
 mod tests;
 
+pub use backend::Backend;
 pub use datadir::{DEFAULT_DATA_DIR, DataDir, Secrets, generate_client_secret};
 pub use error::StoreError;
 pub use nas::NasRecord;
@@ -38,3 +47,4 @@ pub use record::{ClientRecord, DEFAULT_TOKEN_LIFETIME, Grant, SigningKeyRecord, 
 pub use seal::MasterKey;
 pub use sqlite::SqliteStore;
 pub use store::Store;
+pub use throttle_redis::{RedisThrottleConfig, RedisThrottleStore};

@@ -12,6 +12,7 @@ use sqlx::Connection;
 
 use crate::conformance::{self, test_client};
 use crate::datadir::{DB_FILE, SECRETS_FILE};
+use crate::testing::PgSchema;
 use crate::{DataDir, SigningKeyRecord, Store, StoreError};
 
 fn mode(p: &Path) -> u32 {
@@ -290,49 +291,6 @@ async fn issue_5_open_existing_does_not_create() {
     first.close().await;
     let again = DataDir::open_existing(&path).await.unwrap();
     assert!(!again.created());
-}
-
-/// A private schema in the test PostgreSQL (`scripts/services` starts it; override with
-/// `PORTCULLIS_TEST_POSTGRES`), dropped by [`PgSchema::drop_now`].
-struct PgSchema {
-    url: String,
-    name: String,
-}
-
-impl PgSchema {
-    async fn new() -> PgSchema {
-        let url = std::env::var("PORTCULLIS_TEST_POSTGRES")
-            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
-        let mut tag = [0u8; 8];
-        portcullis_hash::os_random(&mut tag).unwrap();
-        let name = format!(
-            "portcullis_store_{}",
-            tag.iter().map(|b| format!("{b:02x}")).collect::<String>()
-        );
-        let mut admin = sqlx::PgConnection::connect(&url)
-            .await
-            .unwrap_or_else(|e| panic!("test PostgreSQL at {url} (run scripts/services): {e}"));
-        sqlx::query(&format!("CREATE SCHEMA {name}"))
-            .execute(&mut admin)
-            .await
-            .unwrap();
-        PgSchema { url, name }
-    }
-
-    fn options(&self) -> sqlx::postgres::PgConnectOptions {
-        self.url
-            .parse::<sqlx::postgres::PgConnectOptions>()
-            .unwrap()
-            .options([("search_path", self.name.as_str())])
-    }
-
-    async fn drop_now(self) {
-        let mut admin = sqlx::PgConnection::connect(&self.url).await.unwrap();
-        sqlx::query(&format!("DROP SCHEMA {} CASCADE", self.name))
-            .execute(&mut admin)
-            .await
-            .unwrap();
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use super::svg::{self, Line, esc};
-use super::{Report, Section};
+use super::{Report, Section, Table};
 use crate::fingerprint::utc;
 use crate::record::{GroupResult, OUTCOMES, Outcome};
 use crate::runner::{RepeatResult, ScenarioResult};
@@ -92,6 +92,9 @@ pub fn render(r: &Report) -> String {
     for n in &r.notes {
         let _ = write!(o, r#"<p class="note">{}</p>"#, esc(n));
     }
+    for t in &r.tables {
+        table(&mut o, t);
+    }
     headline(&mut o, r);
     for s in &r.sections {
         section(&mut o, s);
@@ -120,6 +123,22 @@ pub fn render(r: &Report) -> String {
 
 fn first_non_legit(rep: &RepeatResult) -> Option<&GroupResult> {
     rep.groups.iter().find(|g| !g.expects_success)
+}
+
+fn table(o: &mut String, t: &Table) {
+    let _ = write!(o, "<h2>{}</h2><table><tr>", esc(&t.title));
+    for c in &t.columns {
+        let _ = write!(o, "<th>{}</th>", esc(c));
+    }
+    o.push_str("</tr>");
+    for row in &t.rows {
+        o.push_str("<tr>");
+        for cell in row {
+            let _ = write!(o, "<td>{}</td>", esc(cell));
+        }
+        o.push_str("</tr>");
+    }
+    let _ = write!(o, r#"</table><p class="note">{}</p>"#, esc(&t.note));
 }
 
 fn headline(o: &mut String, r: &Report) {

@@ -26,8 +26,24 @@ pub struct Report {
     pub fingerprint: Fingerprint,
     /// Sentences shown under the title (e.g. which hash cost the demo used).
     pub notes: Vec<String>,
+    /// Comparisons across sections (e.g. the demo's RADIUS side-by-side table).
+    #[serde(default)]
+    pub tables: Vec<Table>,
     /// One per scenario.
     pub sections: Vec<Section>,
+}
+
+/// A small table of figures drawn from several sections, shown under the notes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Table {
+    /// Heading.
+    pub title: String,
+    /// Column names.
+    pub columns: Vec<String>,
+    /// Cells, one row per target, as many as `columns`.
+    pub rows: Vec<Vec<String>>,
+    /// How the figures were obtained.
+    pub note: String,
 }
 
 /// One scenario run against one or more targets.

@@ -83,6 +83,12 @@ fn report() -> Report {
             created_unix: 1_700_000_000,
         },
         notes: vec!["PBKDF2-SHA256 at 10000 iterations".into()],
+        tables: vec![super::Table {
+            title: "Side <by> side".into(),
+            columns: vec!["server".into(), "accepts/s".into()],
+            rows: vec![vec!["known-server".into(), "12.5".into()]],
+            note: "known note".into(),
+        }],
         sections: vec![Section {
             scenario: "known".into(),
             description: "known <inputs>".into(),
@@ -110,6 +116,12 @@ fn summary_json_round_trips_the_recorded_counts() {
     assert_eq!(v["fingerprint"]["git_commit"], "abc123");
     assert_eq!(v["sections"][0]["results"][0]["seed"], 42);
     assert_eq!(v["sections"][0]["results"][0]["passed"], false);
+    assert_eq!(v["tables"][0]["rows"][0][1], "12.5");
+    // Reports written before tables existed still load.
+    let mut old = v.clone();
+    old.as_object_mut().unwrap().remove("tables");
+    let back: Report = serde_json::from_value(old).unwrap();
+    assert!(back.tables.is_empty());
 }
 
 #[test]
@@ -182,6 +194,8 @@ fn html_is_self_contained_and_escapes_names() {
     assert!(html.contains("90.0%"), "legit success rate 9/10");
     assert!(html.contains("Test CPU") && html.contains("abc123"));
     assert!(html.contains("1 scrape(s) of /metrics got no answer"));
+    assert!(html.contains("<h2>Side &lt;by&gt; side</h2>"));
+    assert!(html.contains("<td>known-server</td><td>12.5</td>"));
 }
 
 #[test]

@@ -30,6 +30,14 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../scenarios/radius-brute-force.toml"),
     ),
     (
+        "radius-demo-legit",
+        include_str!("../../../../scenarios/radius-demo-legit.toml"),
+    ),
+    (
+        "radius-demo-attack",
+        include_str!("../../../../scenarios/radius-demo-attack.toml"),
+    ),
+    (
         "brute-force-2x1s",
         include_str!("../../../../scenarios/brute-force-2x1s.toml"),
     ),

@@ -6,10 +6,12 @@
 //! - [`oauth`]: token, introspection and revocation endpoints.
 //! - [`form`]: request body and client credential parsing (RFC 6749 rules).
 //! - [`error`]: OAuth error answers; the only place errors become status codes.
+//! - [`forwarded`]: the real client address behind trusted load balancers.
 //! - [`status`]: the live status page.
 
 pub mod error;
 pub mod form;
+pub mod forwarded;
 pub mod oauth;
 pub mod routes;
 pub mod status;

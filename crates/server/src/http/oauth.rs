@@ -106,11 +106,18 @@ async fn drain(mut body: Body) {
     }
 }
 
-fn source_of(parts: &Parts) -> IpAddr {
-    parts
+/// The client's address: the connection's peer, or behind a trusted load balancer the
+/// address it forwards (see [`crate::http::forwarded`]).
+fn source_of(app: &App, parts: &Parts) -> IpAddr {
+    let peer = parts
         .extensions
         .get::<Peer>()
-        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |p| p.0.ip())
+        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |p| p.0.ip());
+    let client = app.config.trusted_proxies.client_addr(peer, &parts.headers);
+    if client != peer {
+        metrics::counter!(crate::metrics::FORWARDED).increment(1);
+    }
+    client
 }
 
 /// Map a non-accepting outcome to its answer.
@@ -240,7 +247,7 @@ async fn token_inner(app: &App, req: Request) -> Result<Response, OAuthError> {
     } else {
         None
     };
-    let source = source_of(&parts);
+    let source = source_of(app, &parts);
     let client = authenticate(app, creds, source, deadline).await?;
     if !client.allows(grant) {
         return Err(OAuthError::unauthorized_client(format!(
@@ -328,7 +335,7 @@ async fn introspect_inner(app: &App, req: Request) -> Result<Response, OAuthErro
     let (parts, form) = read_form(app, req).await?;
     let creds = form::client_credentials(&parts.headers, &form)?;
     let token = form.require("token")?.to_owned();
-    authenticate(app, creds, source_of(&parts), deadline).await?;
+    authenticate(app, creds, source_of(app, &parts), deadline).await?;
     let body = match active_claims(app, &token).await? {
         None => serde_json::json!({ "active": false }),
         Some(c) => {
@@ -362,7 +369,7 @@ async fn revoke_inner(app: &App, req: Request) -> Result<Response, OAuthError> {
     let (parts, form) = read_form(app, req).await?;
     let creds = form::client_credentials(&parts.headers, &form)?;
     let token = form.require("token")?.to_owned();
-    let client = authenticate(app, creds, source_of(&parts), deadline).await?;
+    let client = authenticate(app, creds, source_of(app, &parts), deadline).await?;
     // RFC 7009 2.2: an invalid or expired token is not an error (nothing to revoke).
     if let Some(claims) = active_claims(app, &token).await? {
         if claims.client_id != client.id {

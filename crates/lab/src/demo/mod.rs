@@ -1,7 +1,12 @@
 //! `portcullis demo`: the same built-in scenarios against the naive baseline and against
 //! Portcullis, each started fresh in-process on loopback with the same clients, reported
 //! side by side. The lab crate does not depend on the server crate: servers come in through
-//! the [`DemoServer`] trait (the binary supplies Portcullis; [`BaselineServer`] is here).
+//! the [`DemoServer`] trait (the binary supplies Portcullis; [`BaselineServer`] and
+//! [`FreeRadiusServer`] are here).
+
+mod freeradius;
+
+pub use freeradius::FreeRadiusServer;
 
 use std::future::Future;
 use std::net::TcpListener;
@@ -14,7 +19,7 @@ use portcullis_hash::pbkdf2::pbkdf2_hmac;
 use crate::LabError;
 use crate::baseline::{Baseline, BaselineConfig};
 use crate::fingerprint::Fingerprint;
-use crate::report::{Report, Section};
+use crate::report::{Report, Section, Table};
 use crate::runner::{RunOptions, run_scenario};
 use crate::scenario::{BUILTIN, DriverSpec, Model, Principals, Scenario};
 
@@ -40,6 +45,9 @@ pub struct Started {
     pub metrics: String,
     /// `radius://127.0.0.1:port` when RADIUS was asked for.
     pub radius: Option<String>,
+    /// Its RADIUS replies carry no Message-Authenticator (a third-party server released
+    /// before the BlastRADIUS fix): the lab checks their Response Authenticator only.
+    pub replies_lack_message_authenticator: bool,
     /// Stops the server.
     pub stop: Box<dyn FnOnce() -> BoxFuture<()> + Send>,
 }
@@ -55,6 +63,10 @@ pub trait DemoServer: Send + Sync {
     fn about(&self) -> String;
     /// Start it on a fresh loopback port.
     fn start(&self, setup: Setup) -> BoxFuture<Result<Started, LabError>>;
+    /// It serves RADIUS only: the demo runs it in the RADIUS scenarios and no others.
+    fn radius_only(&self) -> bool {
+        false
+    }
 }
 
 /// The naive baseline as a demo server.
@@ -114,6 +126,7 @@ impl DemoServer for BaselineServer {
                 url,
                 metrics,
                 radius: radius.as_ref().map(|r| format!("radius://{}", r.addr())),
+                replies_lack_message_authenticator: false,
                 stop: Box::new(move || -> BoxFuture<()> {
                     Box::pin(async move {
                         let _ = tokio::task::spawn_blocking(move || {
@@ -234,6 +247,9 @@ pub async fn run(servers: &[&dyn DemoServer], opts: &DemoOptions) -> Result<Repo
                 DriverSpec::Radius(r) => Some(r.secret.clone()),
                 _ => None,
             };
+            if radius_secret.is_none() && srv.radius_only() {
+                continue;
+            }
             let setup = Setup {
                 reject_delay: scn.demo.reject_delay.unwrap_or(Duration::from_secs(1)),
                 clients: clients.clone(),
@@ -262,7 +278,14 @@ pub async fn run(servers: &[&dyn DemoServer], opts: &DemoOptions) -> Result<Repo
                 (None, _) => (started.url.clone(), started.metrics.clone()),
             };
             let mut s = scn.clone().with_target_url(&url)?;
-            s.target.metrics = Some(metrics.clone());
+            if started.replies_lack_message_authenticator
+                && let DriverSpec::Radius(r) = &mut s.driver
+            {
+                r.require_message_authenticator = false;
+                s.raw.driver.require_message_authenticator = Some(false);
+            }
+            // "off": a server without a metrics endpoint (FreeRADIUS).
+            s.target.metrics = (metrics != "off").then(|| metrics.clone());
             s.raw.target.metrics = metrics;
             let ro = RunOptions {
                 allow_targets: Vec::new(),
@@ -306,11 +329,13 @@ pub async fn run(servers: &[&dyn DemoServer], opts: &DemoOptions) -> Result<Repo
         notes.push(s.about());
     }
     notes.extend(headlines(&sections));
+    let tables = radius_table(&sections).into_iter().collect();
     Ok(Report {
         title: "Portcullis demo: naive baseline vs Portcullis under the field reports' scenarios"
             .into(),
         fingerprint: Fingerprint::collect(),
         notes,
+        tables,
         sections,
     })
 }
@@ -337,4 +362,147 @@ pub fn headlines(sections: &[Section]) -> Vec<String> {
             format!("{}: {}.", s.scenario, parts.join("; "))
         })
         .collect()
+}
+
+/// Section names of the RADIUS side-by-side pair: the same honest users alone, then with
+/// 50 password-guessing stations.
+const RADIUS_ALONE: &str = "radius-demo-legit";
+const RADIUS_ATTACKED: &str = "radius-demo-attack";
+
+/// Issue 12's table: per server, honest users' accepts/s alone and under attack, the
+/// retention (their ratio) and p99 latencies, from the two RADIUS side-by-side sections.
+pub fn radius_table(sections: &[Section]) -> Option<Table> {
+    let find = |name: &str| sections.iter().find(|s| s.scenario == name);
+    let (alone, attacked) = (find(RADIUS_ALONE)?, find(RADIUS_ATTACKED)?);
+    let legit = |s: &Section, target: &str| {
+        s.results
+            .iter()
+            .find(|r| r.target == target)
+            .and_then(|r| r.repeats.first()?.legitimate.clone())
+    };
+    let rows: Vec<Vec<String>> = attacked
+        .results
+        .iter()
+        .filter_map(|r| {
+            let (a, b) = (legit(alone, &r.target)?, legit(attacked, &r.target)?);
+            let retention = if a.throughput > 0.0 {
+                format!("{:.2}", b.throughput / a.throughput)
+            } else {
+                "-".into()
+            };
+            Some(vec![
+                r.target.clone(),
+                format!("{:.1}", a.throughput),
+                format!("{:.1}", b.throughput),
+                retention,
+                format!("{:.0}", a.p99_ms),
+                format!("{:.0}", b.p99_ms),
+                format!("{:.1}%", b.timeout_rate * 100.0),
+            ])
+        })
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    Some(Table {
+        title: "RADIUS side by side".into(),
+        columns: [
+            "server",
+            "accepts/s, no attack",
+            "accepts/s, 50 attackers",
+            "retention",
+            "p99 ms, no attack",
+            "p99 ms, 50 attackers",
+            "timeouts, 50 attackers",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+        note: format!(
+            "Ten NAS users in a closed loop without pause (sections {RADIUS_ALONE} and {RADIUS_ATTACKED}); the attack adds 50 stations guessing other users' passwords at 100 requests/s in all. Retention is accepts/s under attack over accepts/s without. Same users, hash cost and reject delay on every server, each started fresh. scripts/radius-bench runs the same comparison at the production cost (PBKDF2-SHA256 x600,000)."
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{GroupRecorder, Outcome, merge};
+    use crate::runner::{RepeatResult, ScenarioResult};
+
+    /// A result whose legitimate group made `accepts` successes in 2 s (the slowest at
+    /// `slow_ms`) and `timeouts` timeouts.
+    fn result(target: &str, accepts: u32, slow_ms: u64, timeouts: u32) -> ScenarioResult {
+        let g = GroupRecorder::new("legitimate", true, Duration::from_secs(2));
+        for i in 0..accepts {
+            let ms = if i == 0 { slow_ms } else { 5 };
+            g.record(0, Outcome::Success, Duration::from_millis(ms));
+        }
+        for _ in 0..timeouts {
+            g.record(1, Outcome::Timeout, Duration::from_secs(10));
+        }
+        ScenarioResult {
+            scenario: String::new(),
+            description: String::new(),
+            target: target.into(),
+            driver: "radius".into(),
+            scenario_toml: String::new(),
+            seed: 1,
+            repeats: vec![RepeatResult {
+                repeat: 0,
+                started_unix: 0,
+                duration_s: 2.0,
+                requests: u64::from(accepts + timeouts),
+                capped: false,
+                groups: vec![g.finish()],
+                legitimate: Some(merge("legitimate", &[g.raw()], Duration::from_secs(2))),
+                server: Vec::new(),
+                misdelivered: 0,
+                breaches: 0,
+            }],
+            thresholds: Vec::new(),
+            failures: Vec::new(),
+            passed: true,
+        }
+    }
+
+    fn section(name: &str, results: Vec<ScenarioResult>) -> Section {
+        Section {
+            scenario: name.into(),
+            description: String::new(),
+            results,
+        }
+    }
+
+    #[test]
+    fn radius_table_gives_each_server_its_retention_under_attack() {
+        let sections = vec![
+            section(
+                RADIUS_ALONE,
+                vec![
+                    result("portcullis", 100, 5, 0),
+                    result("freeradius", 40, 5, 0),
+                ],
+            ),
+            section(
+                RADIUS_ATTACKED,
+                vec![
+                    result("portcullis", 96, 5, 0),
+                    result("freeradius", 2, 900, 2),
+                ],
+            ),
+        ];
+        let t = radius_table(&sections).expect("both sections present");
+        assert_eq!(t.columns.len(), 7);
+        assert_eq!(
+            t.rows[0],
+            ["portcullis", "50.0", "48.0", "0.96", "5", "5", "0.0%"]
+        );
+        assert_eq!(t.rows[1][0], "freeradius");
+        assert_eq!(t.rows[1][1..4], ["20.0", "1.0", "0.05"]);
+        assert!(t.rows[1][5].parse::<f64>().unwrap() >= 900.0);
+        assert_eq!(t.rows[1][6], "50.0%");
+        // Without the attacked section there is nothing to compare.
+        assert!(radius_table(&sections[..1]).is_none());
+    }
 }

@@ -1,0 +1,326 @@
+//! Issue #13: several instances behind a load balancer. The real client address: a
+//! forwarding header counts only from a configured trusted proxy, and then throttling
+//! keys on the client it names.
+// Test helpers: a failed setup step should fail the test loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use portcullis_hash::pepper::PepperedHmac;
+use portcullis_server::Server;
+use portcullis_server::config::StoreBackend;
+use portcullis_store::testing::{OwnRedis, PgSchema, free_port, shared_redis_url};
+use portcullis_store::{ClientRecord, Grant, RedisThrottleConfig, Secrets};
+
+use sqlx::Connection;
+
+use crate::server_support::{
+    Answer, TestServer, form, post_bytes, raw, start, start_with, test_config,
+};
+use crate::store_cli::{ok, portcullis};
+
+const CC: &[Grant] = &[Grant::ClientCredentials];
+
+/// A client_credentials request carrying `X-Forwarded-For: xff`.
+async fn post_via(s: &TestServer, xff: &str, id: &str, secret: &str) -> Answer {
+    let req = post_bytes(
+        "/oauth2/token",
+        Some((id, secret)),
+        &form(&[("grant_type", "client_credentials")]),
+    );
+    let text = String::from_utf8(req).unwrap();
+    let req = text.replacen("\r\n", &format!("\r\nX-Forwarded-For: {xff}\r\n"), 1);
+    s.raw(req.as_bytes()).await
+}
+
+/// The default budget per (principal, source) is 5 failures at once: 8 wrong attempts
+/// from one source end in 429s.
+async fn exhaust(s: &TestServer, xff: impl Fn(usize) -> String) -> Vec<u16> {
+    let mut statuses = Vec::new();
+    for i in 0..8 {
+        statuses.push(post_via(s, &xff(i), "svc", "wrong").await.status);
+    }
+    statuses
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_13_spoofed_forwarded_for_from_an_untrusted_peer_changes_nothing() {
+    // Default: no trusted proxies, loopback included.
+    let s = start().await;
+    let secret = s.add_client("svc", CC, &[]).await;
+    // Each attempt claims another network; they are all the loopback peer's.
+    let statuses = exhaust(&s, |i| format!("198.51.{i}.7")).await;
+    assert_eq!(&statuses[..5], &[401; 5], "{statuses:?}");
+    assert_eq!(statuses[7], 429, "{statuses:?}");
+    let a = post_via(&s, "203.0.113.99", "svc", &secret).await;
+    assert_eq!(
+        a.status, 429,
+        "a fresh claimed address must not buy a budget"
+    );
+    s.server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_13_through_a_trusted_proxy_clients_are_throttled_separately() {
+    let s = start_with(|c| {
+        c.trusted_proxies.ranges = vec!["127.0.0.1".parse().unwrap()];
+    })
+    .await;
+    let secret = s.add_client("svc", CC, &[]).await;
+    // Client A (198.51.100.1) guesses; it also writes addresses of its own to the left,
+    // which the proxy's appended hop overrides.
+    let statuses = exhaust(&s, |i| format!("10.{i}.0.1, 198.51.100.1")).await;
+    assert_eq!(&statuses[..5], &[401; 5], "{statuses:?}");
+    assert_eq!(statuses[7], 429, "{statuses:?}");
+    let a = post_via(&s, "198.51.100.1", "svc", &secret).await;
+    assert_eq!(a.status, 429, "A stays throttled");
+    // Client B (203.0.113.1) behind the same proxy is not A.
+    let b = post_via(&s, "203.0.113.1", "svc", &secret).await;
+    assert_eq!(b.status, 200, "{:?}", String::from_utf8_lossy(&b.body));
+    let metrics = s.get("/metrics").await;
+    let text = String::from_utf8_lossy(&metrics.body);
+    let forwarded: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("portcullis_forwarded_requests_total "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0.0);
+    assert!(forwarded >= 10.0, "{forwarded}");
+    s.server.shutdown().await.unwrap();
+}
+
+/// Instances over one PostgreSQL schema and one secrets file, through `[store] url`, and
+/// (when `redis` is given) one Redis key namespace, through `[throttle] redis`.
+struct Cluster {
+    servers: Vec<Server>,
+    secrets: Secrets,
+    schema: PgSchema,
+    _dir: tempfile::TempDir,
+}
+
+async fn cluster(n: usize, redis: Option<(String, String)>) -> Cluster {
+    let schema = PgSchema::new().await;
+    let dir = tempfile::tempdir().unwrap();
+    let secrets_file = dir.path().join("shared-secrets.toml");
+    let mut servers = Vec::new();
+    for i in 0..n {
+        let mut config = test_config(&dir.path().join(format!("instance-{i}")));
+        config.store = StoreBackend::Postgres {
+            url: schema.url(),
+            secrets_file: secrets_file.clone(),
+            max_connections: 4,
+        };
+        config.throttle_redis = redis.clone().map(|(url, key_prefix)| RedisThrottleConfig {
+            url,
+            key_prefix,
+            timeout: Duration::from_millis(500),
+            retry: Duration::from_millis(100),
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        servers.push(Server::start(config, listener).await.unwrap());
+    }
+    let secrets = Secrets::load(&secrets_file).unwrap();
+    Cluster {
+        servers,
+        secrets,
+        schema,
+        _dir: dir,
+    }
+}
+
+impl Cluster {
+    /// A client with a generated (peppered) secret, written once to the shared store.
+    async fn add_client(&self, id: &str) -> String {
+        let secret = portcullis_store::generate_client_secret().unwrap();
+        let hash = PepperedHmac::create(self.secrets.peppers.current().unwrap(), secret.as_bytes());
+        self.servers[0]
+            .app()
+            .store
+            .put_client(&ClientRecord {
+                id: id.into(),
+                secret_hashes: vec![hash],
+                grants: CC.to_vec(),
+                scopes: Vec::new(),
+                token_lifetime: 3600,
+                created_at: 0,
+            })
+            .await
+            .unwrap();
+        secret.to_string()
+    }
+
+    async fn token(&self, i: usize, id: &str, secret: &str) -> Answer {
+        raw(
+            self.servers[i].local_addr(),
+            &post_bytes(
+                "/oauth2/token",
+                Some((id, secret)),
+                &form(&[("grant_type", "client_credentials")]),
+            ),
+        )
+        .await
+    }
+
+    /// Wrong secrets for `id`, round-robin over the instances, from one source: the
+    /// number answered 401 before the first 429, and every status.
+    async fn spread_attack(&self, id: &str, attempts: usize) -> (usize, Vec<u16>) {
+        let mut statuses = Vec::new();
+        for k in 0..attempts {
+            statuses.push(self.token(k % self.servers.len(), id, "wrong").await.status);
+        }
+        let before = statuses.iter().take_while(|s| **s == 401).count();
+        (before, statuses)
+    }
+
+    async fn stop(self) {
+        for s in self.servers {
+            s.shutdown().await.unwrap();
+        }
+        self.schema.drop_now().await;
+    }
+}
+
+fn unique(tag: &str) -> String {
+    let mut r = [0u8; 6];
+    portcullis_hash::os_random(&mut r).unwrap();
+    format!(
+        "it-{tag}-{}",
+        r.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_13_a_guesser_spread_over_three_instances_gets_one_budget() {
+    // Against one instance: the default 5 failures, then 429.
+    let one = cluster(1, Some((shared_redis_url(), unique("one")))).await;
+    one.add_client("svc").await;
+    let (alone, statuses) = one.spread_attack("svc", 10).await;
+    assert_eq!(alone, 5, "{statuses:?}");
+    one.stop().await;
+
+    // Three instances sharing Redis: the same number, within one per instance.
+    let three = cluster(3, Some((shared_redis_url(), unique("three")))).await;
+    let secret = three.add_client("svc").await;
+    let (shared, statuses) = three.spread_attack("svc", 15).await;
+    assert!(
+        shared.abs_diff(alone) <= 3,
+        "{shared} vs {alone}: {statuses:?}"
+    );
+    assert!(statuses[shared..].iter().all(|s| *s == 429), "{statuses:?}");
+    // Every instance refuses the source now, even with the right secret.
+    for i in 0..3 {
+        assert_eq!(three.token(i, "svc", &secret).await.status, 429);
+    }
+    three.stop().await;
+
+    // Control: the same three instances with per-process budgets give three budgets.
+    let apart = cluster(3, None).await;
+    apart.add_client("svc").await;
+    let (separate, statuses) = apart.spread_attack("svc", 20).await;
+    assert!(separate >= 3 * alone - 1, "{separate}: {statuses:?}");
+    apart.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_13_redis_stopped_mid_run_no_5xx_and_budgets_still_enforced() {
+    let redis = OwnRedis::start(free_port());
+    let c = cluster(2, Some((redis.url(), "outage".into()))).await;
+    let secret = c.add_client("svc").await;
+    // Shared while Redis is up: 3 failures over both instances.
+    let (_, statuses) = c.spread_attack("svc", 3).await;
+    assert_eq!(statuses, [401, 401, 401]);
+    redis.kill();
+    // Down: every answer is 401 or 429, never 5xx, and each instance still throttles
+    // on its own budget (5 failures each, counted afresh), never "unlimited".
+    let (_, statuses) = c.spread_attack("svc", 24).await;
+    assert!(
+        statuses.iter().all(|s| *s == 401 || *s == 429),
+        "{statuses:?}"
+    );
+    let failures = statuses.iter().filter(|s| **s == 401).count();
+    assert!(failures <= 2 * 5, "{statuses:?}");
+    assert_eq!(statuses[statuses.len() - 2..], [429, 429], "{statuses:?}");
+    // Throttled before any check: the right secret from this source is refused too.
+    assert_eq!(c.token(0, "svc", &secret).await.status, 429);
+    c.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_13_cli_commands_work_on_the_configured_postgres_store() {
+    let schema = PgSchema::new().await;
+    let dir = tempfile::tempdir().unwrap();
+    let secrets = dir.path().join("etc/secrets.toml");
+    let config = dir.path().join("portcullis.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[store]\nurl = \"{}\"\nsecrets_file = \"{}\"\n",
+            schema.url(),
+            secrets.display()
+        ),
+    )
+    .unwrap();
+    let cfg = config.to_str().unwrap();
+    // `client add` through the file: the secret is shown once, the secrets file made.
+    let out = portcullis(&["client", "add", "svc", "--config", cfg], None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let secret = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("secrets.toml"));
+    assert!(secrets.exists());
+    ok(
+        &["user", "add", "alice", "--password-stdin", "--config", cfg],
+        Some("correct horse\n"),
+    );
+    ok(
+        &[
+            "nas",
+            "add",
+            "ap1",
+            "--address",
+            "10.1.0.0/16",
+            "--config",
+            cfg,
+        ],
+        None,
+    );
+    let list: serde_json::Value =
+        serde_json::from_str(&ok(&["client", "list", "--json", "--config", cfg], None)).unwrap();
+    assert_eq!(list[0]["client_id"], "svc");
+    // The rows are in PostgreSQL.
+    let mut c = sqlx::PgConnection::connect_with(&schema.options())
+        .await
+        .unwrap();
+    let (clients, users, nas): (i64, i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM clients), (SELECT count(*) FROM users), \
+         (SELECT count(*) FROM nas)",
+    )
+    .fetch_one(&mut c)
+    .await
+    .unwrap();
+    assert_eq!((clients, users, nas), (1, 1, 1));
+    // An instance over the same file authenticates the client the CLI made.
+    let server_config = portcullis_server::Config::load(&config).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let server = Server::start(server_config, listener).await.unwrap();
+    let a = raw(
+        server.local_addr(),
+        &post_bytes(
+            "/oauth2/token",
+            Some(("svc", &secret)),
+            &form(&[("grant_type", "client_credentials")]),
+        ),
+    )
+    .await;
+    assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+    // --config and --data-dir together are refused.
+    let both = portcullis(
+        &["client", "list", "--config", cfg, "--data-dir", "/tmp/x"],
+        None,
+    );
+    assert_eq!(both.status.code(), Some(2));
+    server.shutdown().await.unwrap();
+    schema.drop_now().await;
+}
