@@ -195,10 +195,10 @@ async fn add(args: AddArgs) -> Result<ExitCode, String> {
         .put_client(&client)
         .await
         .map_err(|e| e.to_string())?;
-    let created = dir.created().then(|| dir.secrets_file());
+    let created = dir.created().then(|| created_note(&dir));
     dir.close().await;
-    if let Some(file) = created {
-        note_created(&file);
+    if let Some(note) = created {
+        eprintln!("{note}");
     }
     if let Some(secret) = shown {
         println!("{}", secret.as_str());
@@ -491,14 +491,21 @@ async fn open_store(arg: &DataDirArg, create: bool) -> Result<Backend, String> {
     opened.map_err(|e| e.to_string())
 }
 
-/// Tell the operator a new secrets file (and data directory) was made: a wrong working
-/// directory or path would otherwise go unnoticed, and the file must be backed up.
-pub(crate) fn note_created(secrets_file: &std::path::Path) {
-    eprintln!(
-        "portcullis: created {} (pepper and master key: back it up separately from the \
-         database; with a shared PostgreSQL store, give the same file to every instance)",
-        secrets_file.display()
-    );
+/// What to tell the operator when a command created the store's secrets: a wrong
+/// working directory or path would otherwise go unnoticed, and the file must be backed up.
+pub(crate) fn created_note(b: &Backend) -> String {
+    match b.data_dir() {
+        Some(dir) => format!(
+            "portcullis: created data directory {} (back up {} separately from the database)",
+            dir.display(),
+            portcullis_store::datadir::SECRETS_FILE
+        ),
+        None => format!(
+            "portcullis: created secrets file {} (pepper and master key: back it up \
+             separately from the database and give the same file to every instance)",
+            b.secrets_file().display()
+        ),
+    }
 }
 
 /// Read one line from stdin as a secret (`what` names it in errors): trailing newline

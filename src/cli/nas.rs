@@ -18,7 +18,7 @@ use portcullis_store::{Backend, NasRecord, StoreError};
 use zeroize::Zeroizing;
 
 use super::client::{
-    DataDirArg, block_on, note_created, now, open, open_or_create, print_table, read_stdin_secret,
+    DataDirArg, block_on, created_note, now, open, open_or_create, print_table, read_stdin_secret,
 };
 
 /// `portcullis nas` subcommands.
@@ -282,10 +282,10 @@ async fn set(args: SetArgs) -> Result<ExitCode, String> {
 
 /// Close the store, telling the operator if this command created its secrets.
 async fn finish(dir: Backend) {
-    let created = dir.created().then(|| dir.secrets_file());
+    let created = dir.created().then(|| created_note(&dir));
     dir.close().await;
-    if let Some(file) = created {
-        note_created(&file);
+    if let Some(note) = created {
+        eprintln!("{note}");
     }
 }
 

@@ -83,6 +83,13 @@ async fn serve(config: Config) -> ExitCode {
         Err(e) => return super::fail(e),
     };
     tracing::info!("identity store: {}", backend.describe());
+    if backend.data_dir().is_none() && config.issuer.is_none() {
+        tracing::warn!(
+            "a shared store without server.issuer: each instance derives its issuer from \
+             its own address, so instances reject each other's tokens; set it to the \
+             load balancer's URL"
+        );
+    }
     let app = match App::new(
         config,
         backend.store(),

@@ -13,7 +13,7 @@ use portcullis_hash::{Credential, Format, Policy};
 use portcullis_store::{StoreError, UserRecord};
 
 use super::client::{
-    DataDirArg, block_on, note_created, now, open, open_or_create, print_table, read_stdin_secret,
+    DataDirArg, block_on, created_note, now, open, open_or_create, print_table, read_stdin_secret,
 };
 
 /// `portcullis user` subcommands.
@@ -137,10 +137,10 @@ async fn add(args: AddArgs) -> Result<ExitCode, String> {
         .put_user(&user)
         .await
         .map_err(|e| e.to_string())?;
-    let created = dir.created().then(|| dir.secrets_file());
+    let created = dir.created().then(|| created_note(&dir));
     dir.close().await;
-    if let Some(file) = created {
-        note_created(&file);
+    if let Some(note) = created {
+        eprintln!("{note}");
     }
     eprintln!("portcullis: user {:?} added.", user.username);
     Ok(ExitCode::SUCCESS)
@@ -283,10 +283,10 @@ async fn import(args: ImportArgs) -> Result<ExitCode, String> {
         .put_users(&users)
         .await
         .map_err(|e| e.to_string())?;
-    let created = dir.created().then(|| dir.secrets_file());
+    let created = dir.created().then(|| created_note(&dir));
     dir.close().await;
-    if let Some(file) = created {
-        note_created(&file);
+    if let Some(note) = created {
+        eprintln!("{note}");
     }
     let mut imported = 0usize;
     for ((line, user), done) in lines.iter().zip(&users).zip(inserted) {

@@ -15,7 +15,7 @@ use portcullis_store::{ClientRecord, Grant, RedisThrottleConfig, Secrets};
 use sqlx::Connection;
 
 use crate::server_support::{
-    Answer, TestServer, form, post_bytes, raw, start, start_with, test_config,
+    Answer, TestServer, form, jwt_part, post_bytes, raw, start, start_with, test_config,
 };
 use crate::store_cli::{ok, portcullis};
 
@@ -104,6 +104,8 @@ async fn cluster(n: usize, redis: Option<(String, String)>) -> Cluster {
     let mut servers = Vec::new();
     for i in 0..n {
         let mut config = test_config(&dir.path().join(format!("instance-{i}")));
+        // Behind one balancer every instance is one issuer (tokens name it in `iss`).
+        config.issuer = Some("http://auth.cluster.test".into());
         config.store = StoreBackend::Postgres {
             url: schema.url(),
             secrets_file: secrets_file.clone(),
@@ -268,7 +270,7 @@ async fn issue_13_cli_commands_work_on_the_configured_postgres_store() {
         String::from_utf8_lossy(&out.stderr)
     );
     let secret = String::from_utf8(out.stdout).unwrap().trim().to_owned();
-    assert!(String::from_utf8_lossy(&out.stderr).contains("secrets.toml"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("created secrets file"));
     assert!(secrets.exists());
     ok(
         &["user", "add", "alice", "--password-stdin", "--config", cfg],
@@ -323,4 +325,106 @@ async fn issue_13_cli_commands_work_on_the_configured_postgres_store() {
     assert_eq!(both.status.code(), Some(2));
     server.shutdown().await.unwrap();
     schema.drop_now().await;
+}
+
+impl Cluster {
+    async fn post(
+        &self,
+        i: usize,
+        path: &str,
+        auth: (&str, &str),
+        pairs: &[(&str, &str)],
+    ) -> Answer {
+        raw(
+            self.servers[i].local_addr(),
+            &post_bytes(path, Some(auth), &form(pairs)),
+        )
+        .await
+    }
+
+    async fn jwks_kids(&self, i: usize) -> Vec<String> {
+        let req = "GET /oauth2/jwks HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+        let a = raw(self.servers[i].local_addr(), req.as_bytes()).await;
+        a.json()["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k["kid"].as_str().unwrap().to_owned())
+            .collect()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_13_revocation_and_key_rotation_hold_across_instances() {
+    let c = cluster(3, Some((shared_redis_url(), unique("keys")))).await;
+    let secret = c.add_client("svc").await;
+    let auth = ("svc", secret.as_str());
+    let cc = [("grant_type", "client_credentials")];
+    let mut tokens = Vec::new();
+    for i in 0..3 {
+        let a = c.post(i, "/oauth2/token", auth, &cc).await;
+        assert_eq!(a.status, 200);
+        tokens.push(a.json()["access_token"].as_str().unwrap().to_owned());
+    }
+    let active = |i: usize, t: String| {
+        let c = &c;
+        async move {
+            let a = c
+                .post(i, "/oauth2/introspect", auth, &[("token", &t)])
+                .await;
+            assert_eq!(a.status, 200);
+            a.json()["active"].as_bool().unwrap()
+        }
+    };
+    // Every instance accepts every instance's token.
+    for i in 0..3 {
+        for t in &tokens {
+            assert!(active(i, t.clone()).await);
+        }
+    }
+    // Revoked through A: inactive on B and C at once (the revocation is in the shared
+    // store, read at each introspection).
+    let r = c
+        .post(0, "/oauth2/revoke", auth, &[("token", &tokens[1])])
+        .await;
+    assert_eq!(r.status, 200);
+    assert!(!active(1, tokens[1].clone()).await);
+    assert!(!active(2, tokens[1].clone()).await);
+    assert!(active(2, tokens[2].clone()).await);
+
+    // Key rotation on A (its maintenance at the successor's lead), the others' regular
+    // maintenance one interval later, then the handover on A: A signs with the new key,
+    // and every instance's JWKS holds it, so its tokens verify everywhere.
+    let now = portcullis_server::keys::unix_now();
+    let rotation = 30 * 24 * 3600;
+    let old_kid = jwt_part(&tokens[0], 0)["kid"].as_str().unwrap().to_owned();
+    c.servers[0]
+        .app()
+        .keys
+        .maintain(now + rotation - 120)
+        .await
+        .unwrap();
+    for s in &c.servers[1..] {
+        s.app().keys.maintain(now + rotation - 60).await.unwrap();
+    }
+    c.servers[0]
+        .app()
+        .keys
+        .maintain(now + rotation)
+        .await
+        .unwrap();
+    let a = c.post(0, "/oauth2/token", auth, &cc).await;
+    let fresh = a.json()["access_token"].as_str().unwrap().to_owned();
+    let new_kid = jwt_part(&fresh, 0)["kid"].as_str().unwrap().to_owned();
+    assert_ne!(new_kid, old_kid);
+    for i in 0..3 {
+        let kids = c.jwks_kids(i).await;
+        assert!(
+            kids.contains(&new_kid) && kids.contains(&old_kid),
+            "{i}: {kids:?}"
+        );
+        assert!(active(i, fresh.clone()).await, "instance {i}");
+        assert!(active(i, tokens[2].clone()).await, "instance {i}, old key");
+    }
+    c.stop().await;
 }

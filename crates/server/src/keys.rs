@@ -3,10 +3,15 @@
 //! published in the JWKS until every token they signed has expired.
 //!
 //! Lifecycle of a key (times in Unix seconds):
-//! - created at `c`; signs new tokens until `c + rotation`;
+//! - `created_at = c` is the second it starts signing; it signs until `c + rotation`;
+//! - its successor is inserted [`lead`] seconds before `c + rotation`, with
+//!   `created_at = c + rotation`, and published (JWKS) from then on: instances sharing
+//!   the store re-read the keys every maintenance interval (and on a JWKS request or an
+//!   unknown `kid`, at most once a second), so every instance publishes a key before any
+//!   instance signs with it (issue 13);
 //! - `not_after = c + rotation + max_lifetime + SKEW`: no token it signed lives past it, so
 //!   it is published (JWKS, introspection) until then and removed after;
-//! - rotation retires it in the store (`retired_at`) and inserts a successor.
+//! - once its successor signs, it is retired in the store (`retired_at`).
 //!
 //! The decoded keys live in an immutable [`KeySet`] behind a lock that is only written on
 //! rotation; issuing a token clones one `Arc`.
@@ -65,6 +70,8 @@ pub struct KeyManager {
     max_lifetime: i64,
     /// The keys in force.
     current: RwLock<Arc<KeySet>>,
+    /// Unix second of the last [`KeyManager::refresh`] (at most one per second).
+    refreshed: std::sync::atomic::AtomicI64,
 }
 
 impl std::fmt::Debug for KeyManager {
@@ -98,6 +105,7 @@ impl KeyManager {
             rotation,
             max_lifetime,
             current: RwLock::new(Arc::new(set)),
+            refreshed: std::sync::atomic::AtomicI64::new(now),
         })
     }
 
@@ -128,6 +136,27 @@ impl KeyManager {
         Ok(changed)
     }
 
+    /// Re-read the keys now if the last refresh was over a second ago: a JWKS request,
+    /// or a token naming a key this instance does not know, may follow a rotation by
+    /// another instance sharing the store.
+    pub async fn refresh(&self, now: i64) -> Result<bool, KeyError> {
+        let last = self.refreshed.load(std::sync::atomic::Ordering::Relaxed);
+        if now <= last
+            || self
+                .refreshed
+                .compare_exchange(
+                    last,
+                    now,
+                    std::sync::atomic::Ordering::Relaxed,
+                    std::sync::atomic::Ordering::Relaxed,
+                )
+                .is_err()
+        {
+            return Ok(false);
+        }
+        self.maintain(now).await
+    }
+
     /// How often [`KeyManager::maintain`] should run.
     pub fn maintenance_interval(&self) -> Duration {
         let r = u64::try_from(self.rotation / 10).unwrap_or(60);
@@ -135,8 +164,19 @@ impl KeyManager {
     }
 }
 
-/// Read the keys, make sure an unretired key younger than `rotation` exists, retire and
-/// delete what is due, and decode the result.
+/// How far ahead of its first signature a successor key is created and published: two
+/// maintenance intervals, so every instance sharing the store has re-read the keys (and
+/// put the successor in its JWKS) before any instance signs with it.
+fn lead(rotation: i64) -> i64 {
+    2 * (rotation / 10).clamp(1, 60)
+}
+
+/// Read the keys; make sure one signs now and, within [`lead`] of its end, that its
+/// successor exists (created now, `created_at` = the moment it starts signing); retire
+/// keys older than the signer, delete what is due, and decode the result.
+///
+/// A key signs from `created_at` for `rotation`. Instances sharing a store converge on
+/// the same signer: the newest key whose period has begun (ties by kid).
 async fn build(
     store: &dyn Store,
     master: &MasterKey,
@@ -145,31 +185,44 @@ async fn build(
     now: i64,
 ) -> Result<KeySet, KeyError> {
     let mut records = store.list_signing_keys().await?;
-    // Newest usable key: not retired, still inside its signing period.
+    records.sort_by(|a, b| (a.created_at, &a.kid).cmp(&(b.created_at, &b.kid)));
+    let signs_now = |r: &SigningKeyRecord| {
+        r.alg == "EdDSA"
+            && r.retired_at.is_none()
+            && r.created_at <= now
+            && now < r.created_at + rotation
+            // A token signed now must expire before the key stops being published
+            // (guards against a rotation period raised after the key was made).
+            && now + max_lifetime < r.not_after
+    };
     let active = records
         .iter()
         .rev()
-        .find(|r| {
-            r.alg == "EdDSA"
-                && r.retired_at.is_none()
-                && now < r.created_at + rotation
-                // A token signed now must expire before the key stops being published
-                // (guards against a rotation period raised after the key was made).
-                && now + max_lifetime < r.not_after
-        })
-        .map(|r| r.kid.clone());
-    let active_kid = match active {
-        Some(kid) => kid,
+        .find(|r| signs_now(r))
+        .map(|r| (r.kid.clone(), r.created_at));
+    let (active_kid, active_from) = match active {
+        Some(a) => a,
         None => {
+            // First start, or every instance was down past the end of the period: sign
+            // at once (no other instance can hold a usable key either).
             let rec = generate(master, now, rotation, max_lifetime)?;
             store.insert_signing_key(&rec).await?;
-            let kid = rec.kid.clone();
+            let a = (rec.kid.clone(), rec.created_at);
             records.push(rec);
-            kid
+            a
         }
     };
+    let handover = active_from + rotation;
+    let has_successor = records
+        .iter()
+        .any(|r| r.alg == "EdDSA" && r.retired_at.is_none() && r.created_at > active_from);
+    if now >= handover - lead(rotation) && !has_successor {
+        let rec = generate(master, handover, rotation, max_lifetime)?;
+        store.insert_signing_key(&rec).await?;
+        records.push(rec);
+    }
     for r in &mut records {
-        if r.kid != active_kid && r.retired_at.is_none() {
+        if r.kid != active_kid && r.retired_at.is_none() && r.created_at <= active_from {
             store.retire_signing_key(&r.kid, now).await?;
             r.retired_at = Some(now);
         }
@@ -278,13 +331,22 @@ mod tests {
         let m = manager(dir.path(), &master, t0).await;
         let first = m.keys().current.kid().to_owned();
         assert_eq!(kids(&m), vec![first.clone()]);
-        // Inside the period nothing changes.
+        // Inside the period, until the successor's lead, nothing changes.
+        let lead = lead(ROT);
+        assert_eq!(lead, 120);
+        assert!(!m.maintain(t0 + ROT - lead - 1).await.unwrap());
+        // Then the successor is published while the first key still signs.
+        assert!(m.maintain(t0 + ROT - lead).await.unwrap());
+        assert_eq!(m.keys().current.kid(), first);
+        let published = kids(&m);
+        assert_eq!(published.len(), 2, "{published:?}");
+        let second = published[1].clone();
+        assert_ne!(second, first);
+        // At the end of the period the published successor signs; the old key stays.
         assert!(!m.maintain(t0 + ROT - 1).await.unwrap());
-        // At the end of the period a new key signs; the old one stays published.
         let t1 = t0 + ROT;
         assert!(m.maintain(t1).await.unwrap());
-        let second = m.keys().current.kid().to_owned();
-        assert_ne!(second, first);
+        assert_eq!(m.keys().current.kid(), second);
         assert_eq!(kids(&m), vec![first.clone(), second.clone()]);
         // A token signed by the old key just before rotation stays verifiable until exp.
         // The old key goes once every token it signed has expired (plus skew).
@@ -296,6 +358,33 @@ mod tests {
         // A restart at that time loads the same signing key from the store.
         let again = manager(dir.path(), &master, old_gone).await;
         assert_eq!(again.keys().current.kid(), second);
+    }
+
+    /// Two instances over one store: the one that rotates first publishes the successor
+    /// ahead; the other, re-reading on its own schedule, publishes it before it signs,
+    /// and both sign with the same key after the handover.
+    #[tokio::test]
+    async fn issue_13_instances_sharing_a_store_publish_a_key_before_it_signs() {
+        let dir = tempfile::tempdir().unwrap();
+        let master = MasterKey::generate().unwrap();
+        let t0 = 1_700_000_000;
+        let a = manager(dir.path(), &master, t0).await;
+        let b = manager(dir.path(), &master, t0 + 5).await;
+        assert_eq!(a.keys().current.kid(), b.keys().current.kid());
+        // A reaches the lead first and creates the successor.
+        a.maintain(t0 + ROT - lead(ROT)).await.unwrap();
+        let next = kids(&a)[1].clone();
+        // B re-reads one maintenance interval later: the key is in its JWKS too, though
+        // nobody signs with it yet.
+        b.maintain(t0 + ROT - lead(ROT) + 60).await.unwrap();
+        assert!(kids(&b).contains(&next));
+        assert_ne!(b.keys().current.kid(), next);
+        // After the handover both sign with it; no second successor was made.
+        a.maintain(t0 + ROT).await.unwrap();
+        b.maintain(t0 + ROT + 1).await.unwrap();
+        assert_eq!(a.keys().current.kid(), next);
+        assert_eq!(b.keys().current.kid(), next);
+        assert_eq!(kids(&a), kids(&b));
     }
 
     #[tokio::test]

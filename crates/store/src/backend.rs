@@ -123,6 +123,14 @@ impl Backend {
         self.created
     }
 
+    /// The data directory when the store is the embedded SQLite one.
+    pub fn data_dir(&self) -> Option<&Path> {
+        match &self.kind {
+            Kind::Sqlite(d) => Some(d.path()),
+            Kind::Postgres { .. } => None,
+        }
+    }
+
     /// The secrets file.
     pub fn secrets_file(&self) -> PathBuf {
         match &self.kind {

@@ -58,19 +58,45 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Full)
             .foreign_keys(true)
             .busy_timeout(BUSY_TIMEOUT);
-        let pool = SqlitePoolOptions::new()
-            .max_connections(MAX_CONNECTIONS)
-            .connect_with(options)
-            .await
-            .map_err(|e| StoreError::Backend(format!("opening {}: {e}", path.display())))?;
-        // Two processes opening a fresh database at once both try to apply migration 1;
-        // SQLite serialises them and the loser fails on "table exists". Running again
-        // then finds it applied.
-        if MIGRATOR.run(&pool).await.is_err() {
-            MIGRATOR
-                .run(&pool)
+        // Switching a brand-new file to WAL needs an exclusive lock, and SQLite answers
+        // "database is locked" at once (no busy wait) when two processes (or two opens)
+        // create it together: the loser tries again shortly, a bounded number of times.
+        let mut attempt = 0u32;
+        let pool = loop {
+            match SqlitePoolOptions::new()
+                .max_connections(MAX_CONNECTIONS)
+                .connect_with(options.clone())
                 .await
-                .map_err(|e| StoreError::Backend(format!("migrating {}: {e}", path.display())))?;
+            {
+                Ok(p) => break p,
+                Err(e) if attempt < 40 && is_locked(&e) => {
+                    attempt += 1;
+                    tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+                }
+                Err(e) => {
+                    return Err(StoreError::Backend(format!(
+                        "opening {}: {e}",
+                        path.display()
+                    )));
+                }
+            }
+        };
+        // Two processes opening a fresh database at once both try to apply each
+        // migration; SQLite serialises them and the loser fails on "table exists".
+        // Running again finds that one applied (and may lose the next race): at most once
+        // per migration, plus one.
+        let mut tries = MIGRATOR.iter().count() + 1;
+        loop {
+            match MIGRATOR.run(&pool).await {
+                Ok(()) => break,
+                Err(_) if tries > 1 => tries -= 1,
+                Err(e) => {
+                    return Err(StoreError::Backend(format!(
+                        "migrating {}: {e}",
+                        path.display()
+                    )));
+                }
+            }
         }
         Ok(SqliteStore { pool })
     }
@@ -78,6 +104,17 @@ impl SqliteStore {
     /// Close every connection (checkpoints the WAL).
     pub async fn close(&self) {
         self.pool.close().await;
+    }
+}
+
+/// SQLITE_BUSY / SQLITE_LOCKED (and their extended codes) from the database.
+fn is_locked(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Database(d) => d
+            .code()
+            .and_then(|c| c.parse::<i32>().ok())
+            .is_some_and(|c| matches!(c & 0xff, 5 | 6)),
+        _ => false,
     }
 }
 

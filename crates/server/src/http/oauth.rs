@@ -315,8 +315,18 @@ async fn token_inner(app: &App, req: Request) -> Result<Response, OAuthError> {
 /// A presented token that verifies, is unexpired and not revoked.
 async fn active_claims(app: &App, token: &str) -> Result<Option<AccessClaims>, OAuthError> {
     let now = u64::try_from(unix_now()).unwrap_or(0);
-    let Ok(claims) = app.keys.keys().verify(token, &app.issuer, now) else {
-        return Ok(None);
+    let claims = match app.keys.keys().verify(token, &app.issuer, now) {
+        Ok(c) => c,
+        // Perhaps signed by a key another instance has just started using: re-read the
+        // keys (at most once a second, whatever a client sends) and try once more.
+        Err(_) => match app.keys.refresh(unix_now()).await {
+            Ok(true) => match app.keys.keys().verify(token, &app.issuer, now) {
+                Ok(c) => c,
+                Err(_) => return Ok(None),
+            },
+            Ok(false) => return Ok(None),
+            Err(e) => return Err(store_failed("reading signing keys", &e)),
+        },
     };
     match app.store.is_revoked(&claims.jti).await {
         Ok(true) => Ok(None),

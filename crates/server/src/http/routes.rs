@@ -134,6 +134,12 @@ async fn discovery(axum::Extension(Discovery(doc)): axum::Extension<Discovery>) 
 }
 
 async fn jwks(State(app): State<Arc<App>>) -> Response {
+    // Another instance sharing the store may have published a successor key since the
+    // last maintenance tick; re-read (at most once a second). On a store failure the keys
+    // in memory are still right until their successor signs.
+    if let Err(e) = app.keys.refresh(crate::keys::unix_now()).await {
+        tracing::warn!("refreshing signing keys for the JWKS: {e}");
+    }
     let mut r = json(app.keys.keys().jwks().to_string().into_bytes());
     // Short caching: clients refetch soon enough to see a rotation.
     r.headers_mut().insert(
