@@ -98,6 +98,14 @@ struct Cluster {
 }
 
 async fn cluster(n: usize, redis: Option<(String, String)>) -> Cluster {
+    cluster_with(n, redis, |_| {}).await
+}
+
+async fn cluster_with(
+    n: usize,
+    redis: Option<(String, String)>,
+    tweak: impl Fn(&mut portcullis_server::Config),
+) -> Cluster {
     let schema = PgSchema::new().await;
     let dir = tempfile::tempdir().unwrap();
     let secrets_file = dir.path().join("shared-secrets.toml");
@@ -117,6 +125,7 @@ async fn cluster(n: usize, redis: Option<(String, String)>) -> Cluster {
             timeout: Duration::from_millis(500),
             retry: Duration::from_millis(100),
         });
+        tweak(&mut config);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         servers.push(Server::start(config, listener).await.unwrap());
     }
@@ -426,5 +435,79 @@ async fn issue_13_revocation_and_key_rotation_hold_across_instances() {
         assert!(active(i, fresh.clone()).await, "instance {i}");
         assert!(active(i, tokens[2].clone()).await, "instance {i}, old key");
     }
+    c.stop().await;
+}
+
+/// Poll `f` every 20 ms for up to 5 s (a change travels through PostgreSQL to another
+/// instance: there is nothing in this process to wait on); the time it took, or `None`.
+async fn within_5s<F, Fut>(mut f: F) -> Option<Duration>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_secs(5) {
+        if f().await {
+            return Some(start.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    None
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_13_a_change_on_one_instance_reaches_the_others_caches_at_once() {
+    // A one-minute cache TTL: only the change feed can make B notice within seconds.
+    let c = cluster_with(2, None, |cfg| {
+        cfg.client_cache_ttl = Duration::from_secs(60);
+    })
+    .await;
+    let gone = c.add_client("gone").await;
+    let rotated = c.add_client("rotated").await;
+    let cc = [("grant_type", "client_credentials")];
+    // B reads both records into its cache.
+    assert_eq!(
+        c.post(1, "/oauth2/token", ("gone", &gone), &cc)
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        c.post(1, "/oauth2/token", ("rotated", &rotated), &cc)
+            .await
+            .status,
+        200
+    );
+    // Through A: remove one client, replace the other's secret.
+    let a = c.servers[0].app();
+    assert!(a.store.remove_client("gone").await.unwrap());
+    let fresh = portcullis_store::generate_client_secret().unwrap();
+    let hash = PepperedHmac::create(c.secrets.peppers.current().unwrap(), fresh.as_bytes());
+    a.store
+        .update_client_secrets("rotated", vec![hash])
+        .await
+        .unwrap();
+    let took = within_5s(|| async {
+        c.post(1, "/oauth2/token", ("gone", &gone), &cc)
+            .await
+            .status
+            == 401
+    })
+    .await;
+    assert!(took.is_some(), "B still accepts a removed client");
+    let took = within_5s(|| async {
+        c.post(1, "/oauth2/token", ("rotated", &rotated), &cc)
+            .await
+            .status
+            == 401
+    })
+    .await;
+    assert!(took.is_some(), "B still accepts a replaced secret");
+    assert_eq!(
+        c.post(1, "/oauth2/token", ("rotated", &fresh), &cc)
+            .await
+            .status,
+        200
+    );
     c.stop().await;
 }

@@ -12,6 +12,10 @@
 //! request arriving during the database read would miss too, and a busy client would be
 //! charged by the core for many simultaneous attempts at once.
 //!
+//! With a shared PostgreSQL store, [`ClientCache::follow_changes`] also drops a record as
+//! soon as another instance changes it (LISTEN/NOTIFY), so the TTL only matters while
+//! that feed is down.
+//!
 //! Only existing clients are cached (an attacker probing random ids cannot fill it), the
 //! cache is bounded, and users are never cached: their hashes change on rehash-on-login and
 //! they are verified on the hash pool anyway, where a database read is noise.
@@ -122,9 +126,68 @@ impl ClientCache {
         Ok(Some(rec))
     }
 
-    /// Forget `id` (after a write through this process).
+    /// Forget `id` (after a write through this process or another).
     pub fn invalidate(&self, id: &str) {
         self.entries.write().remove(id);
+    }
+
+    /// Forget everything (changes may have been missed).
+    pub fn clear(&self) {
+        self.entries.write().clear();
+    }
+
+    /// Drop records other instances change, as the store announces them (PostgreSQL
+    /// LISTEN/NOTIFY), until `stop`: a removed client or a rotated secret stops working
+    /// on every instance at once, not after the TTL. Returns at once for a store without
+    /// a feed. While the feed is down nothing is known, so the cache is emptied on every
+    /// (re)subscription and the TTL alone bounds staleness until it is back.
+    pub async fn follow_changes(self: Arc<Self>, stop: tokio_util::sync::CancellationToken) {
+        use futures::StreamExt;
+        use portcullis_store::Change;
+        let mut logged_down = false;
+        loop {
+            match self.store.changes().await {
+                Ok(None) => return,
+                Ok(Some(mut feed)) => {
+                    if logged_down {
+                        tracing::info!("store change feed is back");
+                        logged_down = false;
+                    }
+                    self.clear();
+                    loop {
+                        let next = tokio::select! {
+                            n = feed.next() => n,
+                            () = stop.cancelled() => return,
+                        };
+                        match next {
+                            Some(Ok(Change::Client(id))) => self.invalidate(&id),
+                            Some(Ok(Change::Resync)) => self.clear(),
+                            // Users are not cached; the NAS table reloads on its own period.
+                            Some(Ok(Change::User(_) | Change::Nas(_))) => {}
+                            Some(Err(e)) => {
+                                tracing::warn!("store change feed failed: {e}");
+                                logged_down = true;
+                                break;
+                            }
+                            None => break,
+                        }
+                    }
+                }
+                Err(e) => {
+                    if !logged_down {
+                        tracing::warn!(
+                            "store change feed unavailable ({e}); cached clients expire by TTL"
+                        );
+                        logged_down = true;
+                    }
+                }
+            }
+            self.clear();
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                () = stop.cancelled() => return,
+            }
+        }
     }
 }
 

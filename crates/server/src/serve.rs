@@ -66,6 +66,7 @@ pub async fn run(
     let router = crate::http::routes::router(Arc::clone(&app), radius_stats);
     tracker.spawn(crate::metrics::upkeep(app.metrics.clone(), stop.clone()));
     tracker.spawn(maintenance(Arc::clone(&app), stop.clone()));
+    tracker.spawn(Arc::clone(&app.clients).follow_changes(stop.clone()));
     let limit = Arc::new(Semaphore::new(app.config.max_connections));
     tokio::pin!(shutdown);
     let mut backoff = Duration::from_millis(5);

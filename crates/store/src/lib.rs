@@ -46,5 +46,5 @@ pub use postgres::PgStore;
 pub use record::{ClientRecord, DEFAULT_TOKEN_LIFETIME, Grant, SigningKeyRecord, UserRecord};
 pub use seal::MasterKey;
 pub use sqlite::SqliteStore;
-pub use store::Store;
+pub use store::{Change, ChangeFeed, Store};
 pub use throttle_redis::{RedisThrottleConfig, RedisThrottleStore};

@@ -78,8 +78,35 @@ impl PgStore {
     }
 }
 
+/// The channel the `0003_notify` triggers announce changes on.
+const CHANGES_CHANNEL: &str = "portcullis_changes";
+
 #[async_trait]
 impl Store for PgStore {
+    async fn changes(&self) -> Result<Option<crate::store::ChangeFeed>, StoreError> {
+        use crate::store::Change;
+        let mut listener = sqlx::postgres::PgListener::connect_with(&self.pool)
+            .await
+            .map_err(backend)?;
+        listener.listen(CHANGES_CHANNEL).await.map_err(backend)?;
+        // `try_recv` (not `recv`) so that a lost connection is reported: notifications
+        // sent while it was down are gone, and the reader must treat everything as stale.
+        let feed = futures::stream::unfold(listener, |mut l| async move {
+            loop {
+                let item = match l.try_recv().await {
+                    Ok(Some(n)) => match Change::parse(n.payload()) {
+                        Some(c) => Ok(c),
+                        None => continue,
+                    },
+                    Ok(None) => Ok(Change::Resync),
+                    Err(e) => Err(backend(e)),
+                };
+                return Some((item, l));
+            }
+        });
+        Ok(Some(Box::pin(feed)))
+    }
+
     async fn ping(&self) -> Result<(), StoreError> {
         sqlx::query("SELECT 1")
             .execute(&self.pool)

@@ -124,6 +124,44 @@ pub trait Store: CredentialSource {
         require: bool,
     ) -> Result<(), StoreError>;
 
+    /// Changes made by other processes sharing this store, as they happen (PostgreSQL:
+    /// LISTEN/NOTIFY), so caches can drop stale records at once. `None`: the backend has
+    /// no such feed (SQLite serves one process; caches rely on their TTL).
+    async fn changes(&self) -> Result<Option<ChangeFeed>, StoreError> {
+        Ok(None)
+    }
+
     /// This store as the verification core's credential source.
     fn as_credential_source(self: Arc<Self>) -> Arc<dyn CredentialSource>;
+}
+
+/// A stream of [`Change`]s; an error means the feed ended and must be opened again.
+pub type ChangeFeed = futures::stream::BoxStream<'static, Result<Change, StoreError>>;
+
+/// One change announced by the store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// The client with this id was added, changed or removed.
+    Client(String),
+    /// The user with this name was added, changed or removed.
+    User(String),
+    /// The NAS with this name was added, changed or removed.
+    Nas(String),
+    /// The feed lost its connection and reconnected: changes may have been missed, so
+    /// anything cached may be stale.
+    Resync,
+}
+
+impl Change {
+    /// From a notification payload `<table>:<key>`; `None` for tables nobody caches.
+    pub fn parse(payload: &str) -> Option<Change> {
+        let (table, key) = payload.split_once(':')?;
+        let key = key.to_owned();
+        match table {
+            "clients" => Some(Change::Client(key)),
+            "users" => Some(Change::User(key)),
+            "nas" => Some(Change::Nas(key)),
+            _ => None,
+        }
+    }
 }
