@@ -511,3 +511,83 @@ async fn issue_13_a_change_on_one_instance_reaches_the_others_caches_at_once() {
     );
     c.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_13_postgres_restarted_mid_run_503s_then_full_service() {
+    let pg = portcullis_store::testing::OwnPostgres::start();
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(&dir.path().join("data"));
+    config.store = StoreBackend::Postgres {
+        url: pg.url(),
+        secrets_file: dir.path().join("secrets.toml"),
+        max_connections: 4,
+    };
+    // Every request reads the store, so the outage is seen by every request.
+    config.client_cache_ttl = Duration::ZERO;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let server = Server::start(config, listener).await.unwrap();
+    let secrets = Secrets::load(dir.path().join("secrets.toml")).unwrap();
+    // Written before the crash: a client and a user.
+    let secret = portcullis_store::generate_client_secret().unwrap();
+    let hash = PepperedHmac::create(secrets.peppers.current().unwrap(), secret.as_bytes());
+    let store = &server.app().store;
+    store
+        .put_client(&ClientRecord {
+            id: "svc".into(),
+            secret_hashes: vec![hash],
+            grants: CC.to_vec(),
+            scopes: Vec::new(),
+            token_lifetime: 3600,
+            created_at: 0,
+        })
+        .await
+        .unwrap();
+    store
+        .put_user(&portcullis_store::UserRecord {
+            username: "alice".into(),
+            password_hash: crate::server_support::test_policy().hash(b"pw").unwrap(),
+            disabled: false,
+            created_at: 0,
+        })
+        .await
+        .unwrap();
+    let addr = server.local_addr();
+    let token = || async {
+        raw(
+            addr,
+            &post_bytes(
+                "/oauth2/token",
+                Some(("svc", secret.as_str())),
+                &form(&[("grant_type", "client_credentials")]),
+            ),
+        )
+        .await
+    };
+    let get = |path: &'static str| async move {
+        let req = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        raw(addr, req.as_bytes()).await
+    };
+    assert_eq!(token().await.status, 200);
+    assert_eq!(get("/readyz").await.status, 200);
+
+    pg.crash();
+    // Down: 503 with Retry-After, never a 500 and never a hang past the request timeout.
+    for _ in 0..3 {
+        let a = token().await;
+        assert_eq!(a.status, 503, "{}", String::from_utf8_lossy(&a.body));
+        assert!(a.header("retry-after").is_some());
+    }
+    assert_eq!(get("/readyz").await.status, 503);
+
+    pg.start_again();
+    let back = within_5s(|| async { token().await.status == 200 }).await;
+    assert!(
+        back.is_some(),
+        "no full service within 5 s of PostgreSQL's return"
+    );
+    assert_eq!(get("/readyz").await.status, 200);
+    let store = &server.app().store;
+    assert!(store.get_client("svc").await.unwrap().is_some());
+    assert!(store.get_user("alice").await.unwrap().is_some());
+    server.shutdown().await.unwrap();
+}

@@ -34,8 +34,10 @@ use crate::store::Store;
 
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations/postgres");
 
-/// How long to wait for a pooled connection before answering with an error.
-const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long to wait for a pooled connection before answering with an error. While the
+/// database is down sqlx keeps retrying the connect until then, so this is how long a
+/// request waits before its 503: short, so clients are told to retry instead of hanging.
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The PostgreSQL identity store. Cheap to share (`Arc`); the pool inside is thread-safe.
 #[derive(Debug, Clone)]

@@ -130,3 +130,147 @@ pub fn free_port() -> u16 {
         .unwrap()
         .port()
 }
+
+/// A PostgreSQL cluster of the test's own (initdb in a temp dir, pg_ctl on a free port),
+/// for tests that stop and restart the database. Runs as the `postgres` user when the
+/// test runs as root (PostgreSQL refuses root).
+pub struct OwnPostgres {
+    dir: tempfile::TempDir,
+    port: u16,
+}
+
+impl OwnPostgres {
+    /// initdb and start it; waits until it accepts connections (`pg_ctl -w`).
+    pub fn start() -> OwnPostgres {
+        let dir = tempfile::Builder::new()
+            .prefix("portcullis-pg-")
+            .tempdir()
+            .unwrap();
+        let me = OwnPostgres {
+            dir,
+            port: free_port(),
+        };
+        if is_root() {
+            let ok = Command::new("chown")
+                .arg("-R")
+                .arg("postgres:postgres")
+                .arg(me.dir.path())
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "chown of the test cluster's directory");
+        }
+        let data = me.data();
+        me.run(
+            "initdb",
+            &["-D", &data, "-A", "trust", "-U", "postgres", "--no-sync"],
+        );
+        me.start_again();
+        me
+    }
+
+    fn data(&self) -> String {
+        self.dir.path().join("data").display().to_string()
+    }
+
+    fn run(&self, tool: &str, args: &[&str]) {
+        let tool = pg_tool(tool);
+        let mut cmd = if is_root() {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(&tool);
+            c
+        } else {
+            Command::new(&tool)
+        };
+        let out = cmd.args(args).stdin(Stdio::null()).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{} {args:?}: {}{}",
+            tool.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Start (again) on the same port; returns when it accepts connections.
+    pub fn start_again(&self) {
+        let opts = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
+            self.port,
+            self.dir.path().display()
+        );
+        let log = self.dir.path().join("log").display().to_string();
+        self.run(
+            "pg_ctl",
+            &["-D", &self.data(), "-o", &opts, "-l", &log, "-w", "start"],
+        );
+    }
+
+    /// Stop it the way a crash would (`-m immediate`: no shutdown checkpoint; restart
+    /// recovers from the WAL).
+    pub fn crash(&self) {
+        self.run(
+            "pg_ctl",
+            &["-D", &self.data(), "-m", "immediate", "-w", "stop"],
+        );
+    }
+
+    /// Its URL (database `postgres`).
+    pub fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+}
+
+impl Drop for OwnPostgres {
+    fn drop(&mut self) {
+        let tool = pg_tool("pg_ctl");
+        let mut cmd = if is_root() {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(&tool);
+            c
+        } else {
+            Command::new(&tool)
+        };
+        let _ = cmd
+            .args(["-D", &self.data(), "-m", "immediate", "-w", "stop"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// A PostgreSQL server tool: from PATH, else from Debian's versioned directory
+/// (`/usr/lib/postgresql/<version>/bin`, where the `postgresql` package puts it).
+fn pg_tool(name: &str) -> std::path::PathBuf {
+    let on_path = std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file());
+    if let Some(p) = on_path {
+        return p;
+    }
+    let mut versions: Vec<_> = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join("bin").join(name))
+        .filter(|p| p.is_file())
+        .collect();
+    versions.sort();
+    versions
+        .pop()
+        .unwrap_or_else(|| panic!("{name} not found (scripts/services installs PostgreSQL)"))
+}
+
+fn is_root() -> bool {
+    // The effective uid, as the kernel reports it for this process.
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|v| v.split_whitespace().nth(1).map(|u| u == "0"))
+        })
+        .unwrap_or(false)
+}
