@@ -591,3 +591,45 @@ async fn issue_13_postgres_restarted_mid_run_503s_then_full_service() {
     assert!(store.get_user("alice").await.unwrap().is_some());
     server.shutdown().await.unwrap();
 }
+
+/// A PROXY protocol v2 header (HAProxy `send-proxy-v2`) naming `client` as the source.
+fn proxy_v2(client: [u8; 4]) -> Vec<u8> {
+    let mut h = b"\r\n\r\n\0\r\nQUIT\n".to_vec();
+    h.extend_from_slice(&[0x21, 0x11, 0, 12]);
+    h.extend_from_slice(&client);
+    h.extend_from_slice(&[127, 0, 0, 1, 0x9c, 0x40, 0x1f, 0x90]);
+    h
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_13_proxy_protocol_v2_names_the_client_and_is_required_from_the_proxy() {
+    let s = start_with(|c| {
+        c.trusted_proxies.ranges = vec!["127.0.0.1".parse().unwrap()];
+        c.proxy_protocol = true;
+    })
+    .await;
+    let secret = s.add_client("svc", CC, &[]).await;
+    let body = form(&[("grant_type", "client_credentials")]);
+    let via = |client: [u8; 4], secret: String| {
+        let mut bytes = proxy_v2(client);
+        bytes.extend(post_bytes("/oauth2/token", Some(("svc", &secret)), &body));
+        let addr = s.server.local_addr();
+        async move { raw(addr, &bytes).await.status }
+    };
+    // Client A guesses through the balancer until throttled.
+    let mut statuses = Vec::new();
+    for _ in 0..8 {
+        statuses.push(via([198, 51, 100, 1], "wrong".into()).await);
+    }
+    assert_eq!(&statuses[..5], &[401; 5], "{statuses:?}");
+    assert_eq!(statuses[7], 429, "{statuses:?}");
+    // Client B behind the same balancer is its own source.
+    assert_eq!(via([203, 0, 113, 1], secret.clone()).await, 200);
+    assert_eq!(via([198, 51, 100, 1], secret.clone()).await, 429);
+    // From the trusted balancer the header is required: plain HTTP is closed unanswered.
+    let plain = s
+        .raw(&post_bytes("/oauth2/token", Some(("svc", &secret)), &body))
+        .await;
+    assert_eq!(plain.status, 0);
+    s.server.shutdown().await.unwrap();
+}

@@ -84,6 +84,9 @@ pub struct FileServer {
     /// The header the trusted proxies write: "x-forwarded-for" (default) or "forwarded"
     /// (RFC 7239). Only this one is read.
     pub forwarded_header: crate::http::forwarded::ForwardedHeader,
+    /// Connections from trusted proxies start with a PROXY protocol v2 header naming the
+    /// client (HAProxy `send-proxy-v2`); it is required from them and read from nobody else.
+    pub proxy_protocol: bool,
 }
 
 impl Default for FileServer {
@@ -97,6 +100,7 @@ impl Default for FileServer {
             max_connections: 10_000,
             trusted_proxies: Vec::new(),
             forwarded_header: Default::default(),
+            proxy_protocol: false,
         }
     }
 }
@@ -247,6 +251,8 @@ pub struct Config {
     pub max_connections: usize,
     /// Load balancers whose forwarding header names the real client.
     pub trusted_proxies: crate::http::forwarded::TrustedProxies,
+    /// Trusted proxies' connections start with a PROXY protocol v2 header.
+    pub proxy_protocol: bool,
     /// TLS, if enabled.
     pub tls: Option<TlsSettings>,
     /// `aud` claim; `None`: the issuer.
@@ -334,6 +340,11 @@ impl Config {
                 .collect::<Result<_, _>>()?,
             header: f.server.forwarded_header,
         };
+        if f.server.proxy_protocol && trusted_proxies.ranges.is_empty() {
+            return Err(invalid(
+                "server.proxy_protocol needs server.trusted_proxies (whose headers to read)",
+            ));
+        }
         let tls = f.tls.map(validate_tls).transpose()?;
         if f.tokens.lifetime_secs == 0 || f.tokens.lifetime_secs > 24 * 3600 {
             return Err(invalid("tokens.lifetime_secs must be between 1 and 86400"));
@@ -408,6 +419,7 @@ impl Config {
             header_timeout,
             max_connections: f.server.max_connections,
             trusted_proxies,
+            proxy_protocol: f.server.proxy_protocol,
             tls,
             audience: f.tokens.audience,
             token_lifetime: Duration::from_secs(f.tokens.lifetime_secs),
@@ -508,6 +520,10 @@ trusted_proxies = []
 # The header those proxies write: "x-forwarded-for" or "forwarded" (RFC 7239). Only
 # this one is read, so a client cannot slip in the other.
 forwarded_header = "x-forwarded-for"
+# For a balancer that forwards TCP (HAProxy `send-proxy-v2`, AWS NLB): connections from
+# trusted_proxies start with a PROXY protocol v2 header naming the client, and must (one
+# without it is closed); connections from anyone else are served without reading one.
+proxy_protocol = false
 
 # [tls]
 # Serve HTTPS. Without this section the server speaks plain HTTP.

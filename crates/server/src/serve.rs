@@ -97,8 +97,22 @@ pub async fn run(
         let stop = stop.clone();
         let tls = tls.clone();
         let header_timeout = app.config.header_timeout;
+        // PROXY protocol: only a trusted balancer's connections carry (and must carry)
+        // the header naming the client.
+        let proxied = app.config.proxy_protocol && app.config.trusted_proxies.trusts(peer.ip());
         tracker.spawn(async move {
             let _permit = permit;
+            let mut stream = stream;
+            let peer = if proxied {
+                let read = crate::http::proxy_protocol::read(&mut stream, peer);
+                match tokio::time::timeout(header_timeout, read).await {
+                    Ok(Ok(client)) => client,
+                    Ok(Err(e)) => return tracing::debug!(%peer, "closing: {e}"),
+                    Err(_) => return tracing::debug!(%peer, "PROXY protocol header timed out"),
+                }
+            } else {
+                peer
+            };
             match tls {
                 None => serve_connection(stream, peer, router, header_timeout, stop).await,
                 Some(acceptor) => {

@@ -7,11 +7,13 @@
 //! - [`form`]: request body and client credential parsing (RFC 6749 rules).
 //! - [`error`]: OAuth error answers; the only place errors become status codes.
 //! - [`forwarded`]: the real client address behind trusted load balancers.
+//! - [`proxy_protocol`]: the PROXY protocol v2 header of TCP load balancers.
 //! - [`status`]: the live status page.
 
 pub mod error;
 pub mod form;
 pub mod forwarded;
 pub mod oauth;
+pub mod proxy_protocol;
 pub mod routes;
 pub mod status;
