@@ -85,6 +85,11 @@ async fn issue_13_through_a_trusted_proxy_clients_are_throttled_separately() {
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(0.0);
     assert!(forwarded >= 10.0, "{forwarded}");
+    // The status page says how client addresses are taken.
+    let status = s.get("/status.json").await.json();
+    let how = status["deployment"]["client_address"].as_str().unwrap();
+    assert!(how.contains("X-Forwarded-For from 127.0.0.1/32"), "{how}");
+    assert_eq!(status["deployment"]["throttle"], "in this process");
     s.server.shutdown().await.unwrap();
 }
 
@@ -632,4 +637,47 @@ async fn issue_13_proxy_protocol_v2_names_the_client_and_is_required_from_the_pr
         .await;
     assert_eq!(plain.status, 0);
     s.server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_13_config_check_contacts_postgres_and_redis() {
+    let schema = PgSchema::new().await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("p.toml");
+    let write = |redis: &str| {
+        std::fs::write(
+            &file,
+            format!(
+                "[server]\ntrusted_proxies = [\"10.0.0.0/8\"]\n[store]\nurl = \"{}\"\n\
+                 secrets_file = \"{}\"\n[throttle]\nredis = \"{redis}\"\n",
+                schema.url(),
+                dir.path().join("s.toml").display()
+            ),
+        )
+        .unwrap();
+    };
+    write(&shared_redis_url());
+    let f = file.to_str().unwrap();
+    let out = ok(&["config", "check", f], None);
+    assert!(
+        out.contains("PostgreSQL at") && out.contains("answers"),
+        "{out}"
+    );
+    assert!(out.contains("Redis at"), "{out}");
+    assert!(out.contains("does not exist yet"), "{out}");
+    // Nothing was created by the check.
+    assert!(!dir.path().join("s.toml").exists());
+    // Redis not answering: exit 2 with one line naming it; --offline only validates.
+    write(&format!("redis://127.0.0.1:{}", free_port()));
+    let err = portcullis(&["config", "check", f], None);
+    assert_eq!(err.status.code(), Some(2));
+    let msg = String::from_utf8_lossy(&err.stderr);
+    assert!(msg.contains("throttle: Redis at"), "{msg}");
+    ok(&["config", "check", f, "--offline"], None);
+    // A bad proxy range is a configuration error naming the field.
+    std::fs::write(&file, "[server]\ntrusted_proxies = [\"10.0.0.1/8\"]\n").unwrap();
+    let err = portcullis(&["config", "check", f], None);
+    assert_eq!(err.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&err.stderr).contains("server.trusted_proxies"));
+    schema.drop_now().await;
 }

@@ -74,6 +74,24 @@ impl PgStore {
         Ok(PgStore { pool })
     }
 
+    /// Whether `url` reaches a PostgreSQL that answers, without changing anything (no
+    /// pool, no migrations): for `portcullis config check`.
+    pub async fn probe(url: &str) -> Result<(), StoreError> {
+        use sqlx::Connection;
+        let options: PgConnectOptions = url
+            .parse()
+            .map_err(|_| StoreError::invalid("PostgreSQL URL is not valid"))?;
+        let mut conn = sqlx::PgConnection::connect_with(&options)
+            .await
+            .map_err(|e| StoreError::Backend(format!("connecting to PostgreSQL: {e}")))?;
+        sqlx::query("SELECT 1")
+            .execute(&mut conn)
+            .await
+            .map_err(backend)?;
+        let _ = conn.close().await;
+        Ok(())
+    }
+
     /// Close every connection.
     pub async fn close(&self) {
         self.pool.close().await;

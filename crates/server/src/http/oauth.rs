@@ -116,6 +116,7 @@ fn source_of(app: &App, parts: &Parts) -> IpAddr {
     let client = app.config.trusted_proxies.client_addr(peer, &parts.headers);
     if client != peer {
         metrics::counter!(crate::metrics::FORWARDED).increment(1);
+        tracing::debug!(%peer, %client, "client address forwarded by a trusted proxy");
     }
     client
 }

@@ -79,6 +79,7 @@ pub async fn json(
             "shutting_down": s.shutting_down,
         },
         "radius": radius_json(&radius),
+        "deployment": deployment_json(&app),
     });
     let mut r = (
         [(
@@ -91,6 +92,44 @@ pub async fn json(
     r.headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     r
+}
+
+/// Which backends this instance uses and how it tells its clients apart (issue 13).
+fn deployment_json(app: &App) -> serde_json::Value {
+    let c = &app.config;
+    let p = &c.trusted_proxies;
+    let client_address = if p.ranges.is_empty() {
+        "connection peer".to_string()
+    } else {
+        let ranges: Vec<String> = p.ranges.iter().map(|r| r.to_string()).collect();
+        let how = if c.proxy_protocol {
+            "PROXY protocol v2".to_string()
+        } else {
+            match p.header {
+                crate::http::forwarded::ForwardedHeader::XForwardedFor => "X-Forwarded-For",
+                crate::http::forwarded::ForwardedHeader::Forwarded => "Forwarded",
+            }
+            .to_string()
+        };
+        format!("{how} from {}, else the connection peer", ranges.join(", "))
+    };
+    serde_json::json!({
+        "store": match &c.store {
+            crate::config::StoreBackend::Sqlite => "SQLite (embedded)".to_string(),
+            crate::config::StoreBackend::Postgres { url, .. } => format!(
+                "PostgreSQL at {}",
+                portcullis_store::backend::without_credentials(url)
+            ),
+        },
+        "throttle": match &c.throttle_redis {
+            None => "in this process".to_string(),
+            Some(r) => format!(
+                "Redis at {}",
+                portcullis_store::backend::without_credentials(&r.url)
+            ),
+        },
+        "client_address": client_address,
+    })
 }
 
 /// `GET /status`
@@ -110,6 +149,7 @@ h1{font-size:1.3rem} .grid{display:grid;grid-template-columns:repeat(auto-fill,m
 td,th{border:1px solid #ddd;padding:.3rem .6rem;text-align:right;font-variant-numeric:tabular-nums}
 </style></head><body>
 <h1>Portcullis status <span class="k" id="up"></span> <span id="err"></span></h1>
+<p class="k" id="dep"></p>
 <div class="grid" id="g"></div>
 <h2 class="k" id="rh" hidden>RADIUS, per NAS (totals)</h2>
 <table id="rt" hidden><thead><tr><th>NAS</th><th>requests</th><th>accepts</th><th>rejects</th>
@@ -136,6 +176,8 @@ async function poll(){
   set("shed",v.shed); set("throttled",v.throttled); set("overloaded",v.overloaded);
   set("rejected",v.rejected); set("median_hash_ms",v.median_hash_ms.toFixed(1));
   set("up","up "+Math.round(s.uptime_secs)+" s"+(v.shutting_down?" (shutting down)":""));
+  const d=s.deployment; set("dep","store: "+d.store+" · failure budgets: "+d.throttle+
+   " · client address: "+d.client_address);
   if(s.radius){const rows=Object.entries(s.radius.nas).map(([n,c])=>{
     const d=Object.entries(c.dropped).filter(([k,x])=>x>0).map(([k,x])=>k+" "+x).join(", ")||"0";
     const td=x=>{const e=document.createElement("td");e.textContent=x;return e;};
