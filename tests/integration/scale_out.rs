@@ -514,6 +514,39 @@ async fn issue_13_a_change_on_one_instance_reaches_the_others_caches_at_once() {
             .status,
         200
     );
+    // A user disabled through A stops logging in on B (whose cache holds the user).
+    let store = &c.servers[0].app().store;
+    store
+        .update_client_settings("rotated", &[Grant::Password], &[], 3600)
+        .await
+        .unwrap();
+    store
+        .put_user(&portcullis_store::UserRecord {
+            username: "alice".into(),
+            password_hash: crate::server_support::test_policy().hash(b"pw").unwrap(),
+            disabled: false,
+            created_at: 0,
+        })
+        .await
+        .unwrap();
+    let login = [
+        ("grant_type", "password"),
+        ("username", "alice"),
+        ("password", "pw"),
+    ];
+    let status = || async {
+        c.post(1, "/oauth2/token", ("rotated", &fresh), &login)
+            .await
+            .status
+    };
+    assert!(
+        within_5s(|| async { status().await == 200 })
+            .await
+            .is_some()
+    );
+    store.set_user_disabled("alice", true).await.unwrap();
+    let took = within_5s(|| async { status().await != 200 }).await;
+    assert!(took.is_some(), "B still logs in a disabled user");
     c.stop().await;
 }
 

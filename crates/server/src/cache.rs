@@ -1,4 +1,5 @@
-//! A small read-through cache of client records with a short TTL.
+//! A small read-through cache of client records and users' stored credentials with a
+//! short TTL.
 //!
 //! A token request reads its client twice: the core asks for the secret hashes (through
 //! [`CredentialSource`]) and the front end then needs the client's grants and scopes. With
@@ -16,9 +17,10 @@
 //! soon as another instance changes it (LISTEN/NOTIFY), so the TTL only matters while
 //! that feed is down.
 //!
-//! Only existing clients are cached (an attacker probing random ids cannot fill it), the
-//! cache is bounded, and users are never cached: their hashes change on rehash-on-login and
-//! they are verified on the hash pool anyway, where a database read is noise.
+//! Users' stored credentials are cached the same way (same TTL, same feed), so that with
+//! several instances no attempt costs a database round trip; a rehash-on-login through
+//! this process drops the entry it replaced. Only existing principals are cached (an
+//! attacker probing random names cannot fill it) and each map is bounded.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -44,6 +46,8 @@ pub struct ClientCache {
     ttl: Duration,
     /// Cached records.
     entries: RwLock<HashMap<String, Entry>>,
+    /// Cached users' credentials, with the instant each was read.
+    user_entries: RwLock<HashMap<String, (Instant, StoredCredentials)>>,
 }
 
 /// One cached record.
@@ -74,6 +78,7 @@ impl ClientCache {
             users,
             ttl,
             entries: RwLock::new(HashMap::new()),
+            user_entries: RwLock::new(HashMap::new()),
         }
     }
 
@@ -134,6 +139,41 @@ impl ClientCache {
     /// Forget everything (changes may have been missed).
     pub fn clear(&self) {
         self.entries.write().clear();
+        self.user_entries.write().clear();
+    }
+
+    /// Forget user `name`.
+    pub fn invalidate_user(&self, name: &str) {
+        self.user_entries.write().remove(name);
+    }
+
+    /// User `name`'s stored credentials, from the cache if fresh, else from the store.
+    async fn user(&self, name: &str) -> Result<Option<StoredCredentials>, SourceError> {
+        if self.ttl.is_zero() {
+            return self.users.credentials(PrincipalKind::User, name).await;
+        }
+        if let Some((at, c)) = self.user_entries.read().get(name)
+            && at.elapsed() < self.ttl
+        {
+            return Ok(Some(c.clone()));
+        }
+        let read = self.users.credentials(PrincipalKind::User, name).await?;
+        let mut map = self.user_entries.write();
+        match &read {
+            None => {
+                map.remove(name);
+            }
+            Some(c) => {
+                if map.len() >= MAX_ENTRIES {
+                    let ttl = self.ttl;
+                    map.retain(|_, (at, _)| at.elapsed() < ttl);
+                }
+                if map.len() < MAX_ENTRIES || map.contains_key(name) {
+                    map.insert(name.to_owned(), (Instant::now(), c.clone()));
+                }
+            }
+        }
+        Ok(read)
     }
 
     /// Drop records other instances change, as the store announces them (PostgreSQL
@@ -161,9 +201,10 @@ impl ClientCache {
                         };
                         match next {
                             Some(Ok(Change::Client(id))) => self.invalidate(&id),
+                            Some(Ok(Change::User(name))) => self.invalidate_user(&name),
                             Some(Ok(Change::Resync)) => self.clear(),
-                            // Users are not cached; the NAS table reloads on its own period.
-                            Some(Ok(Change::User(_) | Change::Nas(_))) => {}
+                            // The NAS table reloads on its own period.
+                            Some(Ok(Change::Nas(_))) => {}
                             Some(Err(e)) => {
                                 tracing::warn!("store change feed failed: {e}");
                                 logged_down = true;
@@ -176,7 +217,7 @@ impl ClientCache {
                 Err(e) => {
                     if !logged_down {
                         tracing::warn!(
-                            "store change feed unavailable ({e}); cached clients expire by TTL"
+                            "store change feed unavailable ({e}); cached records expire by TTL"
                         );
                         logged_down = true;
                     }
@@ -198,7 +239,7 @@ impl CredentialSource for ClientCache {
         principal: &'a str,
     ) -> BoxFuture<'a, Result<Option<StoredCredentials>, SourceError>> {
         match kind {
-            PrincipalKind::User => self.users.credentials(kind, principal),
+            PrincipalKind::User => Box::pin(self.user(principal)),
             PrincipalKind::Client => Box::pin(async move {
                 match self.get(principal).await {
                     Ok(c) => Ok(c.map(|c| StoredCredentials {
@@ -223,10 +264,15 @@ impl CredentialSource for ClientCache {
         old: &'a str,
         new: &'a str,
     ) -> BoxFuture<'a, Result<bool, SourceError>> {
-        if kind == PrincipalKind::Client {
-            self.invalidate(principal);
-        }
-        self.users.replace_hash(kind, principal, old, new)
+        Box::pin(async move {
+            let done = self.users.replace_hash(kind, principal, old, new).await;
+            // After the write, so no concurrent read caches the old hash again.
+            match kind {
+                PrincipalKind::Client => self.invalidate(principal),
+                PrincipalKind::User => self.invalidate_user(principal),
+            }
+            done
+        })
     }
 }
 
@@ -251,6 +297,54 @@ mod tests {
             .await
             .unwrap();
         store
+    }
+
+    #[tokio::test]
+    async fn users_are_cached_and_a_local_rehash_drops_the_old_hash() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_with_client(dir.path()).await;
+        let old = "$hmac-sha256$k=p1$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+        let new = "$hmac-sha256$k=p1$BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBA";
+        store
+            .put_user(&portcullis_store::UserRecord {
+                username: "u".into(),
+                password_hash: old.into(),
+                disabled: false,
+                created_at: 0,
+            })
+            .await
+            .unwrap();
+        let cache = ClientCache::new(store.clone(), Duration::from_secs(3600));
+        fn user(c: &ClientCache) -> BoxFuture<'_, Result<Option<StoredCredentials>, SourceError>> {
+            c.credentials(PrincipalKind::User, "u")
+        }
+        assert_eq!(user(&cache).await.unwrap().unwrap().hashes, [old]);
+        // Changed behind the cache's back (another process): the cached copy answers.
+        store.set_user_disabled("u", true).await.unwrap();
+        assert!(!user(&cache).await.unwrap().unwrap().disabled);
+        // A rehash through the cache drops the entry: the next read sees the store.
+        assert!(
+            cache
+                .replace_hash(PrincipalKind::User, "u", old, new)
+                .await
+                .unwrap()
+        );
+        let now = user(&cache).await.unwrap().unwrap();
+        assert_eq!(
+            (now.hashes.as_slice(), now.disabled),
+            ([new.to_owned()].as_slice(), true)
+        );
+        // Unknown users are not cached: a later insert is seen at once.
+        assert!(
+            cache
+                .credentials(PrincipalKind::User, "v")
+                .await
+                .unwrap()
+                .is_none()
+        );
+        cache.invalidate_user("u");
+        store.close().await;
+        assert!(user(&cache).await.is_err());
     }
 
     #[tokio::test]

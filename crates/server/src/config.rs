@@ -153,7 +153,8 @@ impl Default for FileTokens {
 pub struct FileStore {
     /// Data directory (SQLite database, secrets file).
     pub data_dir: PathBuf,
-    /// How long client records (secret hashes, scopes, grants) are cached, in milliseconds.
+    /// How long client records (secret hashes, scopes, grants) and users' password hashes
+    /// are cached, in milliseconds.
     pub client_cache_ttl_ms: u64,
     /// `postgres://` URL of a shared identity store; absent: SQLite in `data_dir`.
     pub url: Option<String>,
@@ -638,9 +639,11 @@ iterations = 600000
 # Data directory: SQLite database, the 0600 secrets file (peppers, master key).
 # `portcullis serve --data-dir DIR` overrides it.
 data_dir = "./portcullis-data"
-# How long client records (secret hashes, allowed scopes and grants) are cached in
-# milliseconds (at most 60000; 0 disables). A changed or disabled client takes up to this
-# long to take effect.
+# How long client records (secret hashes, allowed scopes and grants) and users' password
+# hashes are cached in milliseconds (at most 60000; 0 disables). With SQLite a change made
+# by the CLI takes up to this long to take effect; with PostgreSQL ([store] url) every
+# instance drops a changed record at once (LISTEN/NOTIFY) and this only bounds staleness
+# while that feed is down.
 client_cache_ttl_ms = 1000
 # Several instances: a PostgreSQL identity store shared by all of them (absent: SQLite in
 # data_dir). Migrations run at start-up, safely when instances start together.
