@@ -7,6 +7,7 @@
 //! - [`sqlite`]: [`SqliteStore`], SQLite through sqlx (WAL, embedded migrations); also
 //!   the verification core's [`CredentialSource`](portcullis_core::CredentialSource).
 //! - [`postgres`]: [`PgStore`], the shared PostgreSQL backend (same schema and rules).
+//! - `queries`: the one set of identity SQL both backends expand (`identity_store!`).
 //! - [`backend`]: [`Backend`], either store opened with its secrets (serve and the CLI).
 //! - [`datadir`]: [`DataDir`], the on-disk layout: database plus the 0600 secrets file
 //!   holding pepper keys and the master key, which never enter the database.
@@ -26,6 +27,7 @@ pub mod datadir;
 pub mod error;
 pub mod nas;
 pub mod postgres;
+mod queries;
 pub mod record;
 mod rows;
 pub mod seal;
