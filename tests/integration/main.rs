@@ -11,6 +11,7 @@ mod radius;
 mod radius_interop;
 mod radius_support;
 mod scale_out;
+mod scale_out_haproxy;
 mod server;
 mod server_interop;
 mod server_malformed;
