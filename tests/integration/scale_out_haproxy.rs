@@ -49,14 +49,16 @@ impl Haproxy {
             .stderr(Stdio::null())
             .spawn()
             .expect("haproxy (scripts/test installs it)");
+        // Owned at once, so Drop kills it even if it never comes up.
+        let lb = Haproxy {
+            child,
+            port,
+            _dir: dir,
+        };
         // An external process: poll until it accepts connections.
         for _ in 0..200 {
             if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return Haproxy {
-                    child,
-                    port,
-                    _dir: dir,
-                };
+                return lb;
             }
             std::thread::sleep(Duration::from_millis(25));
         }
