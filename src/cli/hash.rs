@@ -306,6 +306,8 @@ fn bench(a: BenchArgs) -> ExitCode {
     let salt = b"0123456789abcdef";
     let mut out = vec![0u8; out_len];
     let mut sink = 0u64;
+    // The kernel calibration runs on first use; done here so it is not timed below.
+    let cal = batch::calibration(prf);
     // Warm up caches, frequency and the feature-detection cache.
     pbkdf2::pbkdf2_hmac_on(
         backend,
@@ -384,6 +386,10 @@ fn bench(a: BenchArgs) -> ExitCode {
             obj.insert("derivations_per_second".into(), dps.into());
             obj.insert("single_derivations_per_second".into(), (1e3 / ms).into());
             obj.insert("batch_ratio".into(), ratio.into());
+            obj.insert("plan".into(), plan_json(prf, k));
+        }
+        if let Some(obj) = j.as_object_mut() {
+            obj.insert("kernels".into(), kernels_json(&cal));
         }
         println!("{j}");
     } else {
@@ -405,9 +411,49 @@ fn bench(a: BenchArgs) -> ExitCode {
                 "  batch of {k}: {dps:.1} derivations/s, {ratio:.2}x the single stream ({:.1}/s)",
                 1e3 / ms
             );
+            let plan: Vec<String> = batch::plan_for(prf, k)
+                .iter()
+                .map(|(b, n)| format!("{n} on {}", b.name()))
+                .collect();
+            println!("  plan: {}", plan.join(", "));
+        }
+        println!("  kernels measured at start-up (time per chain, single stream = 1.00):");
+        for c in &cal.kernels {
+            let chosen = if c.backend == cal.best {
+                "  <- chosen"
+            } else {
+                ""
+            };
+            println!(
+                "    {:<12} {:>2} lanes  {:.3}{chosen}",
+                c.backend, c.width, c.per_chain
+            );
         }
     }
     ExitCode::SUCCESS
+}
+
+/// The calibrated kernel menu and the choice, as `hash bench --json` reports it.
+fn kernels_json(cal: &batch::Calibration) -> serde_json::Value {
+    serde_json::json!({
+        "measured": cal.kernels.iter().map(|c| serde_json::json!({
+            "backend": c.backend,
+            "width": c.width,
+            "group_ns_per_iteration": c.group_ns,
+            "per_chain": c.per_chain,
+        })).collect::<Vec<_>>(),
+        "chosen": cal.best,
+        "chosen_width": cal.best_width,
+        "chosen_speedup": cal.best_speedup,
+    })
+}
+
+/// How [`batch::derive`] splits `k` one-chain jobs of `prf`.
+fn plan_json(prf: Prf, k: usize) -> serde_json::Value {
+    batch::plan_for(prf, k)
+        .iter()
+        .map(|(b, n)| serde_json::json!({"backend": b.name(), "chains": n}))
+        .collect()
 }
 
 /// `hash calibrate` (issue #7): measured suggestions plus the config lines for each.

@@ -372,6 +372,20 @@ async fn issue_5_health_ready_metrics_status() {
         "{text}"
     );
     assert!(text.contains("oauth_tokens_issued_total{grant_type=\"client_credentials\"}"));
+    // Issue 17: the kernels measured at start-up and the one a saturated pool runs.
+    let cal = portcullis_hash::batch::calibration(portcullis_hash::pbkdf2::Prf::Sha256);
+    let selected = format!(
+        "portcullis_hash_kernel_selected{{prf=\"sha256\",kernel=\"{}\"}} {}",
+        cal.best, cal.best_width
+    );
+    assert!(text.contains(&selected), "{selected} missing: {text}");
+    for k in &cal.kernels {
+        let line = format!(
+            "portcullis_hash_kernel_relative_time{{prf=\"sha256\",kernel=\"{}\",width=\"{}\"}}",
+            k.backend, k.width
+        );
+        assert!(text.contains(&line), "{line} missing");
+    }
     let page = s.get("/status").await;
     assert_eq!(page.status, 200);
     assert!(

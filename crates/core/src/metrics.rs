@@ -17,6 +17,8 @@
 //! | `portcullis_store_errors_total` | counter | `store` (`credentials`, `throttle`) |
 //! | `portcullis_bad_stored_hash_total` | counter | |
 //! | `portcullis_pool_jobs_total` | counter | `class`: verifications that reached a hash thread (one KDF derivation each; two for a principal holding two KDF hashes) |
+//! | `portcullis_hash_kernel_relative_time` | gauge | `prf`, `kernel`, `width`: time per derivation of each PBKDF2 kernel this CPU offers, measured at start-up, relative to the single stream (1.0; lower is faster) |
+//! | `portcullis_hash_kernel_selected` | gauge | `prf`, `kernel`: the kernel a saturated pool runs; the value is its batch width |
 //! | `portcullis_distributed_attacks_total` | counter | `kind` (`client`, `user`): a principal's failures came from many untrusted origins and its untrusted budget was cut (alert on its rate) |
 
 use std::time::Duration;
@@ -39,6 +41,8 @@ pub(crate) const STORE_ERRORS: &str = "portcullis_store_errors_total";
 pub(crate) const BAD_STORED_HASH: &str = "portcullis_bad_stored_hash_total";
 pub(crate) const DISTRIBUTED_ATTACKS: &str = "portcullis_distributed_attacks_total";
 pub(crate) const POOL_JOBS: &str = "portcullis_pool_jobs_total";
+pub(crate) const KERNEL_TIME: &str = "portcullis_hash_kernel_relative_time";
+pub(crate) const KERNEL_SELECTED: &str = "portcullis_hash_kernel_selected";
 
 #[cfg(test)]
 pub(crate) fn outcome_label(o: &Outcome) -> &'static str {
@@ -140,6 +144,27 @@ pub(crate) fn batch_size(n: usize) {
 
 pub(crate) fn pool_busy(n: usize) {
     metrics::gauge!(POOL_BUSY).set(n as f64);
+}
+
+/// Measure the PBKDF2 kernels of this CPU (once per process; tens of milliseconds) and
+/// publish the measurement and the choice.
+pub(crate) fn hash_kernels() {
+    use portcullis_hash::batch::calibration;
+    use portcullis_hash::pbkdf2::Prf;
+    for prf in [Prf::Sha1, Prf::Sha256, Prf::Sha512] {
+        let cal = calibration(prf);
+        for k in &cal.kernels {
+            metrics::gauge!(
+                KERNEL_TIME,
+                "prf" => prf.name(),
+                "kernel" => k.backend,
+                "width" => k.width.to_string()
+            )
+            .set(k.per_chain);
+        }
+        metrics::gauge!(KERNEL_SELECTED, "prf" => prf.name(), "kernel" => cal.best)
+            .set(cal.best_width as f64);
+    }
 }
 
 pub(crate) fn pool_threads(n: usize) {

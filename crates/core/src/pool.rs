@@ -115,6 +115,19 @@ impl Refusal {
 /// Longest a worker holds a partial batch waiting for more jobs of its parameters.
 const MAX_GATHER_WAIT: Duration = Duration::from_millis(5);
 
+/// The widest batch, up to `preferred`, whose run time (`time(k)` for `k` jobs) still fits
+/// in `slack`; at least 1 (a job alone is never held back by this).
+pub(crate) fn deadline_width(
+    preferred: usize,
+    slack: Duration,
+    time: impl Fn(usize) -> Duration,
+) -> usize {
+    (2..=preferred.max(1))
+        .take_while(|&k| time(k) <= slack)
+        .last()
+        .unwrap_or(1)
+}
+
 /// A unit of background work (rehash).
 pub(crate) type Background = Box<dyn FnOnce() + Send + 'static>;
 
@@ -146,6 +159,8 @@ struct Shared {
     in_service: AtomicUsize,
     hashes: AtomicU64,
     batches: AtomicU64,
+    /// The widest batch run so far: whether saturation reached the widest kernel.
+    largest_batch: AtomicUsize,
     shed: AtomicU64,
     times: Mutex<HashTimes>,
     codel: CodelConfig,
@@ -171,6 +186,7 @@ pub(crate) struct PoolStats {
     pub queued_background: usize,
     pub hashes: u64,
     pub batches: u64,
+    pub largest_batch: usize,
     pub shed: u64,
     pub median: Duration,
     pub target: Duration,
@@ -187,6 +203,9 @@ impl Pool {
         hook: Option<JobHook>,
     ) -> Result<Pool, CoreError> {
         let threads = config.resolved_pool_threads();
+        // Time the batch kernels now, before any traffic: the first batch would otherwise
+        // pay for it, and a measurement under load would be skewed.
+        metrics::hash_kernels();
         let s = config.shares;
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
@@ -208,6 +227,7 @@ impl Pool {
             in_service: AtomicUsize::new(0),
             hashes: AtomicU64::new(0),
             batches: AtomicU64::new(0),
+            largest_batch: AtomicUsize::new(0),
             shed: AtomicU64::new(0),
             times: Mutex::new(HashTimes::new(Duration::from_millis(
                 config.initial_hash_estimate_ms,
@@ -325,6 +345,7 @@ impl Pool {
             queued_background: bg,
             hashes: sh.hashes.load(Ordering::Relaxed),
             batches: sh.batches.load(Ordering::Relaxed),
+            largest_batch: sh.largest_batch.load(Ordering::Relaxed),
             shed: sh.shed.load(Ordering::Relaxed),
             median: sh.times.lock().median(),
             target: p.target,
@@ -462,7 +483,19 @@ impl Shared {
                 let only = Take::Only(first.1);
                 let mut batch = vec![first];
                 if let Some(key) = batch[0].0.key {
-                    let want = batch::preferred_batch(key.prf).max(1);
+                    // As wide as the kernel likes, but only as wide as the earliest
+                    // deadline in the batch allows: every job of a batch finishes when
+                    // the widest group does.
+                    let alone = {
+                        let t = self.times.lock();
+                        Duration::from_nanos(
+                            (t.single_ns_per_unit() * batch[0].0.cost as f64).min(1e18) as u64,
+                        )
+                    };
+                    let slack = batch[0].0.deadline.saturating_duration_since(now);
+                    let want = deadline_width(batch::preferred_batch(key.prf), slack, |k| {
+                        alone.mul_f64(batch::batch_time_factor(key.prf, k))
+                    });
                     // Batch only the work other idle workers could not start right away.
                     let spare = st.sched.len().saturating_sub(st.idle);
                     for _ in 0..(want - 1).min(spare) {
@@ -531,13 +564,20 @@ impl Shared {
         let outcome = catch_unwind(AssertUnwindSafe(|| self.compute(&batch)));
         let took = self.clock.now().saturating_duration_since(start);
         let total: u64 = batch.iter().map(|(j, _)| j.cost).sum();
-        self.times.lock().record(took, total, batch.len());
+        // How many single derivations' time this run took: the batch kernel's plan, or
+        // one after another when the jobs could not share a batch call.
+        let factor = match (&outcome, batch[0].0.key) {
+            (Ok((_, true)), Some(key)) => batch::batch_time_factor(key.prf, batch.len()),
+            _ => batch.len() as f64,
+        };
+        self.times.lock().record(took, total, batch.len(), factor);
         if batch.len() >= 2 {
             self.batches.fetch_add(1, Ordering::Relaxed);
         }
+        self.largest_batch.fetch_max(batch.len(), Ordering::Relaxed);
         metrics::batch_size(batch.len());
         let results = match outcome {
-            Ok(r) => r,
+            Ok((r, _)) => r,
             // A bug in a KDF must cost one answer, not a pool thread.
             Err(_) => vec![(None, true); batch.len()],
         };
@@ -559,14 +599,15 @@ impl Shared {
         }
     }
 
-    /// Derive and compare; `(matched index, error)` per job.
-    fn compute(&self, batch: &[(VerifyJob, Class)]) -> Vec<(Option<usize>, bool)> {
+    /// Derive and compare; `(matched index, error)` per job, and whether the jobs ran as
+    /// one batch call.
+    fn compute(&self, batch: &[(VerifyJob, Class)]) -> (Vec<(Option<usize>, bool)>, bool) {
         if batch.len() >= 2
             && let Some(r) = self.compute_batch(batch)
         {
-            return r;
+            return (r, true);
         }
-        batch
+        let results = batch
             .iter()
             .map(|(job, _)| {
                 let mut error = false;
@@ -580,7 +621,8 @@ impl Shared {
                 }
                 (None, error)
             })
-            .collect()
+            .collect();
+        (results, false)
     }
 
     /// One `batch::derive` call for jobs that each hold one PBKDF2 credential with the

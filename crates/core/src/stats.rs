@@ -23,10 +23,15 @@ pub(crate) struct HashTimes {
     per_unit: Vec<f64>,
     /// Cost units per job.
     job_costs: Vec<u64>,
+    /// Nanoseconds per cost unit of one job derived alone: a batch run's time divided by
+    /// its batch time factor ([`portcullis_hash::batch::batch_time_factor`]). What a job's
+    /// latency in a batch of any width is estimated from.
+    single_per_unit: Vec<f64>,
     next: usize,
     median_duration: Duration,
     median_per_unit: f64,
     median_job_cost: u64,
+    median_single_per_unit: f64,
 }
 
 impl HashTimes {
@@ -35,25 +40,32 @@ impl HashTimes {
             durations: Vec::with_capacity(WINDOW),
             per_unit: Vec::with_capacity(WINDOW),
             job_costs: Vec::with_capacity(WINDOW),
+            single_per_unit: Vec::with_capacity(WINDOW),
             next: 0,
             median_duration: initial,
             median_per_unit: initial.as_nanos() as f64 / REFERENCE_COST as f64,
             median_job_cost: REFERENCE_COST,
+            median_single_per_unit: initial.as_nanos() as f64 / REFERENCE_COST as f64,
         }
     }
 
-    /// Record one pool run: `took` for `jobs` jobs totalling `cost` units.
-    pub(crate) fn record(&mut self, took: Duration, cost: u64, jobs: usize) {
+    /// Record one pool run: `took` for `jobs` jobs totalling `cost` units, a run that
+    /// takes `factor` times as long as one of its jobs derived alone (1 for a single job,
+    /// the jobs' count when derived one after another).
+    pub(crate) fn record(&mut self, took: Duration, cost: u64, jobs: usize, factor: f64) {
         let per_unit = took.as_nanos() as f64 / cost.max(1) as f64;
         let job_cost = cost / jobs.max(1) as u64;
+        let single = took.as_nanos() as f64 / factor.max(1e-9) / job_cost.max(1) as f64;
         if self.durations.len() < WINDOW {
             self.durations.push(took);
             self.per_unit.push(per_unit);
             self.job_costs.push(job_cost);
+            self.single_per_unit.push(single);
         } else {
             self.durations[self.next] = took;
             self.per_unit[self.next] = per_unit;
             self.job_costs[self.next] = job_cost;
+            self.single_per_unit[self.next] = single;
         }
         self.next = (self.next + 1) % WINDOW;
         let mut d = self.durations.clone();
@@ -65,6 +77,15 @@ impl HashTimes {
         let mut c = self.job_costs.clone();
         c.sort_unstable();
         self.median_job_cost = c[c.len() / 2].max(1);
+        let mut u = self.single_per_unit.clone();
+        u.sort_unstable_by(f64::total_cmp);
+        self.median_single_per_unit = u[u.len() / 2];
+    }
+
+    /// Median nanoseconds per cost unit of one job derived alone (its latency, where
+    /// [`HashTimes::ns_per_unit`] is the pool's throughput).
+    pub(crate) fn single_ns_per_unit(&self) -> f64 {
+        self.median_single_per_unit
     }
 
     /// Median cost units of one job (what an unknown principal's job would have cost).
@@ -165,15 +186,17 @@ mod tests {
         let mut h = HashTimes::new(Duration::from_millis(250));
         assert_eq!(h.median(), Duration::from_millis(250));
         for ms in [10, 30, 20] {
-            h.record(Duration::from_millis(ms), 1000, 1);
+            h.record(Duration::from_millis(ms), 1000, 1, 1.0);
         }
         assert_eq!(h.median(), Duration::from_millis(20));
         assert!((h.ns_per_unit() - 20_000.0).abs() < 1e-6);
         for _ in 0..WINDOW {
-            h.record(Duration::from_millis(100), 1000, 2);
+            h.record(Duration::from_millis(100), 1000, 2, 2.0);
         }
         assert_eq!(h.median(), Duration::from_millis(100));
         assert_eq!(h.job_cost(), 500);
+        // Two jobs in a run as long as two single derivations: each alone takes 50 ms.
+        assert!((h.single_ns_per_unit() - 100_000.0).abs() < 1e-6);
     }
 
     #[test]

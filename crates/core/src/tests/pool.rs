@@ -271,6 +271,106 @@ async fn issue_4_same_parameter_jobs_share_a_batch_call_when_queued() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_17_saturated_pool_runs_the_widest_batch() {
+    // One worker, held on its first job while two full batches and one more job queue
+    // up; released, it must gather as many as the widest (fastest per job) kernel takes.
+    let preferred = portcullis_hash::batch::preferred_batch(Prf::Sha256);
+    let cal = portcullis_hash::batch::calibration(Prf::Sha256);
+    eprintln!(
+        "issue 17: pbkdf2-sha256 kernels on this CPU {:?}; widest batch {preferred} on {}",
+        cal.kernels.iter().map(|k| k.backend).collect::<Vec<_>>(),
+        cal.best
+    );
+    let n = 2 * preferred + 2;
+    let mut c = config();
+    c.pool_threads = 1;
+    c.throttle.distributed_origins = 0;
+    let (started_tx, started_rx) = std::sync::mpsc::channel::<()>();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let (go_rx, started_tx) = (Mutex::new(go_rx), Mutex::new(started_tx));
+    let hook: JobHook = Arc::new(move || {
+        let _ = started_tx.lock().send(());
+        let _ = go_rx.lock().recv();
+    });
+    let h = Harness::with(c, policy(1000), Some(hook));
+    for i in 0..n {
+        h.source.add(
+            PrincipalKind::User,
+            &format!("u{i}"),
+            vec![phc(&format!("pw{i}"), 1000)],
+        );
+    }
+    let mut tasks = Vec::new();
+    for i in 0..n {
+        let v = h.v.clone();
+        let secret = if i % 3 == 0 {
+            "nope".into()
+        } else {
+            format!("pw{i}")
+        };
+        let a = h.attempt(
+            &format!("u{i}"),
+            &secret,
+            &format!("10.{}.{}.1", i / 200, i % 200),
+        );
+        tasks.push(tokio::spawn(async move { v.verify(a).await }));
+        if i == 0 {
+            started_rx.recv().unwrap();
+        }
+    }
+    while h.v.snapshot().queued < n - 1 {
+        tokio::task::yield_now().await;
+    }
+    for _ in 0..n {
+        go_tx.send(()).unwrap();
+    }
+    for (i, t) in tasks.into_iter().enumerate() {
+        let o = t.await.unwrap();
+        if i % 3 == 0 {
+            assert_eq!(o, Outcome::Rejected, "u{i}");
+        } else {
+            assert!(matches!(o, Outcome::Accepted { .. }), "u{i}: {o:?}");
+        }
+    }
+    let s = h.v.snapshot();
+    assert_eq!(s.hashes_computed, n as u64);
+    assert_eq!(s.largest_batch, preferred, "{s:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_17_lone_requests_on_an_idle_pool_run_alone() {
+    // However wide the kernels, a request that finds the pool idle is derived alone:
+    // a batch would only make it wait for lanes nobody fills.
+    let h = Harness::new(config());
+    h.source
+        .add(PrincipalKind::User, "alice", vec![phc("right", 1000)]);
+    for i in 0..6 {
+        let secret = if i % 2 == 0 { "right" } else { "wrong" };
+        let o = h.v.verify(h.attempt("alice", secret, "10.0.0.1")).await;
+        assert_eq!(matches!(o, Outcome::Accepted { .. }), i % 2 == 0, "{o:?}");
+    }
+    let s = h.v.snapshot();
+    assert_eq!(s.hashes_computed, 6);
+    assert_eq!((s.batches, s.largest_batch), (0, 1), "{s:?}");
+}
+
+#[test]
+fn issue_17_batches_widen_only_as_far_as_the_deadline_allows() {
+    use crate::pool::deadline_width;
+    // A run of k jobs takes as long as 1 + k/4 single derivations of 100 ms.
+    let time = |k: usize| Duration::from_millis(100) * (4 + k as u32) / 4;
+    assert_eq!(deadline_width(16, Duration::from_secs(10), time), 16);
+    // 500 ms of slack: k = 16 (500 ms) fits exactly, k = 17 would not be offered.
+    assert_eq!(deadline_width(16, Duration::from_millis(500), time), 16);
+    assert_eq!(deadline_width(16, Duration::from_millis(300), time), 8);
+    // Not even a pair fits: the job runs alone, never refused here.
+    assert_eq!(deadline_width(16, Duration::from_millis(120), time), 1);
+    assert_eq!(deadline_width(16, Duration::ZERO, time), 1);
+    assert_eq!(deadline_width(1, Duration::from_secs(10), time), 1);
+    assert_eq!(deadline_width(0, Duration::from_secs(10), time), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_5_drain_waits_for_queued_rehash_to_reach_the_store() {
     // The verification passes through the hook; the rehash job that follows it parks
     // in the hook until the test releases it, so it is still on the pool when the

@@ -105,6 +105,8 @@ pub struct PoolSnapshot {
     pub hashes_computed: u64,
     /// Batch-kernel calls with two or more derivations.
     pub batches: u64,
+    /// The most derivations one pool run has gathered so far (1 until a batch forms).
+    pub largest_batch: usize,
     /// Cheap (peppered HMAC, salted SHA) verifications done inline.
     pub cheap_verifications: u64,
     /// Jobs shed by admission control (at enqueue or dequeue).
@@ -359,6 +361,7 @@ impl Verifier {
             in_flight: i.in_flight.load(Ordering::Relaxed),
             hashes_computed: p.hashes,
             batches: p.batches,
+            largest_batch: p.largest_batch,
             cheap_verifications: i.counts.cheap.load(Ordering::Relaxed),
             shed: p.shed,
             throttled: i.counts.throttled.load(Ordering::Relaxed),

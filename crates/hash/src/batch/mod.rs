@@ -33,15 +33,23 @@
 //!
 //! CPU features are detected once per call. The kernels on x86-64 (all in `crate::arch`):
 //! SHA-1 and SHA-256 with SHA-NI at 1, 2, 3 or 4 interleaved chains (more spill the
-//! sixteen xmm registers the SHA instructions can use); SHA-512 with AVX-512 (8 lanes) or
-//! AVX2 (4 lanes); and the single-stream loop of [`crate::pbkdf2`] for one chain. Chains
-//! are split into groups by a small dynamic program over measured relative costs per
-//! group, so that, for example, five SHA-256 chains run as 3 + 2 rather than 4 + 1, and a
-//! single SHA-512 chain runs on the scalar loop rather than in one lane of eight. Without
-//! any of these CPU features every chain runs the single-stream loop.
+//! sixteen xmm registers the SHA instructions can use), and with AVX-512 (16 lanes) or
+//! AVX2 (8 lanes); SHA-512 with AVX-512 (8 lanes) or AVX2 (4 lanes); and the
+//! single-stream loop of [`crate::pbkdf2`] for one chain. Chains are split into groups by
+//! a small dynamic program over relative costs per group, so that, for example, five
+//! SHA-256 chains run as 3 + 2 rather than 4 + 1, and a single SHA-512 chain runs on the
+//! scalar loop rather than in one lane of eight. Without any of these CPU features every
+//! chain runs the single-stream loop.
+//!
+//! The costs are measured on the running CPU ([`calibrate`]), once per process and PRF:
+//! how much SHA-NI interleaving gains (1.3x on recent Intel cores, 2x on Zen 5) and how
+//! fast wide vectors are differ too much between CPUs for any fixed table.
 
+mod calibrate;
 pub(crate) mod chain;
 pub(crate) mod sha;
+
+pub use calibrate::{Calibration, KernelCost, calibration};
 
 use chain::Chain;
 use sha::{Hash, Sha1, Sha256, Sha512};
@@ -86,21 +94,40 @@ pub fn derive(prf: Prf, iterations: u32, jobs: &mut [Job<'_>]) {
 /// derivations per second on this CPU (1 means batching does not help). Counted for jobs
 /// whose output is at most one digest long (one chain each), as stored hashes are.
 pub fn preferred_batch(prf: Prf) -> usize {
+    best_item(menu_of(prf)).map_or(1, |o| o.width)
+}
+
+/// The time [`derive`] takes for `n` one-chain jobs of `prf`, in units of one
+/// single-stream derivation (its plan's summed group costs; 1.0 for one job). What a
+/// caller needs to know whether a wider batch still meets a deadline.
+pub fn batch_time_factor(prf: Prf, n: usize) -> f64 {
+    let menu = menu_of(prf);
+    let cost: u64 = plan(menu, n)
+        .iter()
+        .filter_map(|(k, _)| menu.iter().find(|o| o.kernel == *k))
+        .map(|o| u64::from(o.cost))
+        .sum();
+    cost as f64 / f64::from(SINGLE_COST)
+}
+
+/// The calibrated menu of `prf` on this CPU.
+fn menu_of(prf: Prf) -> &'static [MenuItem] {
     let cpu = Cpu::detect();
-    let menu = match prf {
+    match prf {
         Prf::Sha1 => Sha1::menu(&cpu),
         Prf::Sha256 => Sha256::menu(&cpu),
         Prf::Sha512 => Sha512::menu(&cpu),
-    };
-    // The width with the lowest cost per chain; ties go to the narrower kernel (less
-    // waiting to fill a batch for the same throughput).
-    menu.iter()
-        .min_by(|x, y| {
-            (u64::from(x.cost) * y.width as u64)
-                .cmp(&(u64::from(y.cost) * x.width as u64))
-                .then(x.width.cmp(&y.width))
-        })
-        .map_or(1, |o| o.width)
+    }
+}
+
+/// The kernel with the lowest cost per chain; ties go to the narrower kernel (less
+/// waiting to fill a batch for the same throughput).
+fn best_item(menu: &[MenuItem]) -> Option<&MenuItem> {
+    menu.iter().min_by(|x, y| {
+        (u64::from(x.cost) * y.width as u64)
+            .cmp(&(u64::from(y.cost) * x.width as u64))
+            .then(x.width.cmp(&y.width))
+    })
 }
 
 /// A code path to force for every chain of a batch (tests and benchmarks cover each one
@@ -134,11 +161,15 @@ pub enum Backend {
     Avx2X4,
     /// SHA-512, AVX-512, eight lanes.
     Avx512X8,
+    /// SHA-1/SHA-256, AVX2, eight lanes.
+    Avx2X8,
+    /// SHA-1/SHA-256, AVX-512, sixteen lanes.
+    Avx512X16,
 }
 
 impl Backend {
     /// Every backend, for iteration in tests and benchmarks.
-    pub const ALL: [Backend; 12] = [
+    pub const ALL: [Backend; 14] = [
         Backend::Single,
         Backend::Scalar,
         Backend::ShaNiX1,
@@ -151,6 +182,8 @@ impl Backend {
         Backend::ShaNiSseX4,
         Backend::Avx2X4,
         Backend::Avx512X8,
+        Backend::Avx2X8,
+        Backend::Avx512X16,
     ];
 
     /// Short name for reports.
@@ -168,6 +201,8 @@ impl Backend {
             Backend::ShaNiSseX4 => "shani-sse-x4",
             Backend::Avx2X4 => "avx2-x4",
             Backend::Avx512X8 => "avx512-x8",
+            Backend::Avx2X8 => "avx2-x8",
+            Backend::Avx512X16 => "avx512-x16",
         }
     }
 
@@ -183,8 +218,10 @@ impl Backend {
             Backend::ShaNiSseX2 => Kernel::ShaNiBaseline(2),
             Backend::ShaNiSseX3 => Kernel::ShaNiBaseline(3),
             Backend::ShaNiSseX4 => Kernel::ShaNiBaseline(4),
-            Backend::Avx2X4 => Kernel::Avx2,
-            Backend::Avx512X8 => Kernel::Avx512,
+            Backend::Avx2X4 => Kernel::Avx2X4,
+            Backend::Avx512X8 => Kernel::Avx512X8,
+            Backend::Avx2X8 => Kernel::Avx2X8,
+            Backend::Avx512X16 => Kernel::Avx512X16,
         }
     }
 }
@@ -254,21 +291,9 @@ pub fn derive_on(
 /// group, in order (benchmark reports).
 #[doc(hidden)]
 pub fn plan_for(prf: Prf, chains: usize) -> Vec<(Backend, usize)> {
-    let cpu = Cpu::detect();
-    let menu = match prf {
-        Prf::Sha1 => Sha1::menu(&cpu),
-        Prf::Sha256 => Sha256::menu(&cpu),
-        Prf::Sha512 => Sha512::menu(&cpu),
-    };
-    plan(&menu, chains)
+    plan(menu_of(prf), chains)
         .into_iter()
-        .map(|(k, n)| {
-            let b = Backend::ALL
-                .into_iter()
-                .find(|b| b.kernel() == k)
-                .unwrap_or(Backend::Single);
-            (b, n)
-        })
+        .map(|(k, n)| (k.backend(), n))
         .collect()
 }
 
@@ -283,20 +308,41 @@ enum Kernel {
     ShaNi(usize),
     /// SHA-NI with this many interleaved chains (1..=4), baseline build.
     ShaNiBaseline(usize),
-    /// AVX2, four 64-bit lanes.
-    Avx2,
-    /// AVX-512, eight 64-bit lanes.
-    Avx512,
+    /// AVX2, four 64-bit lanes (SHA-512).
+    Avx2X4,
+    /// AVX-512, eight 64-bit lanes (SHA-512).
+    Avx512X8,
+    /// AVX2, eight 32-bit lanes (SHA-1, SHA-256).
+    Avx2X8,
+    /// AVX-512, sixteen 32-bit lanes (SHA-1, SHA-256).
+    Avx512X16,
+}
+
+impl Kernel {
+    /// The forced backend that runs this kernel.
+    fn backend(self) -> Backend {
+        Backend::ALL
+            .into_iter()
+            .find(|b| b.kernel() == self)
+            .unwrap_or(Backend::Single)
+    }
 }
 
 /// One entry of a hash's menu on this CPU: a kernel, its lanes, and the relative time of
-/// one PBKDF2 iteration of a (full or padded) group.
+/// one PBKDF2 iteration of a (full or padded) group, in units where the single stream's
+/// one chain is [`SINGLE_COST`].
 #[derive(Debug, Clone, Copy)]
 struct MenuItem {
     kernel: Kernel,
     width: usize,
     cost: u32,
+    /// The measured nanoseconds per iteration of a full group (reports only).
+    ns: f64,
 }
+
+/// The cost of one single-stream chain: the unit of [`MenuItem::cost`]. Fine enough that
+/// a 16-lane group of a slow vector kernel still has a distinct integer cost.
+const SINGLE_COST: u32 = 1000;
 
 /// The CPU's kernels, detected once per call.
 #[derive(Debug, Clone, Copy, Default)]
@@ -309,17 +355,27 @@ struct Cpu {
     avx2: Option<crate::arch::x86_64::sha512_avx2_x4::LanesFn>,
     #[cfg(target_arch = "x86_64")]
     avx512: Option<crate::arch::x86_64::sha512_avx512_x8::LanesFn>,
+    /// SHA-1 and SHA-256 in sixteen 32-bit lanes (AVX-512).
+    #[cfg(target_arch = "x86_64")]
+    lanes16: Option<crate::arch::x86_64::lanes32::Kernels>,
+    /// SHA-1 and SHA-256 in eight 32-bit lanes (AVX2).
+    #[cfg(target_arch = "x86_64")]
+    lanes8: Option<crate::arch::x86_64::lanes32::Kernels>,
 }
 
 impl Cpu {
     #[cfg(target_arch = "x86_64")]
     fn detect() -> Self {
-        use crate::arch::x86_64::{sha1_ni_x4, sha256_ni_x4, sha512_avx2_x4, sha512_avx512_x8};
+        use crate::arch::x86_64::{
+            sha_avx2_x8, sha_avx512_x16, sha1_ni_x4, sha256_ni_x4, sha512_avx2_x4, sha512_avx512_x8,
+        };
         Cpu {
             sha1_ni: sha1_ni_x4::detect(),
             sha256_ni: sha256_ni_x4::detect(),
             avx2: sha512_avx2_x4::detect(),
             avx512: sha512_avx512_x8::detect(),
+            lanes16: sha_avx512_x16::detect(),
+            lanes8: sha_avx2_x8::detect(),
         }
     }
 
@@ -329,41 +385,22 @@ impl Cpu {
     }
 }
 
-/// Relative cost of one iteration of a group, in units of one single-stream chain
-/// iteration (= 100). Measured on the development machine (AMD EPYC, Zen 4, one core,
-/// release build; see ARCHITECTURE.md, "Batch kernel"). Other CPUs differ in the numbers
-/// but not in the shape (wider groups cost less per chain, up to the register limit),
-/// and a wrong entry only costs speed, never correctness.
-mod costs {
-    /// SHA-1 with SHA-NI, 1..=4 chains (measured 1.74x, 1.99x, 2.06x the single stream).
-    pub(super) const SHA1_NI: [u32; 4] = [100, 115, 151, 194];
-    /// SHA-256 with SHA-NI, 1..=4 chains (measured 1.88x, 2.22x, 2.29x).
-    pub(super) const SHA256_NI: [u32; 4] = [100, 106, 135, 175];
-    /// SHA-512, eight lanes of AVX-512 (4.8x the scalar single stream).
-    pub(super) const SHA512_AVX512: u32 = 167;
-    /// SHA-512, four lanes of AVX2 (2.2x).
-    pub(super) const SHA512_AVX2: u32 = 179;
-}
-
 /// A hash with lane kernels: what this CPU offers for it and how to run a group.
 trait Lanes: Hash {
-    /// The kernels this CPU offers for this hash, with costs.
-    fn menu(cpu: &Cpu) -> Vec<MenuItem>;
+    /// The kernels this CPU offers the planner for this hash, with their widths; the
+    /// single stream first. (Forced runs may use a few more, see [`Lanes::has`].)
+    fn offered(cpu: &Cpu) -> Vec<(Kernel, usize)>;
     /// Run PBKDF2 iterations 2..=c on `chains` with `kernel`.
     fn run(cpu: &Cpu, kernel: Kernel, chains: &mut [Chain<Self>], iterations: u32);
-    /// Whether this CPU offers `kernel` for this hash.
-    fn has(cpu: &Cpu, kernel: Kernel) -> bool {
-        matches!(kernel, Kernel::Single | Kernel::Scalar)
-            || Self::menu(cpu).iter().any(|o| o.kernel == kernel)
+    /// Whether this CPU offers `kernel` for this hash (planned or forced).
+    fn has(cpu: &Cpu, kernel: Kernel) -> bool;
+    /// Where this hash's calibrated menu is kept for the process.
+    fn table() -> &'static std::sync::OnceLock<Vec<MenuItem>>;
+    /// The offered kernels with their measured costs (measured on first use).
+    fn menu(cpu: &Cpu) -> &'static [MenuItem] {
+        Self::table().get_or_init(|| calibrate::measure::<Self>(cpu))
     }
 }
-
-/// The always-available single-chain entry.
-const SINGLE: MenuItem = MenuItem {
-    kernel: Kernel::Single,
-    width: 1,
-    cost: 100,
-};
 
 /// Run one chain at a time on the single-stream loop.
 fn run_single<H: Hash>(portable: bool, chains: &mut [Chain<H>], iterations: u32) {
@@ -373,146 +410,126 @@ fn run_single<H: Hash>(portable: bool, chains: &mut [Chain<H>], iterations: u32)
     }
 }
 
-/// SHA-NI menu: the single-stream loop for one chain, 2..=4 interleaved otherwise.
-fn shani_menu(costs: [u32; 4]) -> Vec<MenuItem> {
-    let mut menu = vec![SINGLE];
-    for (i, cost) in costs.into_iter().enumerate().skip(1) {
-        menu.push(MenuItem {
-            kernel: Kernel::ShaNi(i + 1),
-            width: i + 1,
-            cost,
-        });
+/// What a CPU offers SHA-1 or SHA-256 (32-bit words): SHA-NI at 2..=4 interleaved chains
+/// (one chain is the single stream's job) and 32-bit vector lanes.
+#[cfg(target_arch = "x86_64")]
+fn offered32(shani: bool, cpu: &Cpu) -> Vec<(Kernel, usize)> {
+    let mut menu = vec![(Kernel::Single, 1)];
+    if shani {
+        menu.extend((2..=4).map(|n| (Kernel::ShaNi(n), n)));
     }
-    // ShaNi(1) is offered to forced runs only (`has`); it never beats `Single`.
+    if let Some(k) = cpu.lanes16 {
+        menu.push((Kernel::Avx512X16, k.lanes));
+    }
+    if let Some(k) = cpu.lanes8 {
+        menu.push((Kernel::Avx2X8, k.lanes));
+    }
     menu
 }
 
-impl Lanes for Sha1 {
-    fn menu(cpu: &Cpu) -> Vec<MenuItem> {
+/// Whether a CPU offers `kernel` for SHA-1 or SHA-256.
+fn has32(shani: bool, cpu: &Cpu, kernel: Kernel) -> bool {
+    match kernel {
+        Kernel::Single | Kernel::Scalar => true,
+        Kernel::ShaNi(n) | Kernel::ShaNiBaseline(n) => shani && (1..=4).contains(&n),
         #[cfg(target_arch = "x86_64")]
-        if cpu.sha1_ni.is_some() {
-            return shani_menu(costs::SHA1_NI);
+        Kernel::Avx512X16 => cpu.lanes16.is_some(),
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx2X8 => cpu.lanes8.is_some(),
+        _ => {
+            let _ = cpu;
+            false
         }
-        let _ = cpu;
-        vec![SINGLE]
-    }
-
-    fn has(cpu: &Cpu, kernel: Kernel) -> bool {
-        match kernel {
-            Kernel::Single | Kernel::Scalar => true,
-            #[cfg(target_arch = "x86_64")]
-            Kernel::ShaNi(n) | Kernel::ShaNiBaseline(n) => {
-                cpu.sha1_ni.is_some() && (1..=4).contains(&n)
-            }
-            _ => false,
-        }
-    }
-
-    fn run(cpu: &Cpu, kernel: Kernel, chains: &mut [Chain<Self>], iterations: u32) {
-        match kernel {
-            #[cfg(target_arch = "x86_64")]
-            Kernel::ShaNi(n @ 1..=4) if cpu.sha1_ni.is_some() => {
-                if let Some(k) = cpu.sha1_ni {
-                    k.best[n - 1](chains, iterations);
-                }
-            }
-            #[cfg(target_arch = "x86_64")]
-            Kernel::ShaNiBaseline(n @ 1..=4) if cpu.sha1_ni.is_some() => {
-                if let Some(k) = cpu.sha1_ni {
-                    k.baseline[n - 1](chains, iterations);
-                }
-            }
-            Kernel::Scalar => run_single(true, chains, iterations),
-            _ => run_single(false, chains, iterations),
-        }
-        let _ = cpu;
     }
 }
 
-impl Lanes for Sha256 {
-    fn menu(cpu: &Cpu) -> Vec<MenuItem> {
-        #[cfg(target_arch = "x86_64")]
-        if cpu.sha256_ni.is_some() {
-            return shani_menu(costs::SHA256_NI);
-        }
-        let _ = cpu;
-        vec![SINGLE]
-    }
-
-    fn has(cpu: &Cpu, kernel: Kernel) -> bool {
-        match kernel {
-            Kernel::Single | Kernel::Scalar => true,
-            #[cfg(target_arch = "x86_64")]
-            Kernel::ShaNi(n) | Kernel::ShaNiBaseline(n) => {
-                cpu.sha256_ni.is_some() && (1..=4).contains(&n)
-            }
-            _ => false,
-        }
-    }
-
-    fn run(cpu: &Cpu, kernel: Kernel, chains: &mut [Chain<Self>], iterations: u32) {
-        match kernel {
-            #[cfg(target_arch = "x86_64")]
-            Kernel::ShaNi(n @ 1..=4) if cpu.sha256_ni.is_some() => {
-                if let Some(k) = cpu.sha256_ni {
-                    k.best[n - 1](chains, iterations);
+/// Implements [`Lanes`] for a 32-bit-word hash: `$ni` is its SHA-NI field of [`Cpu`],
+/// `$vec` its entry in the 32-bit lane kernels.
+macro_rules! lanes32_impl {
+    ($hash:ty, $ni:ident, $vec:ident) => {
+        impl Lanes for $hash {
+            fn offered(cpu: &Cpu) -> Vec<(Kernel, usize)> {
+                #[cfg(target_arch = "x86_64")]
+                return offered32(cpu.$ni.is_some(), cpu);
+                #[cfg(not(target_arch = "x86_64"))]
+                {
+                    let _ = cpu;
+                    vec![(Kernel::Single, 1)]
                 }
             }
-            #[cfg(target_arch = "x86_64")]
-            Kernel::ShaNiBaseline(n @ 1..=4) if cpu.sha256_ni.is_some() => {
-                if let Some(k) = cpu.sha256_ni {
-                    k.baseline[n - 1](chains, iterations);
-                }
+
+            fn has(cpu: &Cpu, kernel: Kernel) -> bool {
+                #[cfg(target_arch = "x86_64")]
+                let shani = cpu.$ni.is_some();
+                #[cfg(not(target_arch = "x86_64"))]
+                let shani = false;
+                has32(shani, cpu, kernel)
             }
-            Kernel::Scalar => run_single(true, chains, iterations),
-            _ => run_single(false, chains, iterations),
+
+            fn table() -> &'static std::sync::OnceLock<Vec<MenuItem>> {
+                static TABLE: std::sync::OnceLock<Vec<MenuItem>> = std::sync::OnceLock::new();
+                &TABLE
+            }
+
+            fn run(cpu: &Cpu, kernel: Kernel, chains: &mut [Chain<Self>], iterations: u32) {
+                #[cfg(target_arch = "x86_64")]
+                match (kernel, cpu.$ni, cpu.lanes16, cpu.lanes8) {
+                    (Kernel::ShaNi(n @ 1..=4), Some(k), _, _) => {
+                        return k.best[n - 1](chains, iterations);
+                    }
+                    (Kernel::ShaNiBaseline(n @ 1..=4), Some(k), _, _) => {
+                        return k.baseline[n - 1](chains, iterations);
+                    }
+                    (Kernel::Avx512X16, _, Some(k), _) => return (k.$vec)(chains, iterations),
+                    (Kernel::Avx2X8, _, _, Some(k)) => return (k.$vec)(chains, iterations),
+                    _ => {}
+                }
+                let _ = cpu;
+                run_single(kernel == Kernel::Scalar, chains, iterations);
+            }
         }
-        let _ = cpu;
-    }
+    };
 }
+
+lanes32_impl!(Sha1, sha1_ni, sha1);
+lanes32_impl!(Sha256, sha256_ni, sha256);
 
 impl Lanes for Sha512 {
-    fn menu(cpu: &Cpu) -> Vec<MenuItem> {
-        let mut menu = vec![SINGLE];
+    fn offered(cpu: &Cpu) -> Vec<(Kernel, usize)> {
+        let mut menu = vec![(Kernel::Single, 1)];
         #[cfg(target_arch = "x86_64")]
         {
             if cpu.avx512.is_some() {
-                menu.push(MenuItem {
-                    kernel: Kernel::Avx512,
-                    width: 8,
-                    cost: costs::SHA512_AVX512,
-                });
+                menu.push((Kernel::Avx512X8, 8));
             }
             if cpu.avx2.is_some() {
-                menu.push(MenuItem {
-                    kernel: Kernel::Avx2,
-                    width: 4,
-                    cost: costs::SHA512_AVX2,
-                });
+                menu.push((Kernel::Avx2X4, 4));
             }
         }
         let _ = cpu;
         menu
     }
 
+    fn has(cpu: &Cpu, kernel: Kernel) -> bool {
+        matches!(kernel, Kernel::Single | Kernel::Scalar)
+            || Self::offered(cpu).iter().any(|o| o.0 == kernel)
+    }
+
+    fn table() -> &'static std::sync::OnceLock<Vec<MenuItem>> {
+        static TABLE: std::sync::OnceLock<Vec<MenuItem>> = std::sync::OnceLock::new();
+        &TABLE
+    }
+
     fn run(cpu: &Cpu, kernel: Kernel, chains: &mut [Chain<Self>], iterations: u32) {
-        match kernel {
-            #[cfg(target_arch = "x86_64")]
-            Kernel::Avx512 if cpu.avx512.is_some() => {
-                if let Some(k) = cpu.avx512 {
-                    k(chains, iterations);
-                }
+        #[cfg(target_arch = "x86_64")]
+        match (kernel, cpu.avx512, cpu.avx2) {
+            (Kernel::Avx512X8, Some(k), _) | (Kernel::Avx2X4, _, Some(k)) => {
+                return k(chains, iterations);
             }
-            #[cfg(target_arch = "x86_64")]
-            Kernel::Avx2 if cpu.avx2.is_some() => {
-                if let Some(k) = cpu.avx2 {
-                    k(chains, iterations);
-                }
-            }
-            Kernel::Scalar => run_single(true, chains, iterations),
-            _ => run_single(false, chains, iterations),
+            _ => {}
         }
         let _ = cpu;
+        run_single(kernel == Kernel::Scalar, chains, iterations);
     }
 }
 
@@ -552,7 +569,7 @@ fn derive_as<H: Lanes>(cpu: &Cpu, forced: Option<Kernel>, iterations: u32, jobs:
         Some(kernel) => H::run(cpu, kernel, &mut chains, iterations),
         None => {
             let mut rest = &mut chains[..];
-            for (kernel, take) in plan(&H::menu(cpu), rest.len()) {
+            for (kernel, take) in plan(H::menu(cpu), rest.len()) {
                 let (group, tail) = rest.split_at_mut(take);
                 H::run(cpu, kernel, group, iterations);
                 rest = tail;

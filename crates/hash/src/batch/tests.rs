@@ -8,8 +8,8 @@ use rand::{Rng, RngCore, SeedableRng};
 use super::*;
 use crate::pbkdf2::pbkdf2_hmac;
 
-/// Widest kernel is 8 lanes; 17 covers two full groups and a remainder.
-const MAX_BATCH: usize = 17;
+/// Widest kernel is 16 lanes; 33 covers two full groups and a remainder.
+const MAX_BATCH: usize = 33;
 
 fn reference(prf: Prf, password: &[u8], salt: &[u8], iterations: u32, out: &mut [u8]) {
     match prf {
@@ -252,11 +252,15 @@ fn issue_3_cpu_kernels_are_offered_and_planned() {
         }
     }
     if std::arch::is_x86_feature_detected!("avx512f") {
+        for prf in [Prf::Sha1, Prf::Sha256] {
+            assert!(backends(prf).contains(&Backend::Avx512X16), "{prf:?}");
+        }
         assert!(backends(Prf::Sha512).contains(&Backend::Avx512X8));
         assert_eq!(preferred_batch(Prf::Sha512), 8);
         assert_eq!(plan_for(Prf::Sha512, 8), vec![(Backend::Avx512X8, 8)]);
     }
     if std::arch::is_x86_feature_detected!("avx2") {
+        assert!(backends(Prf::Sha256).contains(&Backend::Avx2X8));
         assert!(backends(Prf::Sha512).contains(&Backend::Avx2X4));
     }
 }
@@ -274,6 +278,8 @@ fn issue_3_unavailable_backend_is_an_error() {
     assert!(derive_on(Backend::ShaNiX4, Prf::Sha512, 1, &mut jobs).is_err());
     assert!(!backends(Prf::Sha512).contains(&Backend::ShaNiX2));
     assert!(!backends(Prf::Sha1).contains(&Backend::Avx2X4));
+    assert!(derive_on(Backend::Avx512X16, Prf::Sha512, 1, &mut jobs).is_err());
+    assert!(!backends(Prf::Sha512).contains(&Backend::Avx2X8));
 }
 
 /// The planner finds the cheapest split, checked against exhaustive search.
@@ -288,29 +294,28 @@ fn issue_3_plan_is_optimal() {
             .min()
             .unwrap_or(u64::MAX)
     }
+    let item = |kernel, width, cost| MenuItem {
+        kernel,
+        width,
+        cost,
+        ns: 0.0,
+    };
+    let single = item(Kernel::Single, 1, SINGLE_COST);
     let menus = [
-        shani_menu(costs::SHA256_NI),
         vec![
-            SINGLE,
-            MenuItem {
-                kernel: Kernel::Avx512,
-                width: 8,
-                cost: 244,
-            },
-            MenuItem {
-                kernel: Kernel::Avx2,
-                width: 4,
-                cost: 289,
-            },
+            single,
+            item(Kernel::ShaNi(2), 2, 1060),
+            item(Kernel::ShaNi(3), 3, 1350),
+            item(Kernel::ShaNi(4), 4, 1750),
+            item(Kernel::Avx512X16, 16, 5400),
+            item(Kernel::Avx2X8, 8, 6100),
         ],
         vec![
-            SINGLE,
-            MenuItem {
-                kernel: Kernel::ShaNi(3),
-                width: 3,
-                cost: 150,
-            },
+            single,
+            item(Kernel::Avx512X8, 8, 2440),
+            item(Kernel::Avx2X4, 4, 2890),
         ],
+        vec![single, item(Kernel::ShaNi(3), 3, 1500)],
     ];
     for menu in &menus {
         for n in 0..=20 {

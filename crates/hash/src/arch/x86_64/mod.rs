@@ -5,10 +5,13 @@ pub(crate) mod sha256_ni;
 pub(crate) mod sha512_bmi2;
 pub(crate) mod sha512_vl;
 // Multi-buffer (batch) kernels, used by `crate::batch`.
+pub(crate) mod lanes32;
 pub(crate) mod sha1_ni_x4;
 pub(crate) mod sha256_ni_x4;
 pub(crate) mod sha512_avx2_x4;
 pub(crate) mod sha512_avx512_x8;
+pub(crate) mod sha_avx2_x8;
+pub(crate) mod sha_avx512_x16;
 
 /// Whether this CPU has SHA-NI and the SSE levels our SHA-NI code also uses.
 pub(crate) fn has_sha_ni() -> bool {

@@ -1,0 +1,130 @@
+//! Per-CPU kernel costs: the planner's menu measured on the running CPU.
+//!
+//! Which kernel gives the most derivations per second depends on the core, not just on its
+//! feature flags: four SHA-NI chains give 1.25x one chain on an Intel Xeon (model 167) and
+//! about 2x on Zen 5, and sixteen AVX-512 lanes beat both on the Xeon but not necessarily
+//! on a core that splits 512-bit operations in two. So the first use of a PRF in a process
+//! times every kernel the CPU offers for it on a full group, a few thousand iterations at
+//! a time (about a millisecond each), five rounds in turn, and keeps each kernel's fastest
+//! round: interference from the other core only ever makes a round slower. The whole
+//! measurement takes 10 to 40 ms per PRF; [`calibration`] runs it eagerly (the server does
+//! at start-up, before it takes traffic) and reports it.
+//!
+//! Costs are relative to the single-stream loop on one chain ([`SINGLE_COST`]), which is
+//! always on the menu, so the planner never prefers a kernel that measured slower than
+//! running the chains one after another.
+
+use std::time::Instant;
+
+use super::chain::Chain;
+use super::{Backend, Cpu, Kernel, Lanes, MenuItem, SINGLE_COST, best_item};
+use crate::pbkdf2::Prf;
+
+/// Measurement rounds; each kernel keeps its fastest.
+const ROUNDS: usize = 5;
+
+/// One kernel's measured cost on this CPU.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelCost {
+    /// The kernel ([`Backend::name`]).
+    pub backend: &'static str,
+    /// Chains per group.
+    pub width: usize,
+    /// Nanoseconds per PBKDF2 iteration of a full group.
+    pub group_ns: f64,
+    /// Time per chain relative to the single stream (1.0); below 1 is faster.
+    pub per_chain: f64,
+}
+
+/// The measured menu of one PRF and what the planner makes of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Calibration {
+    /// The PRF.
+    pub prf: Prf,
+    /// Every kernel the CPU offers the planner for it, single stream first.
+    pub kernels: Vec<KernelCost>,
+    /// The kernel with the lowest cost per chain (what a saturated pool runs).
+    pub best: &'static str,
+    /// Its width: the batch size a caller should gather ([`super::preferred_batch`]).
+    pub best_width: usize,
+    /// Derivations per second at that width relative to the single stream.
+    pub best_speedup: f64,
+}
+
+/// The calibrated menu of `prf` on this CPU (measured on the first call in the process).
+pub fn calibration(prf: Prf) -> Calibration {
+    let menu = super::menu_of(prf);
+    let kernels = menu
+        .iter()
+        .map(|o| KernelCost {
+            backend: o.kernel.backend().name(),
+            width: o.width,
+            group_ns: o.ns,
+            per_chain: f64::from(o.cost) / f64::from(SINGLE_COST) / o.width as f64,
+        })
+        .collect();
+    let best = best_item(menu);
+    Calibration {
+        prf,
+        kernels,
+        best: best.map_or(Backend::Single, |o| o.kernel.backend()).name(),
+        best_width: best.map_or(1, |o| o.width),
+        best_speedup: best.map_or(1.0, |o| {
+            f64::from(SINGLE_COST) * o.width as f64 / f64::from(o.cost.max(1))
+        }),
+    }
+}
+
+/// Iterations per timed run: about a millisecond for the slowest full group.
+fn iterations_for<H: Lanes>() -> u32 {
+    if H::BLOCK_BYTES == 128 { 1024 } else { 2048 }
+}
+
+/// Measure every kernel `H` offers on `cpu` (see the module doc).
+pub(super) fn measure<H: Lanes>(cpu: &Cpu) -> Vec<MenuItem> {
+    let offered = H::offered(cpu);
+    let widest = offered.iter().map(|o| o.1).max().unwrap_or(1);
+    // Distinct, arbitrary chain states: the kernels' speed does not depend on the data.
+    let mut chains: Vec<Chain<H>> = (0..widest)
+        .map(|i| {
+            let mut c = Chain {
+                inner: H::IV,
+                outer: H::IV,
+                acc: H::IV,
+            };
+            if let Some(w) = AsMut::<[H::Word]>::as_mut(&mut c.acc).first_mut() {
+                *w ^= H::IV.as_ref()[i % H::IV.as_ref().len()];
+            }
+            c
+        })
+        .collect();
+    let iterations = iterations_for::<H>();
+    // Warm-up: page in the code and let the clock settle on vector work.
+    for &(kernel, width) in &offered {
+        H::run(cpu, kernel, &mut chains[..width], iterations / 8);
+    }
+    let mut best = vec![f64::INFINITY; offered.len()];
+    for _ in 0..ROUNDS {
+        for (b, &(kernel, width)) in best.iter_mut().zip(&offered) {
+            let start = Instant::now();
+            H::run(cpu, kernel, &mut chains[..width], iterations);
+            let ns = start.elapsed().as_nanos() as f64 / f64::from(iterations);
+            *b = b.min(ns);
+        }
+    }
+    let single = best.first().copied().unwrap_or(1.0).max(f64::MIN_POSITIVE);
+    offered
+        .iter()
+        .zip(best)
+        .map(|(&(kernel, width), ns)| MenuItem {
+            kernel,
+            width,
+            cost: if kernel == Kernel::Single {
+                SINGLE_COST
+            } else {
+                (ns / single * f64::from(SINGLE_COST)).round().max(1.0) as u32
+            },
+            ns,
+        })
+        .collect()
+}
