@@ -23,8 +23,8 @@
 use core::arch::x86_64::{
     __m128i, _mm_add_epi32, _mm_alignr_epi8, _mm_blend_epi16, _mm_extract_epi32, _mm_loadu_si128,
     _mm_or_si128, _mm_set_epi32, _mm_set_epi64x, _mm_setzero_si128, _mm_sha1msg1_epu32,
-    _mm_sha1msg2_epu32, _mm_sha1nexte_epu32, _mm_sha1rnds4_epu32, _mm_shuffle_epi8,
-    _mm_slli_epi32, _mm_srli_epi32, _mm_xor_si128,
+    _mm_sha1msg2_epu32, _mm_sha1nexte_epu32, _mm_sha1rnds4_epu32, _mm_shuffle_epi8, _mm_slli_epi32,
+    _mm_srli_epi32, _mm_xor_si128,
 };
 
 /// Signature of the PBKDF2 loop: (inner state, outer state, U_1 in / XOR out, iterations).
