@@ -46,15 +46,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         listen.dedup();
         config.radius.listen = listen;
     }
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        // Colour codes only for a person at a terminal, never into a log file or journal.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .try_init();
+    portcullis_server::logging::init(&config.log);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -63,6 +55,59 @@ pub fn run(args: ServeArgs) -> ExitCode {
         Err(e) => return super::fail(format_args!("cannot start the async runtime: {e}")),
     };
     runtime.block_on(serve(config))
+}
+
+/// What this server runs with, in a few lines at start-up: the settings an operator asks
+/// about first (no secret is in `Config`; URLs are shown without credentials) and the
+/// hash kernels this CPU got.
+fn log_effective_config(c: &Config) {
+    use portcullis_server::audit::Destination;
+    let tls = c.tls.as_ref().map_or_else(
+        || "off".to_owned(),
+        |t| format!("certificate {}", t.cert.display()),
+    );
+    let v = &c.verifier;
+    tracing::info!(
+        "configuration: http {}, tls {tls}, request timeout {:?}, max connections {}, \
+         hash pool {} threads, queue capacity {}, reject delay {} ms, policy {:?}",
+        c.http,
+        c.request_timeout,
+        c.max_connections,
+        v.resolved_pool_threads(),
+        v.queue_capacity,
+        v.reject_delay_ms,
+        c.policy
+    );
+    let audit = match &c.audit.destination {
+        Destination::Off => "off".to_owned(),
+        Destination::Log => "log stream (target portcullis::audit)".to_owned(),
+        Destination::File { path, .. } => format!("file {}", c.data_dir.join(path).display()),
+    };
+    tracing::info!(
+        "audit events: {audit}, at most {} per source prefix per {:?}; log format {:?}, level {:?}",
+        c.audit.per_source_limit,
+        c.audit.interval,
+        c.log.format,
+        c.log.level
+    );
+    if !c.radius.listen.is_empty() {
+        tracing::info!("RADIUS on {:?}", c.radius.listen);
+    }
+    for prf in [
+        portcullis_hash::pbkdf2::Prf::Sha256,
+        portcullis_hash::pbkdf2::Prf::Sha1,
+        portcullis_hash::pbkdf2::Prf::Sha512,
+    ] {
+        let cal = portcullis_hash::batch::calibration(prf);
+        tracing::info!(
+            "hash kernel pbkdf2-{}: single stream {}, under load {} x{} ({:.2}x the single stream)",
+            prf.name(),
+            portcullis_hash::pbkdf2::backend_name(prf, portcullis_hash::pbkdf2::Backend::Auto),
+            cal.best,
+            cal.best_width,
+            cal.best_speedup
+        );
+    }
 }
 
 async fn serve(config: Config) -> ExitCode {
@@ -82,6 +127,7 @@ async fn serve(config: Config) -> ExitCode {
         Ok(b) => b,
         Err(e) => return super::fail(e),
     };
+    log_effective_config(&config);
     tracing::info!("identity store: {}", backend.describe());
     if backend.data_dir().is_none() && config.issuer.is_none() {
         tracing::warn!(

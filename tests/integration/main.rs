@@ -2,6 +2,8 @@
 //! servers on port 0. Each module covers one area; regression tests are named after their
 //! issue (`issue_N_...`).
 
+mod audit;
+mod dashboards;
 mod enumeration;
 mod formats_cli;
 mod hash_cli;
@@ -16,4 +18,5 @@ mod server;
 mod server_interop;
 mod server_malformed;
 mod server_support;
+mod status_page;
 mod store_cli;

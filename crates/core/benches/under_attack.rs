@@ -71,6 +71,7 @@ fn attempt(principal: &str, secret: &str, ip: IpAddr) -> Attempt {
         // A typical client timeout.
         deadline: Instant::now() + Duration::from_secs(5),
         station: None,
+        context: Default::default(),
     }
 }
 

@@ -60,6 +60,8 @@ pub struct Attempt {
     /// The answer is useless after this instant (the client's timeout); work that cannot
     /// finish before it is refused up front.
     pub deadline: Instant,
+    /// Request id and application client for the audit event.
+    pub context: crate::audit::AuditContext,
 }
 
 impl std::fmt::Debug for Attempt {
@@ -72,6 +74,7 @@ impl std::fmt::Debug for Attempt {
             .field("station", &self.station)
             .field("protocol", &self.protocol)
             .field("deadline", &self.deadline)
+            .field("context", &self.context)
             .finish()
     }
 }

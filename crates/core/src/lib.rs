@@ -57,6 +57,7 @@
 //!   per-node in-memory store (throttling degrades to per node, never to none).
 
 pub mod attempt;
+pub mod audit;
 pub mod clock;
 pub mod config;
 pub mod error;
@@ -72,6 +73,7 @@ mod timer;
 pub mod verifier;
 
 pub use attempt::{Attempt, Class, Outcome, PrincipalKind, Protocol};
+pub use audit::{AuditContext, AuditEvent, AuditOutcome, AuditSink};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{
     ClassShares, CodelConfig, LimitConfig, ThrottleConfig, UnknownDelay, VerifierConfig,

@@ -167,6 +167,34 @@ pub(crate) fn hash_kernels() {
     }
 }
 
+/// Register every labelled counter the core may increment at zero, so that dashboards
+/// and alert rules see a series (at 0) before the first event rather than none.
+pub(crate) fn register_series() {
+    for reason in [
+        "codel",
+        "deadline",
+        "cancelled",
+        "queue_full",
+        "infeasible",
+        "shutdown",
+    ] {
+        metrics::counter!(SHED, "reason" => reason).increment(0);
+    }
+    for store in ["credentials", "throttle"] {
+        metrics::counter!(STORE_ERRORS, "store" => store).increment(0);
+    }
+    for result in ["replaced", "lost_race", "error", "dropped"] {
+        metrics::counter!(REHASH, "result" => result).increment(0);
+    }
+    for kind in ["client", "user"] {
+        metrics::counter!(DISTRIBUTED_ATTACKS, "kind" => kind).increment(0);
+    }
+    for class in [Class::Trusted, Class::Unknown, Class::Suspect] {
+        metrics::counter!(POOL_JOBS, "class" => class.label()).increment(0);
+    }
+    metrics::counter!(BAD_STORED_HASH).increment(0);
+}
+
 pub(crate) fn pool_threads(n: usize) {
     metrics::gauge!(POOL_THREADS).set(n as f64);
 }

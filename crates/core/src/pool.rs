@@ -161,6 +161,10 @@ struct Shared {
     batches: AtomicU64,
     /// The widest batch run so far: whether saturation reached the widest kernel.
     largest_batch: AtomicUsize,
+    /// Summed queue wait (microseconds) and count of the jobs that reached a thread: the
+    /// status page's mean wait per second comes from their differences.
+    wait_us: AtomicU64,
+    waits: AtomicU64,
     shed: AtomicU64,
     times: Mutex<HashTimes>,
     codel: CodelConfig,
@@ -187,6 +191,8 @@ pub(crate) struct PoolStats {
     pub hashes: u64,
     pub batches: u64,
     pub largest_batch: usize,
+    pub wait_us: u64,
+    pub waits: u64,
     pub shed: u64,
     pub median: Duration,
     pub target: Duration,
@@ -206,6 +212,7 @@ impl Pool {
         // Time the batch kernels now, before any traffic: the first batch would otherwise
         // pay for it, and a measurement under load would be skewed.
         metrics::hash_kernels();
+        metrics::register_series();
         let s = config.shares;
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
@@ -228,6 +235,8 @@ impl Pool {
             hashes: AtomicU64::new(0),
             batches: AtomicU64::new(0),
             largest_batch: AtomicUsize::new(0),
+            wait_us: AtomicU64::new(0),
+            waits: AtomicU64::new(0),
             shed: AtomicU64::new(0),
             times: Mutex::new(HashTimes::new(Duration::from_millis(
                 config.initial_hash_estimate_ms,
@@ -346,6 +355,8 @@ impl Pool {
             hashes: sh.hashes.load(Ordering::Relaxed),
             batches: sh.batches.load(Ordering::Relaxed),
             largest_batch: sh.largest_batch.load(Ordering::Relaxed),
+            wait_us: sh.wait_us.load(Ordering::Relaxed),
+            waits: sh.waits.load(Ordering::Relaxed),
             shed: sh.shed.load(Ordering::Relaxed),
             median: sh.times.lock().median(),
             target: p.target,
@@ -585,6 +596,9 @@ impl Shared {
         for ((job, class), (matched, error)) in batch.into_iter().zip(results) {
             let queue_wait = start.saturating_duration_since(job.enqueued_at);
             metrics::queue_wait(class, queue_wait);
+            let us = u64::try_from(queue_wait.as_micros()).unwrap_or(u64::MAX);
+            self.wait_us.fetch_add(us, Ordering::Relaxed);
+            self.waits.fetch_add(1, Ordering::Relaxed);
             metrics::pool_job(class);
             if let Some(c) = job.creds.first() {
                 metrics::hash_time(c.algorithm(), took);

@@ -118,6 +118,31 @@ impl Spread {
         started
     }
 
+    /// The principals under a distributed attack at `now` (at most `limit`, the longest
+    /// attacks first): kind, principal, distinct failing origins in the window, and how
+    /// long the attack state lasts without new failures. For the status page: one scan of
+    /// the bounded table.
+    pub(crate) fn under_attack(
+        &self,
+        now: Instant,
+        limit: usize,
+    ) -> Vec<(PrincipalKind, String, usize, Duration)> {
+        let mut out = Vec::new();
+        for (kind, map) in [PrincipalKind::Client, PrincipalKind::User]
+            .into_iter()
+            .zip(&self.by_kind)
+        {
+            for (principal, e) in map.lock().iter() {
+                if let Some(until) = e.until.filter(|u| *u > now) {
+                    out.push((kind, principal.clone(), e.seen.len(), until - now));
+                }
+            }
+        }
+        out.sort_by(|a, b| b.3.cmp(&a.3).then_with(|| a.1.cmp(&b.1)));
+        out.truncate(limit);
+        out
+    }
+
     /// An untrusted `origin` succeeded on `principal`: it was the user, not an attacker.
     pub(crate) fn succeeded(&self, kind: PrincipalKind, principal: &str, origin: u64) {
         if self.origins == 0 {

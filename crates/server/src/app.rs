@@ -79,6 +79,11 @@ pub struct App {
     /// `tokens_issued_total` for the client_credentials and password grants, registered
     /// once (after the recorder is installed) so issuing a token does no label lookup.
     pub tokens_issued: [metrics::Counter; 2],
+    /// Where every authentication outcome is recorded (installed in the verifier; the
+    /// RADIUS door reports its drops and duplicates here too).
+    pub audit: Arc<crate::audit::Audit>,
+    /// The last 15 minutes, one sample per second, for the status page.
+    pub history: crate::history::History,
 }
 
 impl std::fmt::Debug for App {
@@ -155,6 +160,8 @@ impl App {
             config.policy.clone(),
             Arc::new(SystemClock),
         )?;
+        let audit = crate::audit::Audit::start(&config.audit, &config.data_dir)?;
+        verifier.set_audit_sink(audit.clone());
         Ok(Arc::new(App {
             config,
             issuer,
@@ -171,6 +178,8 @@ impl App {
             tokens_issued: [Grant::ClientCredentials, Grant::Password].map(
                 |g| metrics::counter!(crate::metrics::TOKENS_ISSUED, "grant_type" => g.as_str()),
             ),
+            audit,
+            history: crate::history::History::default(),
         }))
     }
 }

@@ -59,6 +59,10 @@ pub struct FileConfig {
     pub throttle: FileThrottle,
     /// `[radius]` (absent: no UDP listener)
     pub radius: crate::radius::config::FileRadius,
+    /// `[audit]`: where authentication events go.
+    pub audit: crate::audit::FileAudit,
+    /// `[log]`: the log stream's format and level.
+    pub log: crate::logging::FileLog,
 }
 
 /// `[server]`
@@ -277,6 +281,10 @@ pub struct Config {
     pub client_cache_ttl: Duration,
     /// The RADIUS front end (`listen` empty: off).
     pub radius: crate::radius::RadiusConfig,
+    /// Audit events: destination and per-source rate limit.
+    pub audit: crate::audit::AuditConfig,
+    /// The log stream.
+    pub log: crate::logging::LogConfig,
 }
 
 impl Default for Config {
@@ -368,6 +376,8 @@ impl Config {
             ));
         }
         let radius = crate::radius::RadiusConfig::from_file(f.radius)?;
+        let audit = crate::audit::AuditConfig::from_file(f.audit)?;
+        let log = crate::logging::LogConfig::from_file(f.log)?;
         let store = match f.store.url {
             None => {
                 if f.store.secrets_file.is_some() {
@@ -432,6 +442,8 @@ impl Config {
             throttle_redis,
             client_cache_ttl: Duration::from_millis(f.store.client_cache_ttl_ms),
             radius,
+            audit,
+            log,
         })
     }
 }
@@ -489,8 +501,10 @@ fn validate_policy(p: portcullis_hash::policy::PolicyConfig) -> Result<Policy, C
 /// with its default value (a test checks that this text parses to the defaults).
 pub fn example() -> String {
     format!(
-        "{EXAMPLE_HEAD}{EXAMPLE_VERIFIER}{EXAMPLE_TAIL}{}",
-        crate::radius::config::EXAMPLE
+        "{EXAMPLE_HEAD}{EXAMPLE_VERIFIER}{EXAMPLE_TAIL}{}{}{}",
+        crate::radius::config::EXAMPLE,
+        crate::audit::EXAMPLE,
+        crate::logging::EXAMPLE
     )
 }
 

@@ -28,11 +28,14 @@
 //! ```
 
 pub mod app;
+pub mod audit;
 pub mod cache;
 pub mod config;
+pub mod history;
 pub mod http;
 pub mod jwt;
 pub mod keys;
+pub mod logging;
 pub mod metrics;
 pub mod radius;
 pub mod serve;

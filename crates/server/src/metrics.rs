@@ -77,6 +77,29 @@ fn describe() {
         FORWARDED,
         "Credential requests whose source address a trusted proxy forwarded"
     );
+    metrics::describe_counter!(
+        crate::audit::EVENTS,
+        "Audit events by outcome (all of them, written or summarised)"
+    );
+    metrics::describe_counter!(
+        crate::audit::SUPPRESSED,
+        "Audit events folded into a per-prefix summary under a flood"
+    );
+    metrics::describe_counter!(
+        crate::audit::DROPPED,
+        "Audit lines lost because the file writer fell behind or failed"
+    );
+    // Series at zero from the start: dashboards and alert rules see 0, not nothing.
+    metrics::counter!(STORE_ERRORS).increment(0);
+    metrics::counter!(FORWARDED).increment(0);
+    metrics::counter!(crate::audit::SUPPRESSED).increment(0);
+    metrics::counter!(crate::audit::DROPPED).increment(0);
+    for o in portcullis_core::AuditOutcome::ALL {
+        metrics::counter!(crate::audit::EVENTS, "outcome" => o.label()).increment(0);
+    }
+    for e in ["invalid_request", "invalid_client", "invalid_grant"] {
+        metrics::counter!(OAUTH_ERRORS, "error" => e).increment(0);
+    }
 }
 
 /// Run the recorder's housekeeping (drains histogram buckets) every few seconds until

@@ -67,6 +67,7 @@ pub async fn run(
     tracker.spawn(crate::metrics::upkeep(app.metrics.clone(), stop.clone()));
     tracker.spawn(maintenance(Arc::clone(&app), stop.clone()));
     tracker.spawn(Arc::clone(&app.clients).follow_changes(stop.clone()));
+    tracker.spawn(every_second(Arc::clone(&app), stop.clone()));
     let limit = Arc::new(Semaphore::new(app.config.max_connections));
     tokio::pin!(shutdown);
     let mut backoff = Duration::from_millis(5);
@@ -132,7 +133,27 @@ pub async fn run(
     tracker.wait().await;
     // Hash threads finish what is queued; rehash-on-login upgrades already paid for land.
     app.verifier.drain().await;
+    // Every audit event of an answered request reaches its file before we return.
+    let audit = Arc::clone(&app.audit);
+    let _ = tokio::task::spawn_blocking(move || audit.close()).await;
     Ok(())
+}
+
+/// Once a second: the status page's history sample, and the audit summaries of ended
+/// rate-limit intervals (so a flood's summary appears even after the flood stops).
+async fn every_second(app: Arc<App>, stop: CancellationToken) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                let t = u64::try_from(crate::keys::unix_now()).unwrap_or(0);
+                app.history.tick(t, app.verifier.snapshot());
+                app.audit.sweep(std::time::Instant::now());
+            }
+            () = stop.cancelled() => return,
+        }
+    }
 }
 
 async fn serve_connection<S>(

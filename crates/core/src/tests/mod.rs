@@ -237,6 +237,10 @@ impl Harness {
             protocol: Protocol::Other,
             deadline: self.clock.now() + Duration::from_secs(30),
             station: None,
+            context: crate::audit::AuditContext {
+                request_id: crate::audit::request_id(),
+                client_id: None,
+            },
         }
     }
 }

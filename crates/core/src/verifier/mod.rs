@@ -50,6 +50,7 @@ use tokio::sync::oneshot;
 use zeroize::Zeroizing;
 
 use crate::attempt::{Attempt, Class, Outcome, PrincipalKind};
+use crate::audit::{AuditEvent, AuditOutcome, AuditSink};
 use crate::clock::Clock;
 use crate::config::VerifierConfig;
 use crate::error::CoreError;
@@ -69,6 +70,11 @@ mod rehash;
 mod release;
 
 use release::{now_answer, refusal_wait};
+
+/// Audit reasons the verdict mapping looks at.
+const UNKNOWN_PRINCIPAL: &str = "unknown_principal";
+const WRONG_SECRET: &str = "wrong_secret";
+const BUDGET_EXHAUSTED: &str = "budget_exhausted";
 
 /// Principals tracked by the distributed-attack detector (about 100 bytes each).
 const SPREAD_CAPACITY: usize = 1 << 16;
@@ -107,6 +113,12 @@ pub struct PoolSnapshot {
     pub batches: u64,
     /// The most derivations one pool run has gathered so far (1 until a batch forms).
     pub largest_batch: usize,
+    /// Summed queue wait, in microseconds, of the jobs that reached a hash thread.
+    pub queue_wait_us_total: u64,
+    /// How many jobs `queue_wait_us_total` sums over.
+    pub queue_waits: u64,
+    /// Attempts answered per class: trusted, unknown, suspect.
+    pub attempts_by_class: [u64; 3],
     /// Cheap (peppered HMAC, salted SHA) verifications done inline.
     pub cheap_verifications: u64,
     /// Jobs shed by admission control (at enqueue or dequeue).
@@ -179,10 +191,14 @@ struct Inner {
     counts: Counts,
     /// Per-attempt metric handles, looked up once.
     metrics: metrics::AttemptMetrics,
+    /// Where the audit event of every attempt goes, once the server installed a sink.
+    audit: std::sync::OnceLock<Arc<dyn AuditSink>>,
 }
 
 #[derive(Default)]
 struct Counts {
+    /// By class: trusted, unknown, suspect.
+    by_class: [AtomicU64; 3],
     accepted: AtomicU64,
     rejected: AtomicU64,
     throttled: AtomicU64,
@@ -301,6 +317,7 @@ impl Verifier {
                 in_flight: AtomicUsize::new(0),
                 counts: Counts::default(),
                 metrics: metrics::AttemptMetrics::register(),
+                audit: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -328,14 +345,38 @@ impl Verifier {
         let _ = self.inner.timer.at(until).await;
     }
 
+    /// Install where audit events go (once; later calls are ignored). Until then no
+    /// events are produced.
+    pub fn set_audit_sink(&self, sink: Arc<dyn AuditSink>) {
+        let _ = self.inner.audit.set(sink);
+    }
+
+    /// The installed audit sink, for front ends' own events (RADIUS drops, duplicates).
+    pub fn audit_sink(&self) -> Option<&Arc<dyn AuditSink>> {
+        self.inner.audit.get()
+    }
+
     /// Like [`Verifier::verify`] but returns failure delays instead of waiting them out.
-    pub async fn verify_deferred(&self, attempt: Attempt) -> Deferred {
+    pub async fn verify_deferred(&self, mut attempt: Attempt) -> Deferred {
         let inner = &*self.inner;
         let n = inner.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
         inner.metrics.in_flight(n);
         let _guard = InFlight(inner);
         let protocol = attempt.protocol;
-        let (d, class) = self.run(attempt).await;
+        let start = inner.clock.now();
+        // What the audit event needs after `run` has consumed the attempt.
+        let audit = inner.audit.get().map(|sink| {
+            let who = (
+                attempt.kind,
+                attempt.principal.clone(),
+                attempt.source,
+                attempt.station.clone(),
+                std::mem::take(&mut attempt.context),
+            );
+            (sink, who)
+        });
+        let mut reason = "";
+        let (d, class) = self.run(attempt, &mut reason).await;
         let counter = match d.outcome {
             Outcome::Accepted { .. } => &inner.counts.accepted,
             Outcome::Rejected => &inner.counts.rejected,
@@ -343,8 +384,50 @@ impl Verifier {
             Outcome::Overloaded { .. } => &inner.counts.overloaded,
         };
         counter.fetch_add(1, Ordering::Relaxed);
+        let c = match class {
+            Class::Trusted => 0,
+            Class::Unknown => 1,
+            Class::Suspect => 2,
+        };
+        inner.counts.by_class[c].fetch_add(1, Ordering::Relaxed);
         inner.metrics.attempt(&d.outcome, class, protocol);
+        if let Some((sink, (kind, principal, source, station, context))) = audit {
+            let outcome = match d.outcome {
+                Outcome::Accepted { .. } => AuditOutcome::Accepted,
+                Outcome::Rejected if reason == UNKNOWN_PRINCIPAL => AuditOutcome::UnknownPrincipal,
+                Outcome::Rejected => AuditOutcome::Rejected,
+                Outcome::Throttled { .. } => AuditOutcome::Throttled,
+                Outcome::Overloaded { .. } => AuditOutcome::Overloaded,
+            };
+            let reason = match (outcome, reason) {
+                // The unknown principal's admission check refused it like a real job.
+                (AuditOutcome::Overloaded, UNKNOWN_PRINCIPAL) => "overloaded",
+                (_, "") => outcome.label(),
+                (_, r) => r,
+            };
+            sink.record(AuditEvent {
+                time: std::time::SystemTime::now(),
+                protocol,
+                kind,
+                principal,
+                context,
+                source,
+                station,
+                outcome,
+                reason,
+                latency: inner.clock.now().saturating_duration_since(start),
+                class: Some(class),
+            });
+        }
         d
+    }
+
+    /// The principals under a distributed attack now (at most `limit`, longest first):
+    /// kind, principal, failing origins in the detection window, time the state lasts.
+    pub fn under_attack(&self, limit: usize) -> Vec<(PrincipalKind, String, usize, Duration)> {
+        self.inner
+            .spread
+            .under_attack(self.inner.clock.now(), limit)
     }
 
     /// Queue depth, busy threads and counters.
@@ -362,6 +445,9 @@ impl Verifier {
             hashes_computed: p.hashes,
             batches: p.batches,
             largest_batch: p.largest_batch,
+            queue_wait_us_total: p.wait_us,
+            queue_waits: p.waits,
+            attempts_by_class: [0, 1, 2].map(|c| i.counts.by_class[c].load(Ordering::Relaxed)),
             cheap_verifications: i.counts.cheap.load(Ordering::Relaxed),
             shed: p.shed,
             throttled: i.counts.throttled.load(Ordering::Relaxed),
@@ -403,7 +489,9 @@ impl Verifier {
         }
     }
 
-    async fn run(&self, attempt: Attempt) -> (Deferred, Class) {
+    /// The path of one attempt (module doc); `reason` is set to the audit reason of the
+    /// verdict.
+    async fn run(&self, attempt: Attempt, reason: &mut &'static str) -> (Deferred, Class) {
         let i = &*self.inner;
         let start = i.clock.now();
         let Attempt {
@@ -414,8 +502,14 @@ impl Verifier {
             station,
             protocol: _,
             deadline,
+            context: _,
         } = attempt;
         if i.shutting_down.load(Ordering::Relaxed) || deadline <= start {
+            *reason = if deadline <= start {
+                "deadline_passed"
+            } else {
+                "shutting_down"
+            };
             return (self.overloaded(Duration::from_secs(1)), Class::Unknown);
         }
 
@@ -464,6 +558,7 @@ impl Verifier {
                 if !trusted {
                     self.spread_failed(kind, &principal, origin_id, start);
                 }
+                *reason = BUDGET_EXHAUSTED;
                 return self.throttled(trusted, retry_after);
             }
             Decision::Allowed { fills } => self.classify(trusted, &fills),
@@ -490,6 +585,7 @@ impl Verifier {
             Ok(Err(_)) | Err(_) => {
                 // Nothing is charged yet, so nothing to give back.
                 metrics::store_error("credentials");
+                *reason = "store_unavailable";
                 return (self.overloaded(Duration::from_secs(1)), class);
             }
         };
@@ -513,6 +609,7 @@ impl Verifier {
         if cheap.is_empty() || !kdf.is_empty() {
             match self.charge(&mut adm).await {
                 Decision::Denied { retry_after } => {
+                    *reason = BUDGET_EXHAUSTED;
                     return self.throttled(trusted, retry_after);
                 }
                 Decision::Allowed { fills } => {
@@ -525,6 +622,7 @@ impl Verifier {
 
         // 3. Unknown principal.
         if cheap.is_empty() && kdf.is_empty() {
+            *reason = UNKNOWN_PRINCIPAL;
             return (self.unknown(&adm).await, class);
         }
 
@@ -533,6 +631,7 @@ impl Verifier {
             i.counts.cheap.fetch_add(1, Ordering::Relaxed);
             if matches!(c.verify(&secret, &i.peppers), Ok(true)) {
                 self.record_latency(kind, start);
+                *reason = "secret_matched";
                 return (self.accepted(&adm, old, c, secret).await, class);
             }
         }
@@ -541,6 +640,7 @@ impl Verifier {
             // Charged only now that it failed. If a concurrent failure used the last of
             // the budget, this one is not charged again (the budget is exhausted anyway).
             let _ = self.charge(&mut adm).await;
+            *reason = WRONG_SECRET;
             return (self.rejected(&adm), class);
         }
 
@@ -572,6 +672,7 @@ impl Verifier {
             i.pool.count_shed();
             metrics::shed(r.label());
             self.refund(&adm.charges).await;
+            *reason = r.label();
             return (self.overloaded(refusal_wait(r)), class);
         }
         match rx.await {
@@ -584,12 +685,23 @@ impl Verifier {
                 match matched.and_then(|m| kdf.get(m)) {
                     Some((old, c)) => {
                         let secret = Arc::unwrap_or_clone(secret);
+                        *reason = "secret_matched";
                         (self.accepted(&adm, old, c, secret).await, class)
                     }
-                    None => (self.rejected(&adm), class),
+                    None => {
+                        *reason = WRONG_SECRET;
+                        (self.rejected(&adm), class)
+                    }
                 }
             }
-            Ok(JobReply::Shed(_)) | Err(_) => {
+            Ok(JobReply::Shed(why)) => {
+                *reason = why.label();
+                self.refund(&adm.charges).await;
+                let wait = i.pool.params().target;
+                (self.overloaded(wait), class)
+            }
+            Err(_) => {
+                *reason = "hash_failed";
                 self.refund(&adm.charges).await;
                 let wait = i.pool.params().target;
                 (self.overloaded(wait), class)

@@ -16,7 +16,7 @@ use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use http_body_util::BodyExt;
-use portcullis_core::{Attempt, Outcome, PrincipalKind, Protocol};
+use portcullis_core::{Attempt, AuditContext, Outcome, PrincipalKind, Protocol};
 use portcullis_store::{ClientRecord, Grant, StoreError};
 use serde::Serialize;
 use zeroize::Zeroizing;
@@ -108,6 +108,15 @@ async fn drain(mut body: Body) {
 
 /// The client's address: the connection's peer, or behind a trusted load balancer the
 /// address it forwards (see [`crate::http::forwarded`]).
+/// The id the request-id middleware gave this request (a fresh one if it is missing,
+/// which only happens for a handler called without the router).
+fn request_id_of(parts: &Parts) -> String {
+    parts
+        .extensions
+        .get::<crate::http::routes::RequestId>()
+        .map_or_else(portcullis_core::audit::request_id, |r| r.0.clone())
+}
+
 fn source_of(app: &App, parts: &Parts) -> IpAddr {
     let peer = parts
         .extensions
@@ -135,9 +144,10 @@ fn refused(outcome: Outcome, rejected: OAuthError) -> Result<(), OAuthError> {
 async fn authenticate(
     app: &App,
     creds: ClientCredentials,
-    source: IpAddr,
+    parts: &Parts,
     deadline: Instant,
 ) -> Result<Arc<ClientRecord>, OAuthError> {
+    let source = source_of(app, parts);
     let ClientCredentials {
         client_id, secret, ..
     } = creds;
@@ -151,6 +161,10 @@ async fn authenticate(
             protocol: Protocol::OAuthClient,
             deadline,
             station: None,
+            context: AuditContext {
+                request_id: request_id_of(parts),
+                client_id: None,
+            },
         })
         .await;
     refused(
@@ -249,7 +263,7 @@ async fn token_inner(app: &App, req: Request) -> Result<Response, OAuthError> {
         None
     };
     let source = source_of(app, &parts);
-    let client = authenticate(app, creds, source, deadline).await?;
+    let client = authenticate(app, creds, &parts, deadline).await?;
     if !client.allows(grant) {
         return Err(OAuthError::unauthorized_client(format!(
             "this client may not use the {} grant",
@@ -270,6 +284,10 @@ async fn token_inner(app: &App, req: Request) -> Result<Response, OAuthError> {
                     protocol: Protocol::OAuthPassword,
                     deadline,
                     station: None,
+                    context: AuditContext {
+                        request_id: request_id_of(&parts),
+                        client_id: Some(client.id.clone()),
+                    },
                 })
                 .await;
             refused(
@@ -346,7 +364,7 @@ async fn introspect_inner(app: &App, req: Request) -> Result<Response, OAuthErro
     let (parts, form) = read_form(app, req).await?;
     let creds = form::client_credentials(&parts.headers, &form)?;
     let token = form.require("token")?.to_owned();
-    authenticate(app, creds, source_of(app, &parts), deadline).await?;
+    authenticate(app, creds, &parts, deadline).await?;
     let body = match active_claims(app, &token).await? {
         None => serde_json::json!({ "active": false }),
         Some(c) => {
@@ -380,7 +398,7 @@ async fn revoke_inner(app: &App, req: Request) -> Result<Response, OAuthError> {
     let (parts, form) = read_form(app, req).await?;
     let creds = form::client_credentials(&parts.headers, &form)?;
     let token = form.require("token")?.to_owned();
-    let client = authenticate(app, creds, source_of(app, &parts), deadline).await?;
+    let client = authenticate(app, creds, &parts, deadline).await?;
     // RFC 7009 2.2: an invalid or expired token is not an error (nothing to revoke).
     if let Some(claims) = active_claims(app, &token).await? {
         if claims.client_id != client.id {

@@ -6,7 +6,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use portcullis_core::{Attempt, Outcome, PrincipalKind, Protocol};
+use portcullis_core::{Attempt, AuditContext, AuditOutcome, Outcome, PrincipalKind, Protocol};
 use portcullis_radius::{Code, Packet, attr, encode_response, unhide_user_password};
 use rand::Rng;
 use tokio::sync::OwnedSemaphorePermit;
@@ -36,6 +36,8 @@ pub(super) struct Request {
     pub arrived: Instant,
     /// The NAS it came from.
     pub nas: Arc<Nas>,
+    /// Its id in the audit events.
+    pub request_id: String,
 }
 
 /// What to do with a request.
@@ -111,7 +113,11 @@ async fn decide(radius: &Radius, req: &Request, packet: &Packet<'_>) -> Verdict 
             not_before: req.arrived,
         };
     }
+    let door = |user: Option<&[u8]>, outcome, reason| {
+        radius.audit_door(req.peer.ip(), Some(&req.nas.name), user, outcome, reason);
+    };
     let Some(user) = packet.attr(attr::USER_NAME) else {
+        door(None, AuditOutcome::Dropped, "no_user_name");
         return Verdict::Drop(DropReason::Malformed);
     };
     let method = if packet.attr(attr::CHAP_PASSWORD).is_some() {
@@ -126,12 +132,15 @@ async fn decide(radius: &Radius, req: &Request, packet: &Packet<'_>) -> Verdict 
     if let Some(method) = method {
         // These need the plaintext or an NT hash, which we never store: refuse plainly.
         log_unsupported(radius, &req.nas, method);
+        door(Some(user), AuditOutcome::Rejected, "unsupported_method");
         return reject(radius, req.arrived, Duration::ZERO);
     }
     let Some(hidden) = packet.attr(attr::USER_PASSWORD) else {
+        door(Some(user), AuditOutcome::Dropped, "no_user_password");
         return Verdict::Drop(DropReason::Malformed);
     };
     let Ok(password) = unhide_user_password(hidden, req.nas.secret(), &packet.authenticator) else {
+        door(Some(user), AuditOutcome::Dropped, "malformed");
         return Verdict::Drop(DropReason::Malformed);
     };
     let principal = String::from_utf8_lossy(user).into_owned();
@@ -153,6 +162,10 @@ async fn decide(radius: &Radius, req: &Request, packet: &Packet<'_>) -> Verdict 
             station: Some(station),
             protocol: Protocol::RadiusPap,
             deadline: req.arrived + radius.config.answer_timeout,
+            context: AuditContext {
+                request_id: req.request_id.clone(),
+                client_id: Some(req.nas.name.clone()),
+            },
         })
         .await;
     match deferred.outcome {

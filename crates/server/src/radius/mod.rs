@@ -31,13 +31,14 @@ pub mod nas;
 pub mod socket;
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Instant;
 
 use parking_lot::{Mutex, RwLock};
+use portcullis_core::{AuditContext, AuditEvent, AuditOutcome, PrincipalKind, Protocol};
 use portcullis_radius::{
-    Code, MAX_PACKET, MessageAuthenticator, Packet, check_request_message_authenticator,
+    Code, MAX_PACKET, MessageAuthenticator, Packet, attr, check_request_message_authenticator,
 };
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
@@ -97,6 +98,40 @@ impl std::fmt::Debug for Radius {
 }
 
 impl Radius {
+    /// The audit event of a datagram the core never saw (dropped at the door, or a
+    /// retransmission answered again): the NAS is the event's client, the User-Name (when
+    /// the datagram got far enough to have one) its principal.
+    pub(crate) fn audit_door(
+        &self,
+        peer: IpAddr,
+        nas: Option<&str>,
+        user: Option<&[u8]>,
+        outcome: AuditOutcome,
+        reason: &'static str,
+    ) {
+        let Some(sink) = self.app.verifier.audit_sink() else {
+            return;
+        };
+        sink.record(AuditEvent {
+            time: std::time::SystemTime::now(),
+            protocol: Protocol::RadiusPap,
+            kind: PrincipalKind::User,
+            principal: user
+                .map(|u| String::from_utf8_lossy(u).into_owned())
+                .unwrap_or_default(),
+            context: AuditContext {
+                request_id: portcullis_core::audit::request_id(),
+                client_id: nas.map(str::to_owned),
+            },
+            source: peer,
+            station: None,
+            outcome,
+            reason,
+            latency: std::time::Duration::ZERO,
+            class: None,
+        });
+    }
+
     /// Assemble the front door and load the NAS table once (a store failure here is a
     /// start-up error, not a server that silently drops everything).
     pub async fn new(
@@ -161,22 +196,29 @@ impl Radius {
     ) {
         let arrived = Instant::now();
         let table = Arc::clone(&self.nas.read());
-        let Some(nas) = table.lookup(got.peer.ip()) else {
+        let peer = got.peer.ip();
+        let Some(nas) = table.lookup(peer) else {
             self.unknown.request();
             self.unknown.dropped(DropReason::UnknownNas);
+            self.audit_door(peer, None, None, AuditOutcome::Dropped, "unknown_nas");
             return;
         };
         nas.stats.request();
+        let name = Some(nas.name.as_str());
         if got.truncated {
             nas.stats.dropped(DropReason::Malformed);
+            self.audit_door(peer, name, None, AuditOutcome::Dropped, "malformed");
             return;
         }
         let Ok(packet) = Packet::parse(data) else {
             nas.stats.dropped(DropReason::Malformed);
+            self.audit_door(peer, name, None, AuditOutcome::Dropped, "malformed");
             return;
         };
+        let user = packet.attr(attr::USER_NAME);
         if !matches!(packet.code, Code::AccessRequest | Code::StatusServer) {
             nas.stats.dropped(DropReason::Malformed);
+            self.audit_door(peer, name, user, AuditOutcome::Dropped, "malformed");
             return;
         }
         match check_request_message_authenticator(&packet, nas.secret()) {
@@ -186,6 +228,8 @@ impl Radius {
             // Status-Server must carry one (RFC 5997 §3), whatever the NAS policy.
             MessageAuthenticator::Absent | MessageAuthenticator::Invalid => {
                 nas.stats.dropped(DropReason::BadAuthenticator);
+                let why = DropReason::BadAuthenticator.label();
+                self.audit_door(peer, name, user, AuditOutcome::Dropped, why);
                 return;
             }
         }
@@ -199,10 +243,12 @@ impl Radius {
             Seen::New => {}
             Seen::InProgress => {
                 nas.stats.dropped(DropReason::InProgress);
+                self.audit_door(peer, name, user, AuditOutcome::Duplicate, "in_progress");
                 return;
             }
             Seen::Answered(reply) => {
                 nas.stats.duplicate();
+                self.audit_door(peer, name, user, AuditOutcome::Duplicate, "answered_again");
                 let sock = Arc::clone(sock);
                 tracker.spawn(async move {
                     if let Err(e) = sock.send(&reply, got.peer, got.local).await {
@@ -215,6 +261,13 @@ impl Radius {
         let Ok(permit) = Arc::clone(&self.in_progress).try_acquire_owned() else {
             self.dedup.lock().forget(&key);
             nas.stats.dropped(DropReason::Overload);
+            self.audit_door(
+                peer,
+                name,
+                user,
+                AuditOutcome::Dropped,
+                "receive_queue_full",
+            );
             return;
         };
         let request = handle::Request {
@@ -224,6 +277,7 @@ impl Radius {
             key,
             arrived,
             nas: Arc::clone(nas),
+            request_id: portcullis_core::audit::request_id(),
         };
         tracker.spawn(handle::answer(
             Arc::clone(self),
