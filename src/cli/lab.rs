@@ -154,6 +154,7 @@ fn run_scenario(a: RunArgs) -> ExitCode {
         allow_targets: a.allow_target.clone(),
         progress: !a.quiet,
         label: scn.raw.target.url.clone(),
+        position: None,
     };
     let result = match rt.block_on(portcullis_lab::run_scenario(&scn, &opts)) {
         Ok(r) => r,

@@ -84,10 +84,13 @@ fn log_effective_config(c: &Config) {
         Destination::File { path, .. } => format!("file {}", c.data_dir.join(path).display()),
     };
     tracing::info!(
-        "audit events: {audit}, at most {} per source prefix per {:?}; log format {:?}, level {:?}",
+        "audit events: {audit}, failures at most {} per source prefix per {:?}; log format {}, level {:?}",
         c.audit.per_source_limit,
         c.audit.interval,
-        c.log.format,
+        match c.log.format {
+            portcullis_server::logging::LogFormat::Text => "text",
+            portcullis_server::logging::LogFormat::Json => "json",
+        },
         c.log.level
     );
     if !c.radius.listen.is_empty() {

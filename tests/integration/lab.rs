@@ -231,3 +231,50 @@ fn issue_6_cli_lists_builtins_and_refuses_remote_targets() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8(out.stderr).unwrap().contains("speed"));
 }
+
+#[test]
+fn issue_18_lab_run_reports_one_plain_line_per_run_when_not_a_terminal() {
+    let (mut child, url) = healthz_child();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("peek.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"peek\"\n[target]\nurl = \"{url}\"\nmetrics = \"off\"\n[driver]\nkind = \"http-get\"\n\
+             [run]\nduration = \"1s\"\ntimeout = \"5s\"\n[[group]]\nname = \"get\"\nsize = 1\nmodel = \"open\"\nrate = 20.0\n"
+        ),
+    )
+    .unwrap();
+    let out = bin()
+        .args(["lab", "run"])
+        .arg(&file)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        !err.contains('\r'),
+        "a live progress line went to a pipe: {err:?}"
+    );
+    let line = err
+        .lines()
+        .find(|l| l.contains("finished after"))
+        .unwrap_or_else(|| panic!("no per-run line in {err:?}"));
+    assert!(line.starts_with(&format!("peek on {url}")), "{line}");
+    let ok: u64 = line
+        .split("get: ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count in {line}"));
+    assert!(ok >= 10, "{line}");
+    assert!(line.contains(", 0 not"), "{line}");
+}

@@ -396,3 +396,63 @@ async fn issue_12_nas_table_refresh_reaches_a_running_server() {
     assert!(silent, "a removed NAS was still served");
     r.s.server.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_18_radius_outcomes_drops_and_duplicates_are_audited() {
+    let audit_dir = tempfile::tempdir().unwrap();
+    let audit_file = audit_dir.path().join("radius-audit.jsonl");
+    let path = audit_file.clone();
+    let r = start_radius("127.0.0.1:0", "127.0.0.0/8", move |c| {
+        c.radius.reject_delay = Duration::from_millis(10);
+        c.audit = portcullis_server::audit::AuditConfig {
+            destination: portcullis_server::audit::Destination::File {
+                path,
+                max_bytes: 1 << 20,
+                keep: 1,
+            },
+            per_source_limit: 1000,
+            interval: Duration::from_secs(60),
+        };
+    })
+    .await;
+    r.s.add_user("rad", "radius right pw").await;
+    let nas = Nas::bind("127.0.0.1:0", r.addr).await;
+    let ok = Nas::access_request(1, 11, "rad", "radius right pw", "st-ok", &[]);
+    assert_eq!(nas.exchange(&ok).await.0, Code::AccessAccept);
+    let wrong = Nas::access_request(2, 12, "rad", "radius wrong pw", "st-bad", &[]);
+    assert_eq!(nas.exchange(&wrong).await.0, Code::AccessReject);
+    // The NAS retransmits after the answer: answered again from the cache.
+    assert_eq!(nas.exchange(&wrong).await.0, Code::AccessReject);
+    let mut bad_ma = Nas::access_request(3, 13, "rad", "radius right pw", "st", &[]).bytes;
+    bad_ma[25] ^= 0xff;
+    nas.send(&bad_ma).await;
+    barrier(&nas, 14).await;
+    r.s.server.shutdown().await.unwrap();
+
+    let text = std::fs::read_to_string(&audit_file).unwrap();
+    let events: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let of = |o: &str| -> Vec<&serde_json::Value> {
+        events.iter().filter(|e| e["outcome"] == o).collect()
+    };
+    assert_eq!(events.len(), 4, "{text}");
+    let accepted = of("accepted");
+    assert_eq!(accepted.len(), 1, "{text}");
+    assert_eq!(accepted[0]["principal"], "rad");
+    assert_eq!(
+        accepted[0]["client_id"], "lab",
+        "the NAS is the RADIUS client"
+    );
+    assert_eq!(accepted[0]["protocol"], "radius_pap");
+    assert_eq!(accepted[0]["station"], "st-ok");
+    assert_eq!(of("rejected").len(), 1);
+    let dup = of("duplicate");
+    assert_eq!(dup.len(), 1, "{text}");
+    assert_eq!(dup[0]["reason"], "answered_again");
+    let dropped = of("dropped");
+    assert_eq!(dropped.len(), 1, "{text}");
+    assert_eq!(dropped[0]["reason"], "bad_authenticator");
+    assert!(!text.contains("radius right pw") && !text.contains("radius wrong pw"));
+}

@@ -61,7 +61,7 @@ pub struct Attempt {
     /// finish before it is refused up front.
     pub deadline: Instant,
     /// Request id and application client for the audit event.
-    pub context: crate::audit::AuditContext,
+    pub context: AuditContext,
 }
 
 impl std::fmt::Debug for Attempt {
@@ -77,6 +77,17 @@ impl std::fmt::Debug for Attempt {
             .field("context", &self.context)
             .finish()
     }
+}
+
+/// What the front end knows about the request that the core does not: its id (also sent
+/// back to the client, e.g. as `X-Request-Id`) and, for a user's login, the application
+/// client it came through.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuditContext {
+    /// Unique id of the request (`crate::audit::request_id` makes one).
+    pub request_id: String,
+    /// The OAuth client of a password grant (the principal is then the user).
+    pub client_id: Option<String>,
 }
 
 /// The verdict. An unknown principal is indistinguishable from [`Outcome::Rejected`].

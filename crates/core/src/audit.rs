@@ -15,6 +15,7 @@ use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
+pub use crate::attempt::AuditContext;
 use crate::attempt::{Class, PrincipalKind, Protocol};
 
 /// What happened to one attempt (or one datagram).
@@ -67,17 +68,6 @@ impl AuditOutcome {
     }
 }
 
-/// What the front end knows about the request that the core does not: its id (also sent
-/// back to the client, e.g. as `X-Request-Id`) and, for a user's login, the application
-/// client it came through.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct AuditContext {
-    /// Unique id of the request ([`request_id`] makes one).
-    pub request_id: String,
-    /// The OAuth client of a password grant (the principal is then the user).
-    pub client_id: Option<String>,
-}
-
 /// One audit record. Deliberately without any field for a secret, token or hash.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AuditEvent {
@@ -104,6 +94,55 @@ pub struct AuditEvent {
     pub latency: Duration,
     /// The priority class the core gave the attempt (none for events from the door).
     pub class: Option<Class>,
+}
+
+/// Audit reasons the verifier sets that [`verdict_event`] looks at.
+pub(crate) const UNKNOWN_PRINCIPAL: &str = "unknown_principal";
+pub(crate) const WRONG_SECRET: &str = "wrong_secret";
+pub(crate) const BUDGET_EXHAUSTED: &str = "budget_exhausted";
+
+/// What the verifier keeps of an attempt for its event: kind, principal, source, station,
+/// context.
+pub(crate) type Who = (PrincipalKind, String, IpAddr, Option<String>, AuditContext);
+
+/// The event of one verdict: the outcome as the operator needs it (an unknown principal,
+/// answered like a rejection, is recorded as what it was) with the verifier's `reason`.
+pub(crate) fn verdict_event(
+    who: Who,
+    protocol: Protocol,
+    outcome: &crate::attempt::Outcome,
+    reason: &'static str,
+    latency: Duration,
+    class: Class,
+) -> AuditEvent {
+    use crate::attempt::Outcome;
+    let (kind, principal, source, station, context) = who;
+    let outcome = match outcome {
+        Outcome::Accepted { .. } => AuditOutcome::Accepted,
+        Outcome::Rejected if reason == UNKNOWN_PRINCIPAL => AuditOutcome::UnknownPrincipal,
+        Outcome::Rejected => AuditOutcome::Rejected,
+        Outcome::Throttled { .. } => AuditOutcome::Throttled,
+        Outcome::Overloaded { .. } => AuditOutcome::Overloaded,
+    };
+    let reason = match (outcome, reason) {
+        // The unknown principal's admission check refused it like a real job.
+        (AuditOutcome::Overloaded, UNKNOWN_PRINCIPAL) => "overloaded",
+        (_, "") => outcome.label(),
+        (_, r) => r,
+    };
+    AuditEvent {
+        time: SystemTime::now(),
+        protocol,
+        kind,
+        principal,
+        context,
+        source,
+        station,
+        outcome,
+        reason,
+        latency,
+        class: Some(class),
+    }
 }
 
 /// Where audit events go. Called on the runtime for every attempt: an implementation

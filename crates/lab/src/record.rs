@@ -212,6 +212,18 @@ impl GroupRecorder {
         o[second] = n;
     }
 
+    /// Completed attempts so far: (successes, every other outcome).
+    pub fn outcome_counts(&self) -> (u64, u64) {
+        let mut ok = 0;
+        let mut all = 0;
+        for s in &self.shards {
+            let d = s.lock();
+            ok += d.counts[Outcome::Success.index()];
+            all += d.counts.iter().sum::<u64>();
+        }
+        (ok, all - ok)
+    }
+
     /// Completed attempts so far.
     pub fn completed(&self) -> u64 {
         self.shards

@@ -45,10 +45,14 @@ use clients::{ClosedVu, OpenGroup, run_closed_shard};
 pub struct RunOptions {
     /// Non-loopback hosts the person explicitly allowed.
     pub allow_targets: Vec<String>,
-    /// Print the live progress line (only honoured when stderr is a terminal).
+    /// Show progress on stderr: on a terminal a live line (scenario i of n, target,
+    /// elapsed and left, per group successes, errors, rate and requests in flight),
+    /// updated every second; otherwise one plain line per finished run.
     pub progress: bool,
     /// Label of the target in reports ("portcullis", "baseline", or the URL).
     pub label: String,
+    /// This run's place in a longer job (`portcullis demo`): scenario i of n, from 1.
+    pub position: Option<(usize, usize)>,
 }
 
 /// One repeat's results.
@@ -486,7 +490,11 @@ async fn drive<D: Driver>(
 
     // Ticker: once a second, sample in-flight counts, scrape the server, show progress.
     let progress = opts.progress && std::io::stderr().is_terminal();
-    let label = format!("{} {}", opts.label, scn.raw.name);
+    let place = opts
+        .position
+        .map_or_else(String::new, |(i, n)| format!("[{i}/{n}] "));
+    let label = format!("{place}{} on {}", scn.raw.name, opts.label);
+    let done_label = label.clone();
     let total_secs = scn.run.duration.as_secs_f64();
     let tick_recs = recs.clone();
     let (done_tx, mut done_rx) = tokio::sync::oneshot::channel::<()>();
@@ -513,11 +521,13 @@ async fn drive<D: Driver>(
                 snaps.push((k, snap));
             }
             if progress {
-                let mut line = format!("\r{label} {:>3}/{:.0}s", k + 1, total_secs);
+                let left = (total_secs - (k + 1) as f64).max(0.0);
+                let mut line = format!("\r{label} {:>3}/{total_secs:.0}s, {left:.0}s left", k + 1);
                 for (i, g) in tick_recs.iter().enumerate() {
-                    let c = g.completed();
+                    let (ok, failed) = g.outcome_counts();
+                    let c = ok + failed;
                     line.push_str(&format!(
-                        " | {} {}/s out {}",
+                        " | {}: {ok} ok, {failed} not, {}/s, {} in flight",
                         g.name,
                         c - prev[i],
                         g.outstanding.load(Ordering::Relaxed)
@@ -543,6 +553,20 @@ async fn drive<D: Driver>(
     let snaps = ticker.await.unwrap_or_default();
     if progress {
         eprintln!();
+    } else if opts.progress {
+        // Not a terminal: one line per finished run, for logs and CI.
+        let groups: Vec<String> = recs
+            .iter()
+            .map(|g| {
+                let (ok, failed) = g.outcome_counts();
+                format!("{}: {ok} ok, {failed} not", g.name)
+            })
+            .collect();
+        eprintln!(
+            "{done_label}: finished after {:.1}s; {}",
+            t0.elapsed().as_secs_f64(),
+            groups.join("; ")
+        );
     }
 
     let groups: Vec<GroupResult> = recs.iter().map(GroupRecorder::finish).collect();

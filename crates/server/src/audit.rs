@@ -4,8 +4,9 @@
 //! The core and the RADIUS door produce one [`AuditEvent`] per authentication outcome
 //! (`portcullis_core::audit`); [`Audit`] is the [`AuditSink`] the server installs. It
 //! counts every event in `portcullis_audit_events_total{outcome}` (exact, always), then
-//! writes at most `per_source_limit` events per source prefix (IPv4 /24, IPv6 /64, the
-//! core's throttling prefixes) per `interval_secs`; the rest of that prefix's interval is
+//! writes every success and at most `per_source_limit` other events per source prefix
+//! (IPv4 /24, IPv6 /64, the core's throttling prefixes) per `interval_secs`; the rest of
+//! that prefix's interval is
 //! summarised in one `audit_summary` event when the interval ends, with the suppressed
 //! counts per outcome. A flood therefore costs a bounded number of lines per prefix and
 //! interval, the prefix table is bounded ([`MAX_PREFIXES`]; beyond it, new prefixes share
@@ -47,9 +48,9 @@ destination = "log"
 # file = "audit.jsonl"
 max_file_bytes = 104857600
 keep_files = 10
-# Under a flood: at most per_source_limit events per source prefix (IPv4 /24, IPv6 /64)
-# per interval_secs are written; the rest become one audit_summary event per prefix and
-# interval with the suppressed counts per outcome.
+# Under a flood: every success is written, other events at most per_source_limit per
+# source prefix (IPv4 /24, IPv6 /64) per interval_secs; the rest become one audit_summary
+# event per prefix and interval with the suppressed counts per outcome.
 per_source_limit = 20
 interval_secs = 60
 "#;
@@ -336,7 +337,9 @@ impl Audit {
             written: 0,
             suppressed: [0; AuditOutcome::ALL.len()],
         });
-        if w.written < self.per_source_limit {
+        // Successes are always written: they are what a SIEM must see (who got in), and
+        // an attacker does not get many; the limit is for the failures of a flood.
+        if w.written < self.per_source_limit || outcome == AuditOutcome::Accepted {
             w.written += 1;
             true
         } else {

@@ -50,7 +50,7 @@ use tokio::sync::oneshot;
 use zeroize::Zeroizing;
 
 use crate::attempt::{Attempt, Class, Outcome, PrincipalKind};
-use crate::audit::{AuditEvent, AuditOutcome, AuditSink};
+use crate::audit::AuditSink;
 use crate::clock::Clock;
 use crate::config::VerifierConfig;
 use crate::error::CoreError;
@@ -71,10 +71,7 @@ mod release;
 
 use release::{now_answer, refusal_wait};
 
-/// Audit reasons the verdict mapping looks at.
-const UNKNOWN_PRINCIPAL: &str = "unknown_principal";
-const WRONG_SECRET: &str = "wrong_secret";
-const BUDGET_EXHAUSTED: &str = "budget_exhausted";
+use crate::audit::{BUDGET_EXHAUSTED, UNKNOWN_PRINCIPAL, WRONG_SECRET};
 
 /// Principals tracked by the distributed-attack detector (about 100 bytes each).
 const SPREAD_CAPACITY: usize = 1 << 16;
@@ -391,33 +388,11 @@ impl Verifier {
         };
         inner.counts.by_class[c].fetch_add(1, Ordering::Relaxed);
         inner.metrics.attempt(&d.outcome, class, protocol);
-        if let Some((sink, (kind, principal, source, station, context))) = audit {
-            let outcome = match d.outcome {
-                Outcome::Accepted { .. } => AuditOutcome::Accepted,
-                Outcome::Rejected if reason == UNKNOWN_PRINCIPAL => AuditOutcome::UnknownPrincipal,
-                Outcome::Rejected => AuditOutcome::Rejected,
-                Outcome::Throttled { .. } => AuditOutcome::Throttled,
-                Outcome::Overloaded { .. } => AuditOutcome::Overloaded,
-            };
-            let reason = match (outcome, reason) {
-                // The unknown principal's admission check refused it like a real job.
-                (AuditOutcome::Overloaded, UNKNOWN_PRINCIPAL) => "overloaded",
-                (_, "") => outcome.label(),
-                (_, r) => r,
-            };
-            sink.record(AuditEvent {
-                time: std::time::SystemTime::now(),
-                protocol,
-                kind,
-                principal,
-                context,
-                source,
-                station,
-                outcome,
-                reason,
-                latency: inner.clock.now().saturating_duration_since(start),
-                class: Some(class),
-            });
+        if let Some((sink, who)) = audit {
+            let latency = inner.clock.now().saturating_duration_since(start);
+            sink.record(crate::audit::verdict_event(
+                who, protocol, &d.outcome, reason, latency, class,
+            ));
         }
         d
     }

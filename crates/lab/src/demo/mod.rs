@@ -240,6 +240,18 @@ pub async fn run(servers: &[&dyn DemoServer], opts: &DemoOptions) -> Result<Repo
         _ => Vec::new(),
     };
     let mut sections = Vec::new();
+    // Runs in all, for "scenario i of n": RADIUS scenarios skip the HTTP-only servers.
+    let total: usize = scns
+        .iter()
+        .map(|scn| {
+            let radius = matches!(scn.driver, DriverSpec::Radius(_));
+            servers
+                .iter()
+                .filter(|s| radius || !s.radius_only())
+                .count()
+        })
+        .sum();
+    let mut done = 0;
     for scn in &scns {
         let mut results = Vec::new();
         for srv in servers {
@@ -287,10 +299,12 @@ pub async fn run(servers: &[&dyn DemoServer], opts: &DemoOptions) -> Result<Repo
             // "off": a server without a metrics endpoint (FreeRADIUS).
             s.target.metrics = (metrics != "off").then(|| metrics.clone());
             s.raw.target.metrics = metrics;
+            done += 1;
             let ro = RunOptions {
                 allow_targets: Vec::new(),
                 progress: opts.progress,
                 label: srv.label(),
+                position: Some((done, total)),
             };
             let res = run_scenario(&s, &ro).await;
             (started.stop)().await;

@@ -52,7 +52,8 @@ fn lines(path: &Path) -> Vec<serde_json::Value> {
 fn issue_18_a_flood_from_one_prefix_is_summarised_and_others_are_still_written() {
     let dir = tempfile::tempdir().unwrap();
     let audit = Audit::start(&file_config(1 << 20, 2, 3), dir.path()).unwrap();
-    // Ten from one /24 (two addresses of it), two from another /24.
+    // Ten failures from one /24 (two addresses of it), two from another /24; then a
+    // success from the flooded /24, which is written whatever the limit.
     for i in 0..10 {
         let outcome = if i % 5 == 4 {
             AuditOutcome::Throttled
@@ -67,6 +68,7 @@ fn issue_18_a_flood_from_one_prefix_is_summarised_and_others_are_still_written()
     }
     audit.record(event("198.51.100.7", AuditOutcome::Accepted, "alice"));
     audit.record(event("198.51.100.8", AuditOutcome::Rejected, "bob"));
+    audit.record(event("203.0.113.50", AuditOutcome::Accepted, "victim"));
     audit.close();
     let got = lines(&dir.path().join("audit.jsonl"));
     let auth: Vec<_> = got
@@ -77,8 +79,12 @@ fn issue_18_a_flood_from_one_prefix_is_summarised_and_others_are_still_written()
         .iter()
         .filter(|l| l["source"].as_str().unwrap().starts_with("203.0.113."))
         .count();
-    assert_eq!(from_flood, 3, "per_source_limit: {got:#?}");
-    assert_eq!(auth.len(), 5);
+    assert_eq!(from_flood, 4, "per_source_limit, and the success: {got:#?}");
+    assert_eq!(auth.len(), 6);
+    assert!(
+        auth.iter()
+            .any(|l| l["source"] == "203.0.113.50" && l["outcome"] == "accepted")
+    );
     let summaries: Vec<_> = got
         .iter()
         .filter(|l| l["event"] == "audit_summary")
