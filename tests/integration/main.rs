@@ -7,6 +7,7 @@ mod dashboards;
 mod enumeration;
 mod formats_cli;
 mod hash_cli;
+mod hostile;
 mod lab;
 mod nas_cli;
 mod radius;

@@ -79,8 +79,13 @@ pub struct FileServer {
     pub request_timeout_ms: u64,
     /// Deadline for receiving request headers, in milliseconds.
     pub header_timeout_ms: u64,
+    /// Largest request head (request line and headers) in bytes; larger is 431.
+    pub max_header_bytes: usize,
     /// Simultaneous connections accepted; further ones wait in the kernel backlog.
     pub max_connections: usize,
+    /// Simultaneous connections from one address (trusted proxies exempt); a connection
+    /// beyond it is closed at once, so one host cannot hold the server's connections.
+    pub max_connections_per_source: usize,
     /// Peers (CIDR or address) that are load balancers: only for them is the client
     /// address taken from `forwarded_header`. Default empty: no peer is trusted,
     /// loopback included, and every request's source is its connection's peer.
@@ -101,7 +106,9 @@ impl Default for FileServer {
             body_limit: 16 * 1024,
             request_timeout_ms: 10_000,
             header_timeout_ms: 10_000,
+            max_header_bytes: 16 * 1024,
             max_connections: 10_000,
+            max_connections_per_source: 256,
             trusted_proxies: Vec::new(),
             forwarded_header: Default::default(),
             proxy_protocol: false,
@@ -250,10 +257,14 @@ pub struct Config {
     pub body_limit: usize,
     /// Deadline for a whole request; also the deadline handed to the core.
     pub request_timeout: Duration,
-    /// Deadline for request headers (slow-loris defence).
+    /// Deadline for request headers (slow-loris defence); also the idle limit.
     pub header_timeout: Duration,
+    /// Largest request head in bytes.
+    pub max_header_bytes: usize,
     /// Simultaneous connections.
     pub max_connections: usize,
+    /// Simultaneous connections from one address (trusted proxies exempt).
+    pub max_connections_per_source: usize,
     /// Load balancers whose forwarding header names the real client.
     pub trusted_proxies: crate::http::forwarded::TrustedProxies,
     /// Trusted proxies' connections start with a PROXY protocol v2 header.
@@ -336,6 +347,16 @@ impl Config {
         let header_timeout = ms(f.server.header_timeout_ms, "server.header_timeout_ms")?;
         if f.server.max_connections == 0 {
             return Err(invalid("server.max_connections must be at least 1"));
+        }
+        if !(8192..=1 << 20).contains(&f.server.max_header_bytes) {
+            return Err(invalid(
+                "server.max_header_bytes must be between 8192 and 1048576",
+            ));
+        }
+        if f.server.max_connections_per_source == 0 {
+            return Err(invalid(
+                "server.max_connections_per_source must be at least 1",
+            ));
         }
         let trusted_proxies = crate::http::forwarded::TrustedProxies {
             ranges: f
@@ -428,7 +449,9 @@ impl Config {
             body_limit: f.server.body_limit,
             request_timeout,
             header_timeout,
+            max_header_bytes: f.server.max_header_bytes,
             max_connections: f.server.max_connections,
+            max_connections_per_source: f.server.max_connections_per_source,
             trusted_proxies,
             proxy_protocol: f.server.proxy_protocol,
             tls,
@@ -522,10 +545,17 @@ body_limit = 16384
 # Deadline for a whole request in milliseconds, also handed to the verification core so
 # it refuses work it cannot finish in time (answered 503 with Retry-After, never a hang).
 request_timeout_ms = 10000
-# Deadline for receiving the request headers in milliseconds (slow-loris defence).
+# Deadline for receiving the request headers in milliseconds (slow-loris defence). It
+# also closes a connection that sits idle this long before (or between) requests.
 header_timeout_ms = 10000
+# Largest request head (request line and headers) in bytes; a larger one gets 431 and the
+# connection is closed. At least 8192.
+max_header_bytes = 16384
 # Simultaneous connections; further ones wait in the kernel's accept backlog.
 max_connections = 10000
+# Simultaneous connections from one address; one more is closed at once. Connections
+# from trusted_proxies are exempt (a balancer carries many clients).
+max_connections_per_source = 256
 # Load balancers in front of this instance (CIDRs or addresses). Only for connections
 # from these peers is the client address read from `forwarded_header`, walking it from
 # the right past trusted hops; from any other peer the header is ignored. Throttling and

@@ -92,6 +92,7 @@ fn describe() {
     // Series at zero from the start: dashboards and alert rules see 0, not nothing.
     metrics::counter!(STORE_ERRORS).increment(0);
     metrics::counter!(FORWARDED).increment(0);
+    metrics::counter!(CONNECTIONS_REFUSED, "reason" => "per_source").increment(0);
     metrics::counter!(crate::audit::SUPPRESSED).increment(0);
     metrics::counter!(crate::audit::DROPPED).increment(0);
     for o in portcullis_core::AuditOutcome::ALL {
@@ -181,6 +182,14 @@ fn status_label(code: u16) -> &'static str {
         c if c < 500 => "4xx",
         _ => "5xx",
     }
+}
+
+/// Prometheus: connections closed at accept, by reason (`per_source`).
+pub const CONNECTIONS_REFUSED: &str = "portcullis_connections_refused_total";
+
+/// Count a connection closed at accept.
+pub fn connection_refused(reason: &'static str) {
+    metrics::counter!(CONNECTIONS_REFUSED, "reason" => reason).increment(1);
 }
 
 /// Log a store failure and count it. The caller answers "try again later" in its own

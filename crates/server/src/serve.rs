@@ -69,6 +69,7 @@ pub async fn run(
     tracker.spawn(Arc::clone(&app.clients).follow_changes(stop.clone()));
     tracker.spawn(every_second(Arc::clone(&app), stop.clone()));
     let limit = Arc::new(Semaphore::new(app.config.max_connections));
+    let per_source = Arc::new(PerSource::new(app.config.max_connections_per_source));
     tokio::pin!(shutdown);
     let mut backoff = Duration::from_millis(5);
     loop {
@@ -93,16 +94,31 @@ pub async fn run(
             () = &mut shutdown => break,
         };
         backoff = Duration::from_millis(5);
+        // One host may hold only so many connections (a balancer may hold more).
+        let held = if app.config.trusted_proxies.trusts(peer.ip()) {
+            None
+        } else {
+            match PerSource::enter(&per_source, peer.ip()) {
+                Some(h) => Some(h),
+                None => {
+                    crate::metrics::connection_refused("per_source");
+                    drop(stream);
+                    continue;
+                }
+            }
+        };
         let _ = stream.set_nodelay(true);
         let router = router.clone();
         let stop = stop.clone();
         let tls = tls.clone();
         let header_timeout = app.config.header_timeout;
+        let max_header_bytes = app.config.max_header_bytes;
         // PROXY protocol: only a trusted balancer's connections carry (and must carry)
         // the header naming the client.
         let proxied = app.config.proxy_protocol && app.config.trusted_proxies.trusts(peer.ip());
         tracker.spawn(async move {
             let _permit = permit;
+            let _held = held;
             let mut stream = stream;
             let peer = if proxied {
                 let read = crate::http::proxy_protocol::read(&mut stream, peer);
@@ -115,10 +131,28 @@ pub async fn run(
                 peer
             };
             match tls {
-                None => serve_connection(stream, peer, router, header_timeout, stop).await,
+                None => {
+                    serve_connection(
+                        stream,
+                        peer,
+                        router,
+                        (header_timeout, max_header_bytes),
+                        stop,
+                    )
+                    .await
+                }
                 Some(acceptor) => {
                     match tokio::time::timeout(header_timeout, acceptor.accept(stream)).await {
-                        Ok(Ok(s)) => serve_connection(s, peer, router, header_timeout, stop).await,
+                        Ok(Ok(s)) => {
+                            serve_connection(
+                                s,
+                                peer,
+                                router,
+                                (header_timeout, max_header_bytes),
+                                stop,
+                            )
+                            .await
+                        }
                         Ok(Err(e)) => tracing::debug!(%peer, "TLS handshake failed: {e}"),
                         Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
                     }
@@ -137,6 +171,52 @@ pub async fn run(
     let audit = Arc::clone(&app.audit);
     let _ = tokio::task::spawn_blocking(move || audit.close()).await;
     Ok(())
+}
+
+/// Connections held per source address, for `server.max_connections_per_source`. The
+/// table holds only addresses with a connection open, so it is bounded by
+/// `server.max_connections`.
+struct PerSource {
+    limit: usize,
+    open: parking_lot::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>,
+}
+
+/// One counted connection; uncounted when dropped (the connection's task ends).
+struct Held(Arc<PerSource>, std::net::IpAddr);
+
+impl PerSource {
+    fn new(limit: usize) -> Self {
+        PerSource {
+            limit,
+            open: parking_lot::Mutex::new(std::collections::HashMap::new()),
+        }
+    }
+
+    /// Count a new connection from `ip`, unless it already has the limit.
+    fn enter(this: &Arc<Self>, ip: std::net::IpAddr) -> Option<Held> {
+        let mut open = this.open.lock();
+        let n = open.entry(ip).or_insert(0);
+        if *n >= this.limit {
+            if *n == 0 {
+                open.remove(&ip);
+            }
+            return None;
+        }
+        *n += 1;
+        Some(Held(Arc::clone(this), ip))
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let mut open = self.0.open.lock();
+        if let Some(n) = open.get_mut(&self.1) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.1);
+            }
+        }
+    }
 }
 
 /// Once a second: the status page's history sample, and the audit summaries of ended
@@ -160,7 +240,7 @@ async fn serve_connection<S>(
     io: S,
     peer: SocketAddr,
     router: axum::Router,
-    header_timeout: Duration,
+    (header_timeout, max_header_bytes): (Duration, usize),
     stop: CancellationToken,
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -173,6 +253,7 @@ async fn serve_connection<S>(
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(header_timeout)
+        .max_buf_size(max_header_bytes)
         .keep_alive(true);
     let conn = builder.serve_connection(TokioIo::new(io), svc);
     tokio::pin!(conn);

@@ -315,7 +315,9 @@ struct PepperEntry {
     key: String,
 }
 
-fn load_or_create_secrets(file: &Path) -> Result<(Peppers, MasterKey, bool), StoreError> {
+pub(crate) fn load_or_create_secrets(
+    file: &Path,
+) -> Result<(Peppers, MasterKey, bool), StoreError> {
     let existing = |file| load_secrets(file).map(|(p, m)| (p, m, false));
     match fs::symlink_metadata(file) {
         Ok(_) => existing(file),
@@ -441,8 +443,12 @@ fn render_secrets(peppers: &Peppers, master: &MasterKey) -> Result<Zeroizing<Str
 
 /// Write `text` to a fresh 0600 temporary file beside `target`, synced to disk.
 fn write_temp(target: &Path, text: &str) -> Result<PathBuf, StoreError> {
+    // Unique per call, not just per process: two threads of one process creating the
+    // same file at once must not share (and delete) each other's temporary file.
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut name = target.as_os_str().to_owned();
-    name.push(format!(".tmp-{}", std::process::id()));
+    name.push(format!(".tmp-{}-{n}", std::process::id()));
     let tmp = PathBuf::from(name);
     let _ = fs::remove_file(&tmp);
     let mut f = OpenOptions::new()

@@ -222,12 +222,13 @@ async fn issue_4_an_attacker_flood_cannot_starve_a_legitimate_flow() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue_4_same_parameter_jobs_share_a_batch_call_when_queued() {
-    // One worker, held on its first job while four more with the same parameters queue
-    // up; released, it gathers them as the batch kernel prefers.
-    let mut c = config();
-    c.pool_threads = 1;
+/// A pool hook that reports each run as it starts (first receiver) and holds it until
+/// the test sends a go (the sender).
+fn gate() -> (
+    JobHook,
+    std::sync::mpsc::Receiver<()>,
+    std::sync::mpsc::Sender<()>,
+) {
     let (started_tx, started_rx) = std::sync::mpsc::channel::<()>();
     let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
     let (go_rx, started_tx) = (Mutex::new(go_rx), Mutex::new(started_tx));
@@ -235,6 +236,16 @@ async fn issue_4_same_parameter_jobs_share_a_batch_call_when_queued() {
         let _ = started_tx.lock().send(());
         let _ = go_rx.lock().recv();
     });
+    (hook, started_rx, go_tx)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_4_same_parameter_jobs_share_a_batch_call_when_queued() {
+    // One worker, held on its first job while four more with the same parameters queue
+    // up; released, it gathers them as the batch kernel prefers.
+    let mut c = config();
+    c.pool_threads = 1;
+    let (hook, started_rx, go_tx) = gate();
     let h = Harness::with(c, policy(1000), Some(hook));
     for i in 0..5 {
         h.source.add(
@@ -300,13 +311,7 @@ async fn issue_17_saturated_pool_runs_the_widest_batch() {
     let mut c = config();
     c.pool_threads = 1;
     c.throttle.distributed_origins = 0;
-    let (started_tx, started_rx) = std::sync::mpsc::channel::<()>();
-    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
-    let (go_rx, started_tx) = (Mutex::new(go_rx), Mutex::new(started_tx));
-    let hook: JobHook = Arc::new(move || {
-        let _ = started_tx.lock().send(());
-        let _ = go_rx.lock().recv();
-    });
+    let (hook, started_rx, go_tx) = gate();
     let h = Harness::with(c, policy(1000), Some(hook));
     for i in 0..n {
         h.source.add(

@@ -206,57 +206,40 @@ macro_rules! lane_kernels {
             }
         }
 
-        /// PBKDF2 iterations 2..=c for up to `LANES` chains of SHA-1.
-        #[target_feature(enable = $feat)]
-        fn lanes1(chains: &mut [Chain<Sha1>], iterations: u32) {
-            let n = chains.len().min(LANES);
-            let ist: [V; 5] = gather(n, |i, j| chains[i].inner[j]);
-            let ost: [V; 5] = gather(n, |i, j| chains[i].outer[j]);
-            let mut u: [V; 5] = gather(n, |i, j| chains[i].acc[j]);
-            let mut acc = u;
-            for _ in 1..iterations {
-                // One compression function for the inner and the outer hash (one copy in
-                // the instruction cache): the digest of one is the message of the next.
-                for base in [&ist, &ost] {
-                    let mut s = *base;
-                    compress1(&mut s, &u);
-                    u = s;
+        /// `$name`: PBKDF2 iterations 2..=c for up to `LANES` chains of `$hash` (state of
+        /// `$words` words) with compression `$compress`.
+        macro_rules! lanes_fn {
+            ($name:ident, $hash:ty, $words:literal, $compress:ident) => {
+                #[target_feature(enable = $feat)]
+                fn $name(chains: &mut [Chain<$hash>], iterations: u32) {
+                    let n = chains.len().min(LANES);
+                    let ist: [V; $words] = gather(n, |i, j| chains[i].inner[j]);
+                    let ost: [V; $words] = gather(n, |i, j| chains[i].outer[j]);
+                    let mut u: [V; $words] = gather(n, |i, j| chains[i].acc[j]);
+                    let mut acc = u;
+                    for _ in 1..iterations {
+                        // One compression function for the inner and the outer hash (one
+                        // copy in the instruction cache): the digest of one is the
+                        // message of the next.
+                        for base in [&ist, &ost] {
+                            let mut s = *base;
+                            $compress(&mut s, &u);
+                            u = s;
+                        }
+                        for (x, u) in acc.iter_mut().zip(u) {
+                            *x = xor(*x, u);
+                        }
+                    }
+                    for (j, x) in acc.into_iter().enumerate() {
+                        for (chain, word) in chains.iter_mut().zip(to_lanes(x)) {
+                            chain.acc[j] = word;
+                        }
+                    }
                 }
-                for (x, u) in acc.iter_mut().zip(u) {
-                    *x = xor(*x, u);
-                }
-            }
-            for (j, x) in acc.into_iter().enumerate() {
-                for (chain, word) in chains.iter_mut().zip(to_lanes(x)) {
-                    chain.acc[j] = word;
-                }
-            }
+            };
         }
-
-        /// PBKDF2 iterations 2..=c for up to `LANES` chains of SHA-256.
-        #[target_feature(enable = $feat)]
-        fn lanes256(chains: &mut [Chain<Sha256>], iterations: u32) {
-            let n = chains.len().min(LANES);
-            let ist: [V; 8] = gather(n, |i, j| chains[i].inner[j]);
-            let ost: [V; 8] = gather(n, |i, j| chains[i].outer[j]);
-            let mut u: [V; 8] = gather(n, |i, j| chains[i].acc[j]);
-            let mut acc = u;
-            for _ in 1..iterations {
-                for base in [&ist, &ost] {
-                    let mut s = *base;
-                    compress256(&mut s, &u);
-                    u = s;
-                }
-                for (x, u) in acc.iter_mut().zip(u) {
-                    *x = xor(*x, u);
-                }
-            }
-            for (j, x) in acc.into_iter().enumerate() {
-                for (chain, word) in chains.iter_mut().zip(to_lanes(x)) {
-                    chain.acc[j] = word;
-                }
-            }
-        }
+        lanes_fn!(lanes1, Sha1, 5, compress1);
+        lanes_fn!(lanes256, Sha256, 8, compress256);
 
         /// Only reachable through the module's `detect`, which checked the CPU.
         fn run_sha1(chains: &mut [Chain<Sha1>], iterations: u32) {
