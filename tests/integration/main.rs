@@ -3,6 +3,7 @@
 //! issue (`issue_N_...`).
 
 mod audit;
+mod crash;
 mod dashboards;
 mod enumeration;
 mod formats_cli;
