@@ -64,6 +64,7 @@ fn token(addr: SocketAddr, id: &str, secret: &str, body: &str) -> (u16, String, 
 
 #[test]
 fn issue_18_one_audit_event_per_attempt_and_no_secret_in_any_log() {
+    let _exclusive = crate::server_support::exclusive();
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let svc_secret = "audit-Right-secret-7f3a9c";

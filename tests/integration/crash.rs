@@ -146,6 +146,7 @@ fn next(seed: &mut u64) -> u64 {
 
 #[test]
 fn issue_15_sigkill_mid_write_loses_no_acknowledged_write() {
+    let _exclusive = crate::server_support::exclusive();
     let kill_points: usize = std::env::var("PORTCULLIS_KILL_POINTS")
         .ok()
         .and_then(|v| v.parse().ok())

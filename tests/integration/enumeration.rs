@@ -250,6 +250,7 @@ fn ks_statistic_matches_hand_computed_values() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_16_usernames_do_not_leak_through_password_grant_timing() {
+    let _exclusive = crate::server_support::exclusive();
     let srv = serve().await;
     let basic = basic_header("app", &srv.app_secret);
     let (known, unknown) = probe(&srv, 100, (400, "invalid_grant"), |exists, i| {
@@ -271,6 +272,7 @@ async fn issue_16_usernames_do_not_leak_through_password_grant_timing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_16_client_ids_do_not_leak_through_client_credentials_timing() {
+    let _exclusive = crate::server_support::exclusive();
     let srv = serve().await;
     let (known, unknown) = probe(&srv, 110, (401, "invalid_client"), |exists, i| {
         let id = if exists {

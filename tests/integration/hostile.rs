@@ -69,6 +69,7 @@ async fn server() -> (TestServer, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_15_slow_loris_headers_and_bodies_are_cut_off() {
+    let _exclusive = crate::server_support::exclusive();
     let (s, secret) = server().await;
     let addr = s.server.local_addr();
     let mut heads = Vec::new();
@@ -118,6 +119,7 @@ async fn issue_15_slow_loris_headers_and_bodies_are_cut_off() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_15_idle_connections_are_capped_per_source_and_closed_when_idle() {
+    let _exclusive = crate::server_support::exclusive();
     let (s, secret) = server().await;
     let addr = s.server.local_addr();
     // One host opens a hundred connections and says nothing.
@@ -181,6 +183,7 @@ async fn issue_15_oversized_heads_get_431_and_the_server_goes_on() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_15_pipelining_flood_is_answered_in_order_and_throttled() {
+    let _exclusive = crate::server_support::exclusive();
     let (s, secret) = server().await;
     let addr = s.server.local_addr();
     // 400 requests in one write on one connection: every fourth a wrong client secret.
@@ -243,6 +246,7 @@ async fn issue_15_pipelining_flood_is_answered_in_order_and_throttled() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_15_half_open_tls_handshakes_are_cut_off() {
+    let _exclusive = crate::server_support::exclusive();
     let fixtures =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/server/tests/fixtures/tls");
     let s = start_with(|c| {

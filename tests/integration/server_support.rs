@@ -253,3 +253,13 @@ pub fn jwt_part(token: &str, i: usize) -> serde_json::Value {
         .unwrap();
     serde_json::from_slice(&raw).unwrap()
 }
+
+/// Held by the timing-sensitive tests (issue 16's latency distributions) and by the tests
+/// that load the machine hardest (crash, hostile connections, a browser), so that these
+/// never run at the same time: a statistical timing test next to a process-spawning
+/// flood measures the flood.
+pub fn exclusive() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}

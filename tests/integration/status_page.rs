@@ -58,6 +58,7 @@ fn text_of<'a>(dom: &'a str, id: &str) -> &'a str {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_18_status_page_draws_the_last_minutes_in_a_browser() {
+    let _exclusive = crate::server_support::exclusive();
     let s = start().await;
     let secret = s.add_client("svc", &[Grant::ClientCredentials], &[]).await;
     let cc = form(&[("grant_type", "client_credentials")]);
