@@ -257,9 +257,32 @@ pub fn jwt_part(token: &str, i: usize) -> serde_json::Value {
 /// Held by the timing-sensitive tests (issue 16's latency distributions) and by the tests
 /// that load the machine hardest (crash, hostile connections, a browser), so that these
 /// never run at the same time: a statistical timing test next to a process-spawning
-/// flood measures the flood.
-pub fn exclusive() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+/// flood measures the flood. (A flag and a condition variable rather than a mutex guard,
+/// so async tests may hold it across their awaits.)
+pub struct Exclusive(());
+
+static BUSY: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
+static FREE: std::sync::Condvar = std::sync::Condvar::new();
+
+/// Wait until no other exclusive test runs, then hold the machine until dropped.
+pub fn exclusive() -> Exclusive {
+    let mut busy = BUSY
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    while *busy {
+        busy = FREE
+            .wait(busy)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+    }
+    *busy = true;
+    Exclusive(())
+}
+
+impl Drop for Exclusive {
+    fn drop(&mut self) {
+        *BUSY
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = false;
+        FREE.notify_one();
+    }
 }
