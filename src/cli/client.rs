@@ -45,7 +45,7 @@ pub enum ClientCommand {
     RotateSecret(RotateArgs),
     /// Add a new pepper key to the data directory's secrets file and make it current.
     /// Secrets generated afterwards are hashed under it; existing ones keep verifying
-    /// under their old key. Restart running servers so they load the new key.
+    /// under their old key. Send running servers SIGHUP (or restart them) so they load it.
     RotatePepper(RotatePepperArgs),
 }
 
@@ -409,7 +409,7 @@ async fn rotate_pepper(args: RotatePepperArgs) -> Result<ExitCode, String> {
     dir.close().await;
     eprintln!(
         "portcullis: pepper {id:?} is now current for new client secrets; older peppers are \
-         kept for existing secrets. Restart running servers to load it."
+         kept for existing secrets. Send running servers SIGHUP (kill -HUP PID) to load it."
     );
     Ok(ExitCode::SUCCESS)
 }

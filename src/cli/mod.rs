@@ -8,6 +8,7 @@ pub mod hash;
 pub mod hash_pool;
 pub mod lab;
 pub mod nas;
+pub mod reload;
 pub mod serve;
 pub mod user;
 

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use portcullis_server::{App, Config};
 
 /// Arguments of `portcullis serve`.
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct ServeArgs {
     /// TOML configuration file (`portcullis config example` prints a documented one).
     /// Without it every setting has its default.
@@ -26,26 +26,33 @@ pub struct ServeArgs {
     pub radius: Vec<SocketAddr>,
 }
 
-/// Run `portcullis serve`.
-pub fn run(args: ServeArgs) -> ExitCode {
+/// The configuration file (or the defaults) with the command line's overrides applied;
+/// also what SIGHUP re-reads.
+pub fn load_config(args: &ServeArgs) -> Result<Config, String> {
     let mut config = match &args.config {
-        Some(path) => match Config::load(path) {
-            Ok(c) => c,
-            Err(e) => return super::fail(format_args!("{}: {e}", path.display())),
-        },
+        Some(path) => Config::load(path).map_err(|e| format!("{}: {e}", path.display()))?,
         None => Config::default(),
     };
-    if let Some(d) = args.data_dir {
-        config.data_dir = d;
+    if let Some(d) = &args.data_dir {
+        config.data_dir = d.clone();
     }
     if let Some(h) = args.http {
         config.http = h;
     }
     if !args.radius.is_empty() {
-        let mut listen = args.radius;
+        let mut listen = args.radius.clone();
         listen.dedup();
         config.radius.listen = listen;
     }
+    Ok(config)
+}
+
+/// Run `portcullis serve`.
+pub fn run(args: ServeArgs) -> ExitCode {
+    let config = match load_config(&args) {
+        Ok(c) => c,
+        Err(e) => return super::fail(e),
+    };
     portcullis_server::logging::init(&config.log);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -54,7 +61,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return super::fail(format_args!("cannot start the async runtime: {e}")),
     };
-    runtime.block_on(serve(config))
+    runtime.block_on(serve(config, args))
 }
 
 /// What this server runs with, in a few lines at start-up: the settings an operator asks
@@ -113,7 +120,7 @@ fn log_effective_config(c: &Config) {
     }
 }
 
-async fn serve(config: Config) -> ExitCode {
+async fn serve(config: Config, args: ServeArgs) -> ExitCode {
     let listener = match tokio::net::TcpListener::bind(config.http).await {
         Ok(l) => l,
         Err(e) => return super::fail(format_args!("cannot listen on {}: {e}", config.http)),
@@ -151,6 +158,12 @@ async fn serve(config: Config) -> ExitCode {
         Ok(a) => a,
         Err(e) => return super::fail(e),
     };
+    tokio::spawn(super::reload::watch(
+        std::sync::Arc::clone(&app),
+        args,
+        backend.secrets_file(),
+        app.config.clone(),
+    ));
     match &app.config.throttle_redis {
         None => tracing::info!("failure budgets: in this process"),
         Some(r) => tracing::info!(

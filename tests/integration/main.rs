@@ -14,6 +14,7 @@ mod nas_cli;
 mod radius;
 mod radius_interop;
 mod radius_support;
+mod reload;
 mod scale_out;
 mod scale_out_haproxy;
 mod server;

@@ -128,6 +128,10 @@ pub(crate) fn deadline_width(
         .unwrap_or(1)
 }
 
+/// The pepper keys, shared by the verifier (cheap checks) and the pool, replaced whole
+/// when the secrets file is reloaded; readers clone the inner `Arc` and let go at once.
+pub(crate) type SharedPeppers = Arc<parking_lot::RwLock<Arc<Peppers>>>;
+
 /// A unit of background work (rehash).
 pub(crate) type Background = Box<dyn FnOnce() + Send + 'static>;
 
@@ -168,7 +172,7 @@ struct Shared {
     shed: AtomicU64,
     times: Mutex<HashTimes>,
     codel: CodelConfig,
-    peppers: Peppers,
+    peppers: SharedPeppers,
     clock: Arc<dyn Clock>,
     hook: Option<JobHook>,
 }
@@ -204,7 +208,7 @@ impl Pool {
     /// Start `config.resolved_pool_threads()` workers.
     pub(crate) fn start(
         config: &VerifierConfig,
-        peppers: Peppers,
+        peppers: SharedPeppers,
         clock: Arc<dyn Clock>,
         hook: Option<JobHook>,
     ) -> Result<Pool, CoreError> {
@@ -621,13 +625,14 @@ impl Shared {
         {
             return (r, true);
         }
+        let peppers = Arc::clone(&self.peppers.read());
         let results = batch
             .iter()
             .map(|(job, _)| {
                 let mut error = false;
                 for (i, c) in job.creds.iter().enumerate() {
                     self.hashes.fetch_add(1, Ordering::Relaxed);
-                    match c.verify(&job.secret, &self.peppers) {
+                    match c.verify(&job.secret, &peppers) {
                         Ok(true) => return (Some(i), error),
                         Ok(false) => {}
                         Err(_) => error = true,

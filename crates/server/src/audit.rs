@@ -208,8 +208,10 @@ enum Writer {
 /// The server's audit sink (module doc).
 pub struct Audit {
     writer: Writer,
-    per_source_limit: u32,
-    interval: Duration,
+    /// Events written per prefix per interval (reloadable).
+    per_source_limit: std::sync::atomic::AtomicU32,
+    /// The interval in milliseconds (reloadable).
+    interval_ms: std::sync::atomic::AtomicU64,
     /// Rate-limit windows by source prefix; the overflow entry is [`overflow_prefix`].
     windows: Mutex<HashMap<IpPrefix, Window>>,
     /// The status page's top failing sources, fed with every event (written or not).
@@ -219,8 +221,8 @@ pub struct Audit {
 impl std::fmt::Debug for Audit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Audit")
-            .field("per_source_limit", &self.per_source_limit)
-            .field("interval", &self.interval)
+            .field("per_source_limit", &self.limit())
+            .field("interval", &self.interval())
             .finish_non_exhaustive()
     }
 }
@@ -254,19 +256,42 @@ impl Audit {
         };
         Ok(Arc::new(Audit {
             writer,
-            per_source_limit: config.per_source_limit,
-            interval: config.interval,
+            per_source_limit: std::sync::atomic::AtomicU32::new(config.per_source_limit),
+            interval_ms: std::sync::atomic::AtomicU64::new(
+                u64::try_from(config.interval.as_millis()).unwrap_or(u64::MAX),
+            ),
             windows: Mutex::new(HashMap::new()),
             board: crate::history::FailureBoard::default(),
         }))
     }
 
+    fn limit(&self) -> u32 {
+        self.per_source_limit
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn interval(&self) -> Duration {
+        Duration::from_millis(self.interval_ms.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    /// Apply a reloaded `[audit]` rate limit (the destination needs a restart).
+    pub fn set_limits(&self, config: &AuditConfig) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.per_source_limit
+            .store(config.per_source_limit, Relaxed);
+        self.interval_ms.store(
+            u64::try_from(config.interval.as_millis()).unwrap_or(u64::MAX),
+            Relaxed,
+        );
+    }
+
     /// Write the summaries of every interval that has ended (the server calls this every
     /// second, so a flood's summary appears even when the flood stops).
     pub fn sweep(&self, now: Instant) {
+        let interval = self.interval();
         let mut done = Vec::new();
         self.windows.lock().retain(|prefix, w| {
-            let over = now.saturating_duration_since(w.start) >= self.interval;
+            let over = now.saturating_duration_since(w.start) >= interval;
             if over && w.suppressed.iter().any(|n| *n > 0) {
                 done.push((*prefix, w.suppressed));
             }
@@ -282,7 +307,7 @@ impl Audit {
     /// request, so no accepted event is lost to the exit. Blocks: call it off the
     /// runtime's workers.
     pub fn close(&self) {
-        self.sweep(Instant::now() + self.interval);
+        self.sweep(Instant::now() + self.interval());
         if let Writer::File(tx) = &self.writer {
             let (ack, done) = std::sync::mpsc::channel();
             if tx.send(Msg::Flush(ack)).is_ok() {
@@ -307,7 +332,7 @@ impl Audit {
             "time": rfc3339(SystemTime::now()),
             "event": "audit_summary",
             "source_prefix": source,
-            "interval_secs": self.interval.as_secs(),
+            "interval_secs": self.interval().as_secs(),
             "suppressed": counts,
         });
         match &self.writer {
@@ -339,7 +364,7 @@ impl Audit {
         });
         // Successes are always written: they are what a SIEM must see (who got in), and
         // an attacker does not get many; the limit is for the failures of a flood.
-        if w.written < self.per_source_limit || outcome == AuditOutcome::Accepted {
+        if w.written < self.limit() || outcome == AuditOutcome::Accepted {
             w.written += 1;
             true
         } else {

@@ -88,6 +88,11 @@ impl LogConfig {
     }
 }
 
+/// Changes the level filter of the installed subscriber (set by [`init`]).
+type SetLevel = Box<dyn Fn(&str) -> Result<(), String> + Send + Sync>;
+
+static SET_LEVEL: std::sync::OnceLock<SetLevel> = std::sync::OnceLock::new();
+
 /// Install the process's log subscriber (once; later calls do nothing).
 pub fn init(config: &LogConfig) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
@@ -98,10 +103,44 @@ pub fn init(config: &LogConfig) {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(ansi);
-    let _ = match config.format {
-        LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder.json().try_init(),
+    // The level can be changed later (SIGHUP): keep a way to do it.
+    fn setter<L, S>(h: tracing_subscriber::reload::Handle<L, S>) -> SetLevel
+    where
+        L: From<tracing_subscriber::EnvFilter> + Send + Sync + 'static,
+        S: Send + Sync + 'static,
+    {
+        Box::new(move |level: &str| {
+            let f = tracing_subscriber::EnvFilter::try_new(level).map_err(|e| e.to_string())?;
+            h.reload(f).map_err(|e| e.to_string())
+        })
+    }
+    let installed = match config.format {
+        LogFormat::Text => {
+            let b = builder.with_filter_reloading();
+            let set = setter(b.reload_handle());
+            b.try_init().map(|()| set)
+        }
+        LogFormat::Json => {
+            let b = builder.json().with_filter_reloading();
+            let set = setter(b.reload_handle());
+            b.try_init().map(|()| set)
+        }
     };
+    if let Ok(set) = installed {
+        let _ = SET_LEVEL.set(set);
+    }
+}
+
+/// Change the level filter of the running process (`RUST_LOG`, when set, still wins:
+/// then this does nothing). An invalid filter is an error and the old one stays.
+pub fn set_level(level: &str) -> Result<(), String> {
+    if std::env::var_os("RUST_LOG").is_some() {
+        return Ok(());
+    }
+    match SET_LEVEL.get() {
+        Some(set) => set(level),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]

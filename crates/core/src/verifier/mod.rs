@@ -44,7 +44,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use portcullis_hash::{Cost, Credential, Peppers, Policy};
 use tokio::sync::oneshot;
 use zeroize::Zeroizing;
@@ -156,7 +156,7 @@ struct Inner {
     /// Used while `throttle` is failing: throttling degrades to per node, never to none.
     fallback: MemoryThrottleStore,
     /// Pepper keys for cheap credentials (and the pool's copy for verify()).
-    peppers: Peppers,
+    peppers: crate::pool::SharedPeppers,
     /// What new hashes look like; decides rehash-on-login.
     policy: Policy,
     /// Every time-based rule reads this.
@@ -270,7 +270,8 @@ impl Verifier {
         hook: Option<JobHook>,
     ) -> Result<Self, CoreError> {
         config.validate()?;
-        let pool = Pool::start(&config, peppers.clone(), Arc::clone(&clock), hook)?;
+        let peppers: crate::pool::SharedPeppers = Arc::new(RwLock::new(Arc::new(peppers)));
+        let pool = Pool::start(&config, Arc::clone(&peppers), Arc::clone(&clock), hook)?;
         let t = &config.throttle;
         let principal = GcraLimit::from_config(&t.principal);
         let limits = [
@@ -340,6 +341,13 @@ impl Verifier {
         }
         // If the service is gone the answer just goes now.
         let _ = self.inner.timer.at(until).await;
+    }
+
+    /// Replace the pepper keys (a reloaded secrets file): cheap credentials peppered under
+    /// a key added since start verify from the next attempt on. Jobs already running
+    /// finish with the keys they started with.
+    pub fn set_peppers(&self, peppers: Peppers) {
+        *self.inner.peppers.write() = Arc::new(peppers);
     }
 
     /// Install where audit events go (once; later calls are ignored). Until then no
@@ -604,7 +612,8 @@ impl Verifier {
         // 4. Cheap credentials inline.
         for (old, c) in &cheap {
             i.counts.cheap.fetch_add(1, Ordering::Relaxed);
-            if matches!(c.verify(&secret, &i.peppers), Ok(true)) {
+            let peppers = Arc::clone(&i.peppers.read());
+            if matches!(c.verify(&secret, &peppers), Ok(true)) {
                 self.record_latency(kind, start);
                 *reason = "secret_matched";
                 return (self.accepted(&adm, old, c, secret).await, class);

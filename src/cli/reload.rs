@@ -1,0 +1,137 @@
+//! SIGHUP for `portcullis serve` (issue 15): re-read the configuration file and the
+//! secrets file without a restart.
+//!
+//! The secrets file's pepper keys replace the core's (so a `client rotate-pepper` takes
+//! effect on a running server); the master key is never swapped under a running server.
+//! From the configuration file, with the same command-line overrides as at start, the
+//! reloadable parts are applied: `[audit] per_source_limit` and `interval_secs`, and `[log]
+//! level`. Any other change is reported as needing a restart. A file that does not parse
+//! or validate is refused with one error line, and the running configuration stays.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use portcullis_server::{App, Config};
+
+use super::serve::{ServeArgs, load_config};
+
+/// Reload on every SIGHUP until the process ends.
+pub async fn watch(app: Arc<App>, args: ServeArgs, secrets_file: PathBuf, mut running: Config) {
+    let Ok(mut hup) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) else {
+        tracing::warn!("cannot listen for SIGHUP: reloading needs a restart");
+        return;
+    };
+    while hup.recv().await.is_some() {
+        tracing::info!("SIGHUP: reloading the configuration and the secrets file");
+        if args.config.is_some() {
+            match load_config(&args) {
+                Err(e) => tracing::error!(
+                    "configuration reload refused, the running configuration stays: {}",
+                    one_line(&e)
+                ),
+                Ok(new) => {
+                    apply(&app, &running, &new);
+                    running = new;
+                }
+            }
+        }
+        match portcullis_store::Secrets::load(&secrets_file) {
+            Ok(s) => {
+                let current = s.peppers.current().map_or("none", |k| k.id()).to_owned();
+                let n = s.peppers.keys().count();
+                app.verifier.set_peppers(s.peppers);
+                tracing::info!(
+                    "secrets file reloaded: {n} pepper keys, current {current} (the master \
+                     key is only read at start)"
+                );
+            }
+            Err(e) => tracing::error!(
+                "secrets file reload refused, the loaded keys stay: {}: {e}",
+                secrets_file.display()
+            ),
+        }
+    }
+}
+
+/// Apply the reloadable parts of `new`, and name what only a restart would apply.
+fn apply(app: &App, old: &Config, new: &Config) {
+    app.audit.set_limits(&new.audit);
+    if let Err(e) = portcullis_server::logging::set_level(&new.log.level) {
+        tracing::error!("log.level {:?} not applied: {e}", new.log.level);
+    }
+    let d = |x: &dyn std::fmt::Debug| format!("{x:?}");
+    let sections: [(&str, String, String); 12] = [
+        ("server.http", d(&old.http), d(&new.http)),
+        ("server.issuer", d(&old.issuer), d(&new.issuer)),
+        (
+            "server limits",
+            d(&(
+                old.body_limit,
+                old.request_timeout,
+                old.header_timeout,
+                old.max_header_bytes,
+                old.max_connections,
+                old.max_connections_per_source,
+            )),
+            d(&(
+                new.body_limit,
+                new.request_timeout,
+                new.header_timeout,
+                new.max_header_bytes,
+                new.max_connections,
+                new.max_connections_per_source,
+            )),
+        ),
+        (
+            "server proxies",
+            d(&(&old.trusted_proxies, old.proxy_protocol)),
+            d(&(&new.trusted_proxies, new.proxy_protocol)),
+        ),
+        ("[tls]", d(&old.tls), d(&new.tls)),
+        (
+            "[tokens]",
+            d(&(&old.audience, old.token_lifetime, old.key_rotation)),
+            d(&(&new.audience, new.token_lifetime, new.key_rotation)),
+        ),
+        ("[verifier]", d(&old.verifier), d(&new.verifier)),
+        ("[policy]", d(&old.policy), d(&new.policy)),
+        (
+            "[store]",
+            d(&(&old.data_dir, &old.store, old.client_cache_ttl)),
+            d(&(&new.data_dir, &new.store, new.client_cache_ttl)),
+        ),
+        ("[throttle]", d(&old.throttle_redis), d(&new.throttle_redis)),
+        ("[radius]", d(&old.radius), d(&new.radius)),
+        (
+            "audit.destination, log.format",
+            d(&(&old.audit.destination, old.log.format)),
+            d(&(&new.audit.destination, new.log.format)),
+        ),
+    ];
+    let restart: Vec<&str> = sections
+        .iter()
+        .filter(|(_, a, b)| a != b)
+        .map(|(name, _, _)| *name)
+        .collect();
+    tracing::info!(
+        "configuration reloaded: audit at most {} failures per source prefix per {:?}, log level {:?}",
+        new.audit.per_source_limit,
+        new.audit.interval,
+        new.log.level
+    );
+    if !restart.is_empty() {
+        tracing::warn!(
+            "changed in the file but applied only on restart: {}",
+            restart.join(", ")
+        );
+    }
+}
+
+/// A multi-line error (TOML's quote the offending line with a caret) as one log line.
+fn one_line(e: &str) -> String {
+    e.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.chars().all(|c| c == '|' || c == '^' || c == ' '))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
