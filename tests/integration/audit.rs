@@ -4,62 +4,17 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
-
-use base64::Engine;
-
-const BIN: &str = env!("CARGO_BIN_EXE_portcullis");
-
-fn cli(data: &std::path::Path, args: &[&str], stdin: &str) -> String {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .arg("--data-dir")
-        .arg(data)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
+use crate::process_support::{cli, post, serve};
 
 /// One token request on its own connection: (status, X-Request-Id, body).
-fn token(addr: SocketAddr, id: &str, secret: &str, body: &str) -> (u16, String, String) {
-    let basic = base64::engine::general_purpose::STANDARD.encode(format!("{id}:{secret}"));
-    let mut s = TcpStream::connect(addr).unwrap();
-    write!(
-        s,
-        "POST /oauth2/token HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\
-         Authorization: Basic {basic}\r\nContent-Type: application/x-www-form-urlencoded\r\n\
-         Content-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).unwrap();
-    let status = raw[9..12].parse().unwrap();
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+fn token(addr: std::net::SocketAddr, id: &str, secret: &str, body: &str) -> (u16, String, String) {
+    let (status, head, body) = post(addr, "/oauth2/token", (id, secret), body).unwrap();
     let rid = head
         .lines()
         .find_map(|l| l.strip_prefix("x-request-id: "))
         .unwrap_or_else(|| panic!("no x-request-id in {head}"))
         .to_owned();
-    (status, rid, body.to_owned())
+    (status, rid, body)
 }
 
 #[test]
@@ -88,34 +43,8 @@ fn issue_18_one_audit_event_per_attempt_and_no_secret_in_any_log() {
         "[audit]\ndestination = \"file\"\nper_source_limit = 1000\n\n[log]\nformat = \"json\"\n",
     )
     .unwrap();
-    let mut child = Command::new(BIN)
-        .args(["serve", "--http", "127.0.0.1:0", "--config"])
-        .arg(&config)
-        .arg("--data-dir")
-        .arg(&data)
-        .env_remove("RUST_LOG")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let log: Arc<Mutex<Vec<String>>> = Arc::default();
-    let (tx, rx) = std::sync::mpsc::channel();
-    {
-        let log = Arc::clone(&log);
-        let stderr = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(rest) = line.split("listening on ").nth(1) {
-                    let addr: SocketAddr = rest.split(';').next().unwrap().parse().unwrap();
-                    let _ = tx.send(addr);
-                }
-                log.lock().unwrap().push(line);
-            }
-        });
-    }
-    let addr = rx
-        .recv_timeout(std::time::Duration::from_secs(60))
-        .expect("serve did not start");
+    let srv = serve(&config, &data);
+    let (mut child, addr, log) = (srv.child, srv.addr, srv.log);
 
     let cc = "grant_type=client_credentials";
     let mut sent: Vec<(String, usize)> = Vec::new(); // (request id, attempts it made)
@@ -162,7 +91,7 @@ fn issue_18_one_audit_event_per_attempt_and_no_secret_in_any_log() {
     // SIGTERM: the server drains and flushes the audit file before it exits.
     let pid = child.id().to_string();
     assert!(
-        Command::new("kill")
+        std::process::Command::new("kill")
             .args(["-TERM", &pid])
             .status()
             .unwrap()

@@ -12,19 +12,17 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use base64::Engine;
 use portcullis_hash::Policy;
 use portcullis_hash::pbkdf2::Prf;
 
-const BIN: &str = env!("CARGO_BIN_EXE_portcullis");
+use crate::process_support::{serve, try_cli};
 
 /// What was acknowledged, so must survive.
 #[derive(Default)]
@@ -43,68 +41,26 @@ struct Ledger {
 type Running = Arc<Mutex<Vec<u32>>>;
 
 fn cli(running: &Running, data: &Path, args: &[&str], stdin: &str) -> Option<String> {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .arg("--data-dir")
-        .arg(data)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    running.lock().unwrap().push(pid);
-    let _ = child.stdin.take().unwrap().write_all(stdin.as_bytes());
-    let out = child.wait_with_output().unwrap();
+    let spawned = std::cell::Cell::new(0);
+    let out = try_cli(data, args, stdin, &|pid| {
+        spawned.set(pid);
+        running.lock().unwrap().push(pid);
+    });
+    // Finished (or killed): no longer to be killed.
+    let pid = spawned.get();
     running.lock().unwrap().retain(|p| *p != pid);
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    out
 }
 
-/// Start the server and wait until it listens; fails the test if it does not start.
+/// Start the server (it must start cleanly, every time).
 fn start(data: &Path, config: &Path) -> (Child, SocketAddr) {
-    let mut child = Command::new(BIN)
-        .args(["serve", "--http", "127.0.0.1:0", "--config"])
-        .arg(config)
-        .arg("--data-dir")
-        .arg(data)
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let addr = loop {
-        let line = lines
-            .next()
-            .unwrap_or_else(|| panic!("serve exited before listening: {:?}", child.try_wait()))
-            .unwrap();
-        assert!(!line.contains("ERROR"), "serve: {line}");
-        if let Some(rest) = line.split("listening on ").nth(1) {
-            break rest.split(';').next().unwrap().parse().unwrap();
-        }
-    };
-    std::thread::spawn(move || lines.for_each(drop));
-    (child, addr)
+    let srv = serve(config, data);
+    (srv.child, srv.addr)
 }
 
 /// One request on its own connection; `None` if the server is gone.
 fn http(addr: SocketAddr, path: &str, basic: (&str, &str), body: &str) -> Option<(u16, String)> {
-    let auth = base64::engine::general_purpose::STANDARD.encode(format!("{}:{}", basic.0, basic.1));
-    let mut s = TcpStream::connect(addr).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-    write!(
-        s,
-        "POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Basic {auth}\r\n\
-         Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .ok()?;
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).ok()?;
-    let status = raw.get(9..12)?.parse().ok()?;
-    Some((status, raw.split_once("\r\n\r\n")?.1.to_owned()))
+    crate::process_support::post(addr, path, basic, body).map(|(st, _, b)| (st, b))
 }
 
 fn token_of(body: &str) -> String {
@@ -113,8 +69,10 @@ fn token_of(body: &str) -> String {
 }
 
 fn kill(pid: u32) {
+    // Quietly: the process may have finished on its own meanwhile.
     let _ = Command::new("kill")
         .args(["-KILL", &pid.to_string()])
+        .stderr(Stdio::null())
         .status();
 }
 

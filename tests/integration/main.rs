@@ -11,6 +11,7 @@ mod hash_cli;
 mod hostile;
 mod lab;
 mod nas_cli;
+mod process_support;
 mod radius;
 mod radius_interop;
 mod radius_support;

@@ -5,46 +5,25 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::Command;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use base64::Engine;
-
-const BIN: &str = env!("CARGO_BIN_EXE_portcullis");
+use crate::process_support::{cli as run_cli, post, serve};
 
 fn cli(data: &std::path::Path, args: &[&str]) -> String {
-    let out = Command::new(BIN)
-        .args(args)
-        .arg("--data-dir")
-        .arg(data)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    run_cli(data, args, "")
 }
 
-fn token_status(addr: SocketAddr, id: &str, secret: &str) -> u16 {
-    let basic = base64::engine::general_purpose::STANDARD.encode(format!("{id}:{secret}"));
-    let body = "grant_type=client_credentials";
-    let mut s = TcpStream::connect(addr).unwrap();
-    write!(
-        s,
-        "POST /oauth2/token HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Basic {basic}\r\n\
-         Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
+fn token_status(addr: std::net::SocketAddr, id: &str, secret: &str) -> u16 {
+    post(
+        addr,
+        "/oauth2/token",
+        (id, secret),
+        "grant_type=client_credentials",
     )
-    .unwrap();
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).unwrap();
-    raw[9..12].parse().unwrap()
+    .unwrap()
+    .0
 }
 
 /// Wait (bounded) until the server's log has a line containing `needle`.
@@ -80,36 +59,8 @@ fn issue_15_sighup_reloads_peppers_and_refuses_a_bad_config() {
     let config = dir.path().join("portcullis.toml");
     std::fs::write(&config, "[audit]\nper_source_limit = 20\n").unwrap();
     let old_secret = cli(&data, &["client", "add", "before"]);
-    let mut child = Command::new(BIN)
-        .args(["serve", "--http", "127.0.0.1:0", "--config"])
-        .arg(&config)
-        .arg("--data-dir")
-        .arg(&data)
-        .env_remove("RUST_LOG")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let log: Arc<Mutex<Vec<String>>> = Arc::default();
-    {
-        let log = Arc::clone(&log);
-        let stderr = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                log.lock().unwrap().push(line);
-            }
-        });
-    }
-    let line = wait_for_log(&log, "listening on ");
-    let addr: SocketAddr = line
-        .split("listening on ")
-        .nth(1)
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let srv = serve(&config, &data);
+    let (mut child, addr, log) = (srv.child, srv.addr, srv.log);
     assert_eq!(token_status(addr, "before", &old_secret), 200);
 
     // A new pepper key, and a client hashed under it: unknown to the running server.
