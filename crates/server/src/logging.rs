@@ -79,13 +79,54 @@ impl LogConfig {
                 )));
             }
         };
-        tracing_subscriber::EnvFilter::try_new(&f.level)
+        check_level(&f.level)
+            .and_then(|()| {
+                tracing_subscriber::EnvFilter::try_new(&f.level).map_err(|e| e.to_string())
+            })
             .map_err(|e| ConfigError::Invalid(format!("log.level {:?}: {e}", f.level)))?;
         Ok(LogConfig {
             format,
             level: f.level,
         })
     }
+}
+
+/// Levels a directive may name.
+const LEVELS: [&str; 6] = ["trace", "debug", "info", "warn", "error", "off"];
+
+/// `log.level` is a comma-separated list of `LEVEL` or `TARGET=LEVEL` directives (targets
+/// are module paths). The rest of `RUST_LOG`'s syntax (span and field filters) is refused:
+/// a field filter is a regular expression compiled into a DFA, and the fuzzer found a
+/// short one that takes minutes to compile, so a configuration file could hang the start
+/// or a reload (issue 15). `RUST_LOG` itself still takes everything.
+fn check_level(s: &str) -> Result<(), String> {
+    if s.len() > 1024 {
+        return Err("longer than 1024 characters".into());
+    }
+    for d in s.split(',').map(str::trim).filter(|d| !d.is_empty()) {
+        let (target, level) = match d.split_once('=') {
+            Some((t, l)) => (Some(t), l),
+            None => (None, d),
+        };
+        if !LEVELS.contains(&level.to_ascii_lowercase().as_str()) {
+            return Err(format!(
+                "{d:?}: the level must be one of {}",
+                LEVELS.join(", ")
+            ));
+        }
+        if let Some(t) = target
+            && (t.is_empty()
+                || !t
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | ':' | '-' | '.')))
+        {
+            return Err(format!(
+                "{d:?}: a target is a module path such as portcullis::audit (span and field \
+                 filters are for RUST_LOG)"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Changes the level filter of the installed subscriber (set by [`init`]).
@@ -169,5 +210,48 @@ mod tests {
             level: "info,=[".into(),
         });
         assert!(bad.unwrap_err().to_string().contains("log.level"));
+    }
+
+    /// Issue 15, found by the `config_toml` fuzz target: a field filter's regular
+    /// expression in `log.level` took minutes to compile (the configuration check and
+    /// every SIGHUP would hang). Refused now, at once. The fuzzer's input is kept as is.
+    #[test]
+    fn issue_15_log_level_with_a_field_regex_is_refused_not_compiled() {
+        let found = include_str!("../tests/fixtures/fuzz/config_toml-slow-log-level.toml");
+        let started = std::time::Instant::now();
+        let e = crate::Config::parse(found).unwrap_err().to_string();
+        assert!(e.contains("log.level"), "{e}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        for level in [
+            "info,my_crate[span{field=/a{1000}{1000}/}]=debug",
+            "x[y]=info",
+        ] {
+            let started = std::time::Instant::now();
+            let e = LogConfig::from_file(FileLog {
+                format: "text".into(),
+                level: level.into(),
+            })
+            .unwrap_err()
+            .to_string();
+            assert!(e.contains("log.level"), "{e}");
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(5),
+                "{level}"
+            );
+        }
+        for ok in [
+            "warn",
+            "info,portcullis::audit=off",
+            "DEBUG,hyper=warn,tokio=error",
+        ] {
+            assert!(
+                LogConfig::from_file(FileLog {
+                    format: "json".into(),
+                    level: ok.into(),
+                })
+                .is_ok(),
+                "{ok}"
+            );
+        }
     }
 }
