@@ -498,21 +498,28 @@ impl Shared {
                 let only = Take::Only(first.1);
                 let mut batch = vec![first];
                 if let Some(key) = batch[0].0.key {
+                    // Batch only the work other idle workers could not start right away,
+                    // or what may come back while every thread is busy (below).
+                    let spare = st.sched.len().saturating_sub(st.idle);
+                    let others_busy =
+                        self.threads > 1 && self.busy.load(Ordering::Relaxed) + 1 >= self.threads;
                     // As wide as the kernel likes, but only as wide as the earliest
                     // deadline in the batch allows: every job of a batch finishes when
-                    // the widest group does.
-                    let alone = {
-                        let t = self.times.lock();
-                        Duration::from_nanos(
-                            (t.single_ns_per_unit() * batch[0].0.cost as f64).min(1e18) as u64,
-                        )
+                    // the widest group does. A lone job on an idle pool skips all this.
+                    let want = if spare == 0 && !others_busy {
+                        1
+                    } else {
+                        let alone = {
+                            let t = self.times.lock();
+                            Duration::from_nanos(
+                                (t.single_ns_per_unit() * batch[0].0.cost as f64).min(1e18) as u64,
+                            )
+                        };
+                        let slack = batch[0].0.deadline.saturating_duration_since(now);
+                        deadline_width(batch::preferred_batch(key.prf), slack, |k| {
+                            alone.mul_f64(batch::batch_time_factor(key.prf, k))
+                        })
                     };
-                    let slack = batch[0].0.deadline.saturating_duration_since(now);
-                    let want = deadline_width(batch::preferred_batch(key.prf), slack, |k| {
-                        alone.mul_f64(batch::batch_time_factor(key.prf, k))
-                    });
-                    // Batch only the work other idle workers could not start right away.
-                    let spare = st.sched.len().saturating_sub(st.idle);
                     for _ in 0..(want - 1).min(spare) {
                         match st.sched.pop_from(now, &p, Some(key), only, &mut shed) {
                             Some(j) => batch.push(j),
@@ -525,8 +532,6 @@ impl Shared {
                     // microseconds). An idle pool never waits: lowest latency when idle.
                     let window = (p.service(batch[0].0.cost) / 50).min(MAX_GATHER_WAIT);
                     let until = std::time::Instant::now() + window;
-                    let others_busy =
-                        self.threads > 1 && self.busy.load(Ordering::Relaxed) + 1 >= self.threads;
                     while batch.len() < want
                         && others_busy
                         && st.idle == 0
