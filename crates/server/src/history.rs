@@ -55,11 +55,13 @@ pub struct History {
 
 impl History {
     /// Take the second that ended at `t` (Unix seconds) from `snap`, the core's counters
-    /// now. The first call only remembers the counters.
+    /// now. The first sample counts from zero: what was answered before the first tick
+    /// (the sampler starts with the server, but not before its first request) is in it.
     pub fn tick(&self, t: u64, snap: PoolSnapshot) {
         let mut g = self.inner.lock();
         let (ring, prev) = &mut *g;
-        if let Some(p) = prev.as_ref() {
+        {
+            let p = prev.get_or_insert_with(PoolSnapshot::default);
             let d = |now: u64, before: u64| now.saturating_sub(before);
             let waits = d(snap.queue_waits, p.queue_waits);
             let sample = Sample {
@@ -234,11 +236,12 @@ mod tests {
     #[test]
     fn issue_18_history_keeps_per_second_differences_for_fifteen_minutes() {
         let h = History::default();
-        h.tick(1000, snap(0, 0, 0, 0));
-        assert!(h.samples().is_empty(), "the first tick only remembers");
-        h.tick(1001, snap(5, 2, 4, 8000));
-        h.tick(1002, snap(5, 9, 4, 8000));
-        let s = h.samples();
+        // Answered before the first tick: counted in the first sample, not lost.
+        h.tick(1000, snap(1, 0, 0, 0));
+        assert_eq!(h.samples()[0].accepted, 1);
+        h.tick(1001, snap(6, 2, 4, 8000));
+        h.tick(1002, snap(6, 9, 4, 8000));
+        let s = &h.samples()[1..];
         assert_eq!(
             (s[0].accepted, s[0].rejected, s[0].queue_wait_ms),
             (5, 2, 2.0)
