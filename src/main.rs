@@ -35,6 +35,9 @@ enum Command {
     /// Configuration helpers.
     #[command(subcommand)]
     Config(cli::config::ConfigCommand),
+    /// TLS helpers: check a certificate and key before deploying them.
+    #[command(subcommand)]
+    Tls(cli::tls::TlsCommand),
     /// Run load-test scenarios against a token endpoint.
     #[command(subcommand)]
     Lab(cli::lab::LabCommand),
@@ -51,6 +54,7 @@ fn main() -> ExitCode {
         Command::User(c) => cli::user::run(c),
         Command::Nas(c) => cli::nas::run(c),
         Command::Config(c) => cli::config::run(c),
+        Command::Tls(c) => cli::tls::run(c),
         Command::Lab(c) => cli::lab::run(c),
         Command::Demo(a) => cli::demo::run(a),
     }

@@ -43,6 +43,10 @@ pub enum ClientCommand {
     /// Give a client a new secret; the previous one stays valid until `--finish` or the
     /// next rotation, so deployed copies can be updated without downtime.
     RotateSecret(RotateArgs),
+    /// Replace the public keys, certificates or subject DN of a client that
+    /// authenticates without a secret (same method; a JWKS may hold the old and the new
+    /// key during a rotation).
+    SetKey(super::client_keys::SetKeyArgs),
     /// Add a new pepper key to the data directory's secrets file and make it current.
     /// Secrets generated afterwards are hashed under it; existing ones keep verifying
     /// under their old key. Send running servers SIGHUP (or restart them) so they load it.
@@ -86,8 +90,10 @@ pub struct AddArgs {
     token_lifetime: u32,
     /// Read a chosen secret as one line from stdin instead of generating one (stored
     /// under the slow KDF policy, since a chosen secret may be guessable).
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["public_key", "tls_subject_dn"])]
     secret_stdin: bool,
+    #[command(flatten)]
+    keyed: super::client_keys::KeyArgs,
     #[command(flatten)]
     dir: DataDirArg,
 }
@@ -156,6 +162,7 @@ pub fn run(cmd: ClientCommand) -> ExitCode {
             ClientCommand::Update(a) => update(a).await,
             ClientCommand::Remove(a) => remove(a).await,
             ClientCommand::RotateSecret(a) => rotate(a).await,
+            ClientCommand::SetKey(a) => super::client_keys::set_key(a).await,
             ClientCommand::RotatePepper(a) => rotate_pepper(a).await,
         }
     })
@@ -171,6 +178,18 @@ async fn add(args: AddArgs) -> Result<ExitCode, String> {
     // Refuse bad input before reading stdin, running a KDF or creating the data dir.
     validate_name("client id", &args.id).map_err(|e| e.to_string())?;
     validate_settings(&grants, &scopes, args.token_lifetime).map_err(|e| e.to_string())?;
+    if let Some(auth) = args.keyed.registration()? {
+        let client = ClientRecord {
+            id: args.id,
+            auth,
+            secret_hashes: Vec::new(),
+            grants,
+            scopes,
+            token_lifetime: args.token_lifetime,
+            created_at: now(),
+        };
+        return super::client_keys::add_keyed(client, &args.dir).await;
+    }
     let chosen = if args.secret_stdin {
         Some(hash_stdin_secret()?)
     } else {
@@ -183,6 +202,7 @@ async fn add(args: AddArgs) -> Result<ExitCode, String> {
     };
     let client = ClientRecord {
         id: args.id,
+        auth: portcullis_store::ClientAuth::Secret,
         secret_hashes: vec![hash],
         grants,
         scopes,
@@ -229,8 +249,9 @@ async fn list(args: ListArgs) -> Result<ExitCode, String> {
                     "grants": c.grants.iter().map(|g| g.as_str()).collect::<Vec<_>>(),
                     "scopes": c.scopes,
                     "token_lifetime": c.token_lifetime,
+                    "auth_method": c.auth.method(),
                     "secrets": c.secret_hashes.len(),
-                    "secret_kind": secret_kind(&c.secret_hashes[0]),
+                    "secret_kind": c.secret_hashes.first().map(|h| secret_kind(h)),
                     "created_at": c.created_at,
                 })
             })
@@ -250,15 +271,22 @@ async fn list(args: ListArgs) -> Result<ExitCode, String> {
                     c.scopes.join(" ")
                 },
                 c.token_lifetime.to_string(),
-                match c.secret_hashes.len() {
-                    1 => secret_kind(&c.secret_hashes[0]).to_owned(),
-                    _ => format!("{} (rotating)", secret_kind(&c.secret_hashes[0])),
+                match c.secret_hashes.as_slice() {
+                    [] => c.auth.method().to_owned(),
+                    [h] => secret_kind(h).to_owned(),
+                    [h, ..] => format!("{} (rotating)", secret_kind(h)),
                 },
             ]
         })
         .collect();
     print_table(
-        &["CLIENT_ID", "GRANTS", "SCOPES", "LIFETIME", "SECRET"],
+        &[
+            "CLIENT_ID",
+            "GRANTS",
+            "SCOPES",
+            "LIFETIME",
+            "AUTHENTICATION",
+        ],
         &rows,
     );
     Ok(ExitCode::SUCCESS)
@@ -367,6 +395,13 @@ async fn rotate(args: RotateArgs) -> Result<ExitCode, String> {
         .await
         .map_err(|e| e.to_string())?
         .ok_or_else(|| StoreError::NotFound(format!("client {:?}", args.id)).to_string())?;
+    if client.auth != portcullis_store::ClientAuth::Secret {
+        return Err(format!(
+            "client {:?} authenticates with {} and has no secret; use `client set-key`",
+            args.id,
+            client.auth.method()
+        ));
+    }
     let (hash, shown) = if args.secret_stdin {
         (hash_stdin_secret()?, None)
     } else {

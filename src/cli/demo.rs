@@ -178,6 +178,7 @@ mod portcullis_demo {
                 for (id, hash) in hashes {
                     let rec = ClientRecord {
                         id,
+                        auth: portcullis_store::ClientAuth::Secret,
                         secret_hashes: vec![hash],
                         grants: vec![Grant::ClientCredentials],
                         scopes: Vec::new(),

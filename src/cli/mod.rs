@@ -2,6 +2,7 @@
 //! returning the process exit code; errors are printed on one line to stderr.
 
 pub mod client;
+pub mod client_keys;
 pub mod config;
 pub mod demo;
 pub mod hash;
@@ -10,6 +11,7 @@ pub mod lab;
 pub mod nas;
 pub mod reload;
 pub mod serve;
+pub mod tls;
 pub mod user;
 
 /// Print a one-line error to stderr and return exit code 2 (usage or input error).

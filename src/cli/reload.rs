@@ -5,7 +5,10 @@
 //! effect on a running server); the master key is never swapped under a running server.
 //! From the configuration file, with the same command-line overrides as at start, the
 //! reloadable parts are applied: `[audit] per_source_limit` and `interval_secs`, and `[log]
-//! level`. Any other change is reported as needing a restart. A file that does not parse
+//! level`, and the TLS certificate and key (issue 14: re-read from `[tls] cert` and `key`
+//! even when the file is unchanged, since renewals replace the PEM files in place; checked
+//! like at start-up, and on a failed check the old certificate stays). Any other change is
+//! reported as needing a restart. A file that does not parse
 //! or validate is refused with one error line, and the running configuration stays.
 
 use std::path::PathBuf;
@@ -22,7 +25,7 @@ pub async fn watch(app: Arc<App>, args: ServeArgs, secrets_file: PathBuf, mut ru
         return;
     };
     while hup.recv().await.is_some() {
-        tracing::info!("SIGHUP: reloading the configuration and the secrets file");
+        tracing::info!("SIGHUP: reloading the configuration, the secrets file and the certificate");
         if args.config.is_some() {
             match load_config(&args) {
                 Err(e) => tracing::error!(
@@ -35,6 +38,7 @@ pub async fn watch(app: Arc<App>, args: ServeArgs, secrets_file: PathBuf, mut ru
                 }
             }
         }
+        reload_certificate(&app, &running);
         match portcullis_store::Secrets::load(&secrets_file) {
             Ok(s) => {
                 let current = s.peppers.current().map_or("none", |k| k.id()).to_owned();
@@ -53,6 +57,21 @@ pub async fn watch(app: Arc<App>, args: ServeArgs, secrets_file: PathBuf, mut ru
     }
 }
 
+/// Serve the certificate and key the running configuration names, if they pass the
+/// start-up checks; connections already open keep theirs.
+fn reload_certificate(app: &App, running: &Config) {
+    let (Some(server), Some(files)) = (&app.tls, &running.tls) else {
+        return;
+    };
+    match server.certs.reload(&files.cert, &files.key) {
+        Ok(f) => tracing::info!(
+            "tls: now serving certificate {}",
+            portcullis_server::tls::facts::one_line(&f)
+        ),
+        Err(e) => tracing::error!("tls: certificate reload refused, the old one stays: {e}"),
+    }
+}
+
 /// Apply the reloadable parts of `new`, and name what only a restart would apply.
 fn apply(app: &App, old: &Config, new: &Config) {
     app.audit.set_limits(&new.audit);
@@ -60,7 +79,7 @@ fn apply(app: &App, old: &Config, new: &Config) {
         tracing::error!("log.level {:?} not applied: {e}", new.log.level);
     }
     let d = |x: &dyn std::fmt::Debug| format!("{x:?}");
-    let sections: [(&str, String, String); 12] = [
+    let sections: [(&str, String, String); 13] = [
         ("server.http", d(&old.http), d(&new.http)),
         ("server.issuer", d(&old.issuer), d(&new.issuer)),
         (
@@ -87,7 +106,32 @@ fn apply(app: &App, old: &Config, new: &Config) {
             d(&(&old.trusted_proxies, old.proxy_protocol)),
             d(&(&new.trusted_proxies, new.proxy_protocol)),
         ),
-        ("[tls]", d(&old.tls), d(&new.tls)),
+        (
+            "[tls] (other than cert and key)",
+            d(&old.tls.as_ref().map(|t| {
+                (
+                    &t.versions,
+                    &t.cipher_suites,
+                    t.session_tickets,
+                    t.ticket_key_rotation_secs,
+                    t.session_cache_entries,
+                    t.client_certificates,
+                    &t.client_ca,
+                )
+            })),
+            d(&new.tls.as_ref().map(|t| {
+                (
+                    &t.versions,
+                    &t.cipher_suites,
+                    t.session_tickets,
+                    t.ticket_key_rotation_secs,
+                    t.session_cache_entries,
+                    t.client_certificates,
+                    &t.client_ca,
+                )
+            })),
+        ),
+        ("[client_auth]", d(&old.client_auth), d(&new.client_auth)),
         (
             "[tokens]",
             d(&(&old.audience, old.token_lifetime, old.key_rotation)),

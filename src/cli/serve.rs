@@ -158,6 +158,15 @@ async fn serve(config: Config, args: ServeArgs) -> ExitCode {
         Ok(a) => a,
         Err(e) => return super::fail(e),
     };
+    if let Some(t) = &app.tls {
+        match t.certs.facts() {
+            Ok(f) => tracing::info!(
+                "tls: serving certificate {}",
+                portcullis_server::tls::facts::one_line(&f)
+            ),
+            Err(e) => tracing::warn!("tls: cannot describe the certificate: {e}"),
+        }
+    }
     tokio::spawn(super::reload::watch(
         std::sync::Arc::clone(&app),
         args,

@@ -74,6 +74,7 @@ async fn serve() -> Serve {
             store
                 .put_client(&ClientRecord {
                     id: format!("client-{i}"),
+                    auth: portcullis_store::ClientAuth::Secret,
                     secret_hashes: vec![p.hash(format!("secret-{i}").as_bytes()).unwrap()],
                     grants: vec![Grant::ClientCredentials],
                     scopes: vec![],
@@ -87,6 +88,7 @@ async fn serve() -> Serve {
         store
             .put_client(&ClientRecord {
                 id: "app".into(),
+                auth: portcullis_store::ClientAuth::Secret,
                 secret_hashes: vec![PepperedHmac::create(
                     data.peppers().current().unwrap(),
                     secret.as_bytes(),

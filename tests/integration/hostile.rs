@@ -252,15 +252,10 @@ async fn issue_15_half_open_tls_handshakes_are_cut_off() {
     let s = start_with(|c| {
         c.header_timeout = Duration::from_millis(400);
         c.max_connections_per_source = 16;
-        c.tls = Some(portcullis_server::tls::TlsSettings {
-            cert: fixtures.join("ec_server.crt"),
-            key: fixtures.join("ec_server.key"),
-            versions: vec![
-                portcullis_server::tls::TlsVersion::Tls12,
-                portcullis_server::tls::TlsVersion::Tls13,
-            ],
-            cipher_suites: Vec::new(),
-        });
+        c.tls = Some(portcullis_server::tls::TlsSettings::new(
+            fixtures.join("ec_server.crt"),
+            fixtures.join("ec_server.key"),
+        ));
     })
     .await;
     let addr = s.server.local_addr();

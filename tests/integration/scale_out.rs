@@ -153,6 +153,7 @@ impl Cluster {
             .store
             .put_client(&ClientRecord {
                 id: id.into(),
+                auth: portcullis_store::ClientAuth::Secret,
                 secret_hashes: vec![hash],
                 grants: CC.to_vec(),
                 scopes: Vec::new(),
@@ -572,6 +573,7 @@ async fn issue_13_postgres_restarted_mid_run_503s_then_full_service() {
     store
         .put_client(&ClientRecord {
             id: "svc".into(),
+            auth: portcullis_store::ClientAuth::Secret,
             secret_hashes: vec![hash],
             grants: CC.to_vec(),
             scopes: Vec::new(),

@@ -91,6 +91,7 @@ impl TestServer {
         self.store()
             .put_client(&ClientRecord {
                 id: id.into(),
+                auth: portcullis_store::ClientAuth::Secret,
                 secret_hashes: vec![hash],
                 grants: grants.to_vec(),
                 scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),

@@ -25,6 +25,11 @@ pub enum Protocol {
     RadiusPap,
     /// Anything else (CLI, tests).
     Other,
+    /// OAuth 2.0 client authentication with a signed assertion (`private_key_jwt`,
+    /// RFC 7523): checked by the front end's signature check, never hashed.
+    OAuthClientAssertion,
+    /// OAuth 2.0 client authentication with a TLS client certificate (RFC 8705).
+    OAuthClientTls,
 }
 
 impl Protocol {
@@ -35,6 +40,8 @@ impl Protocol {
             Protocol::OAuthPassword => "oauth_password",
             Protocol::RadiusPap => "radius_pap",
             Protocol::Other => "other",
+            Protocol::OAuthClientAssertion => "oauth_client_assertion",
+            Protocol::OAuthClientTls => "oauth_client_tls",
         }
     }
 }
@@ -88,6 +95,21 @@ pub struct AuditContext {
     pub request_id: String,
     /// The OAuth client of a password grant (the principal is then the user).
     pub client_id: Option<String>,
+}
+
+/// The verdict of a proof the front end checks itself ([`crate::Verifier::verify_proof`]):
+/// a signature or a certificate, microseconds of work, so it runs inline after the
+/// throttle admitted the attempt and never on the hash pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProofCheck {
+    /// The proof holds for this principal.
+    Valid,
+    /// It does not (bad signature, unknown principal, replay...): a failure, charged to
+    /// the budgets like a wrong secret. The reason goes to the audit event.
+    Invalid(&'static str),
+    /// It could not be checked now (a store or Redis failure): answered "overloaded",
+    /// nothing charged.
+    Unavailable(&'static str),
 }
 
 /// The verdict. An unknown principal is indistinguishable from [`Outcome::Rejected`].

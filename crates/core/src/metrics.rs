@@ -68,11 +68,13 @@ pub(crate) struct AttemptMetrics {
 
 const OUTCOMES: [&str; 4] = ["accepted", "rejected", "throttled", "overloaded"];
 const CLASSES: [Class; 3] = [Class::Trusted, Class::Unknown, Class::Suspect];
-const PROTOCOLS: [Protocol; 4] = [
+const PROTOCOLS: [Protocol; 6] = [
     Protocol::OAuthClient,
     Protocol::OAuthPassword,
     Protocol::RadiusPap,
     Protocol::Other,
+    Protocol::OAuthClientAssertion,
+    Protocol::OAuthClientTls,
 ];
 
 impl AttemptMetrics {
@@ -110,6 +112,8 @@ impl AttemptMetrics {
             Protocol::OAuthPassword => 1,
             Protocol::RadiusPap => 2,
             Protocol::Other => 3,
+            Protocol::OAuthClientAssertion => 4,
+            Protocol::OAuthClientTls => 5,
         };
         self.attempts[oi][ci][pi].increment(1);
         if oi == 2 {

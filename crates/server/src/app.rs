@@ -74,8 +74,14 @@ pub struct App {
     pub stats: Stats,
     /// Start time, for uptime.
     pub started: Instant,
-    /// TLS settings, checked against the certificate at assembly (not at first handshake).
-    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// TLS settings, checked against the certificate at assembly (not at first
+    /// handshake); the certificate reloads on SIGHUP; client CAs for RFC 8705.
+    pub tls: Option<crate::tls::TlsServer>,
+    /// Used `private_key_jwt` assertion ids until they expire: Redis when the budgets
+    /// are there (so replays to another instance fail), else this process's memory.
+    pub nonces: Arc<dyn portcullis_store::NonceStore>,
+    /// Parsed client public keys (`private_key_jwt`).
+    pub key_cache: crate::client_auth::KeyCache,
     /// `tokens_issued_total` for the client_credentials and password grants, registered
     /// once (after the recorder is installed) so issuing a token does no label lookup.
     pub tokens_issued: [metrics::Counter; 2],
@@ -152,10 +158,11 @@ impl App {
         )
         .await?;
         let source: Arc<dyn CredentialSource> = clients.clone();
+        let (throttle, nonces) = shared_state(&config)?;
         let verifier = Verifier::new(
             config.verifier.clone(),
             source,
-            throttle_store(&config)?,
+            throttle,
             peppers,
             config.policy.clone(),
             Arc::new(SystemClock),
@@ -175,6 +182,8 @@ impl App {
             stats: Stats::default(),
             started: Instant::now(),
             tls,
+            nonces,
+            key_cache: crate::client_auth::KeyCache::default(),
             tokens_issued: [Grant::ClientCredentials, Grant::Password].map(
                 |g| metrics::counter!(crate::metrics::TOKENS_ISSUED, "grant_type" => g.as_str()),
             ),
@@ -184,15 +193,30 @@ impl App {
     }
 }
 
-/// Where failure budgets live: Redis shared by every instance when configured, else this
-/// process's memory. The core keeps a per-instance fallback either way.
-fn throttle_store(config: &Config) -> Result<Arc<dyn ThrottleStore>, ServerError> {
+/// Where failure budgets and used assertion ids live: Redis shared by every instance when
+/// configured (one connection for both), else this process's memory. The core keeps a
+/// per-instance fallback for budgets either way; assertion ids have none (see
+/// `portcullis_store::nonce`).
+type SharedState = (
+    Arc<dyn ThrottleStore>,
+    Arc<dyn portcullis_store::NonceStore>,
+);
+
+fn shared_state(config: &Config) -> Result<SharedState, ServerError> {
     Ok(match &config.throttle_redis {
-        Some(r) => Arc::new(
-            portcullis_store::RedisThrottleStore::new(r)
-                .map_err(|e| ServerError::Config(e.to_string()))?,
+        Some(r) => {
+            let redis = Arc::new(
+                portcullis_store::RedisThrottleStore::new(r)
+                    .map_err(|e| ServerError::Config(e.to_string()))?,
+            );
+            (redis.clone(), redis)
+        }
+        None => (
+            Arc::new(MemoryThrottleStore::default()),
+            Arc::new(portcullis_store::MemoryNonceStore::new(
+                config.client_auth.replay_cache_entries,
+            )),
         ),
-        None => Arc::new(MemoryThrottleStore::default()),
     })
 }
 

@@ -286,6 +286,7 @@ mod tests {
         store
             .put_client(&ClientRecord {
                 id: "c".into(),
+                auth: portcullis_store::ClientAuth::Secret,
                 secret_hashes: vec![
                     "$hmac-sha256$k=p1$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA".into(),
                 ],

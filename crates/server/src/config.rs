@@ -14,7 +14,9 @@ use portcullis_hash::Policy;
 use serde::Deserialize;
 use thiserror::Error;
 
-use crate::tls::{TlsSettings, TlsVersion};
+use crate::client_auth::config::{ClientAuthConfig, FileClientAuth};
+use crate::tls::TlsSettings;
+use crate::tls::config::FileTls;
 
 /// A configuration that cannot be used.
 #[derive(Debug, Error)]
@@ -35,7 +37,7 @@ pub enum ConfigError {
     Invalid(String),
 }
 
-fn invalid(msg: impl Into<String>) -> ConfigError {
+pub(crate) fn invalid(msg: impl Into<String>) -> ConfigError {
     ConfigError::Invalid(msg.into())
 }
 
@@ -47,6 +49,8 @@ pub struct FileConfig {
     pub server: FileServer,
     /// `[tls]` (absent: plain HTTP)
     pub tls: Option<FileTls>,
+    /// `[client_auth]`: keys and certificates instead of client secrets (issue 14).
+    pub client_auth: FileClientAuth,
     /// `[tokens]`
     pub tokens: FileTokens,
     /// `[verifier]`: the verification core's own configuration, embedded as is.
@@ -114,26 +118,6 @@ impl Default for FileServer {
             proxy_protocol: false,
         }
     }
-}
-
-/// `[tls]`
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FileTls {
-    /// PEM certificate chain, leaf first.
-    pub cert: PathBuf,
-    /// PEM private key (PKCS#8, PKCS#1 or SEC1).
-    pub key: PathBuf,
-    /// Protocol versions: "1.2", "1.3".
-    #[serde(default = "default_tls_versions")]
-    pub versions: Vec<String>,
-    /// Cipher suites by IANA name; empty: every suite compatible with the key.
-    #[serde(default)]
-    pub cipher_suites: Vec<String>,
-}
-
-fn default_tls_versions() -> Vec<String> {
-    vec!["1.2".into(), "1.3".into()]
 }
 
 /// `[tokens]`
@@ -271,6 +255,8 @@ pub struct Config {
     pub proxy_protocol: bool,
     /// TLS, if enabled.
     pub tls: Option<TlsSettings>,
+    /// `private_key_jwt` assertion rules and the replay cache.
+    pub client_auth: ClientAuthConfig,
     /// `aud` claim; `None`: the issuer.
     pub audience: Option<String>,
     /// Longest access token lifetime (a client's own shorter lifetime wins); also the
@@ -375,7 +361,8 @@ impl Config {
                 "server.proxy_protocol needs server.trusted_proxies (whose headers to read)",
             ));
         }
-        let tls = f.tls.map(validate_tls).transpose()?;
+        let tls = f.tls.map(crate::tls::config::validate).transpose()?;
+        let client_auth = f.client_auth.validate()?;
         if f.tokens.lifetime_secs == 0 || f.tokens.lifetime_secs > 24 * 3600 {
             return Err(invalid("tokens.lifetime_secs must be between 1 and 86400"));
         }
@@ -455,6 +442,7 @@ impl Config {
             trusted_proxies,
             proxy_protocol: f.server.proxy_protocol,
             tls,
+            client_auth,
             audience: f.tokens.audience,
             token_lifetime: Duration::from_secs(f.tokens.lifetime_secs),
             key_rotation: Duration::from_secs(f.tokens.key_rotation_secs),
@@ -488,33 +476,6 @@ fn validate_issuer(i: &str) -> Result<String, ConfigError> {
     Ok(i.trim_end_matches('/').to_owned())
 }
 
-fn validate_tls(t: FileTls) -> Result<TlsSettings, ConfigError> {
-    if t.versions.is_empty() {
-        return Err(invalid("tls.versions must name at least one version"));
-    }
-    let mut versions = Vec::new();
-    for v in &t.versions {
-        let v = match v.as_str() {
-            "1.2" => TlsVersion::Tls12,
-            "1.3" => TlsVersion::Tls13,
-            other => {
-                return Err(invalid(format!(
-                    "tls.versions: unsupported version '{other}' (use \"1.2\" and/or \"1.3\")"
-                )));
-            }
-        };
-        if !versions.contains(&v) {
-            versions.push(v);
-        }
-    }
-    Ok(TlsSettings {
-        cert: t.cert,
-        key: t.key,
-        versions,
-        cipher_suites: t.cipher_suites,
-    })
-}
-
 fn validate_policy(p: portcullis_hash::policy::PolicyConfig) -> Result<Policy, ConfigError> {
     p.into_policy()
         .map_err(|e| invalid(format!("policy: {}", e.0)))
@@ -524,7 +485,9 @@ fn validate_policy(p: portcullis_hash::policy::PolicyConfig) -> Result<Policy, C
 /// with its default value (a test checks that this text parses to the defaults).
 pub fn example() -> String {
     format!(
-        "{EXAMPLE_HEAD}{EXAMPLE_VERIFIER}{EXAMPLE_TAIL}{}{}{}",
+        "{EXAMPLE_HEAD}{}{}{EXAMPLE_TOKENS}{EXAMPLE_VERIFIER}{EXAMPLE_TAIL}{}{}{}",
+        crate::tls::config::EXAMPLE,
+        crate::client_auth::config::EXAMPLE,
         crate::radius::config::EXAMPLE,
         crate::audit::EXAMPLE,
         crate::logging::EXAMPLE
@@ -570,25 +533,9 @@ forwarded_header = "x-forwarded-for"
 # without it is closed); connections from anyone else are served without reading one.
 proxy_protocol = false
 
-# [tls]
-# Serve HTTPS. Without this section the server speaks plain HTTP.
-# PEM certificate chain (leaf first) and private key (PKCS#8, PKCS#1 or SEC1).
-# cert = "/etc/portcullis/cert.pem"
-# key = "/etc/portcullis/key.pem"
-# Protocol versions to enable: "1.2", "1.3". Default: both.
-# versions = ["1.2", "1.3"]
-# Cipher suites by IANA name. Default (empty): every suite compatible with the key. At
-# start-up the certificate's key type, key usage and extended key usage are checked
-# against the enabled suites; a mismatch is a start-up error, not sporadic handshake
-# failures. TLS 1.3: TLS13_AES_256_GCM_SHA384, TLS13_AES_128_GCM_SHA256,
-# TLS13_CHACHA20_POLY1305_SHA256. TLS 1.2: TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
-# TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256
-# (ECDSA or Ed25519 keys), TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
-# TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256
-# (RSA keys).
-# cipher_suites = []
+"#;
 
-[tokens]
+const EXAMPLE_TOKENS: &str = r#"[tokens]
 # The `aud` claim of access tokens. Default: the issuer URL.
 # audience = "https://api.example.com"
 # Access token lifetime in seconds (at most 86400). Each client also has its own lifetime

@@ -46,6 +46,18 @@ pub struct AccessClaims {
     pub iat: u64,
     /// Expiry, seconds since the Unix epoch.
     pub exp: u64,
+    /// Confirmation (RFC 7800): the client certificate the token is bound to, when the
+    /// client authenticated with one (RFC 8705 3.1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cnf: Option<Confirmation>,
+}
+
+/// `cnf` of a certificate-bound token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Confirmation {
+    /// base64url SHA-256 of the certificate's DER.
+    #[serde(rename = "x5t#S256")]
+    pub x5t_s256: String,
 }
 
 /// Why a presented token is not one of ours or no longer valid.
@@ -287,6 +299,7 @@ mod tests {
             jti: "j1".into(),
             iat: 1000,
             exp,
+            cnf: None,
         }
     }
 

@@ -30,6 +30,7 @@
 pub mod app;
 pub mod audit;
 pub mod cache;
+pub mod client_auth;
 pub mod config;
 pub mod history;
 pub mod http;

@@ -30,6 +30,29 @@ pub const STORE_ERRORS: &str = "store_errors_total";
 /// Requests whose source came from a trusted proxy's forwarding header (counter).
 pub const FORWARDED: &str = "portcullis_forwarded_requests_total";
 
+/// TLS handshakes completed, by kind (full or resumed) and version (counter).
+pub const TLS_HANDSHAKES: &str = "portcullis_tls_handshakes_total";
+/// TLS handshakes that failed or timed out (counter).
+pub const TLS_HANDSHAKE_FAILURES: &str = "portcullis_tls_handshake_failures_total";
+/// TLS connections that presented a client certificate (counter).
+pub const TLS_CLIENT_CERTS: &str = "portcullis_tls_client_certificates_total";
+
+/// Count a completed handshake of `conn`.
+pub fn tls_handshake(conn: &rustls::ServerConnection) {
+    let kind = match conn.handshake_kind() {
+        Some(rustls::HandshakeKind::Resumed) => "resumed",
+        _ => "full",
+    };
+    let version = match conn.protocol_version() {
+        Some(rustls::ProtocolVersion::TLSv1_2) => "1.2",
+        _ => "1.3",
+    };
+    metrics::counter!(TLS_HANDSHAKES, "kind" => kind, "version" => version).increment(1);
+    if conn.peer_certificates().is_some_and(|c| !c.is_empty()) {
+        metrics::counter!(TLS_CLIENT_CERTS).increment(1);
+    }
+}
+
 /// Buckets for request and verification latencies: 100 µs to 10 s.
 const LATENCY_BUCKETS: &[f64] = &[
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
@@ -89,7 +112,26 @@ fn describe() {
         crate::audit::DROPPED,
         "Audit lines lost because the file writer fell behind or failed"
     );
+    metrics::describe_counter!(
+        TLS_HANDSHAKES,
+        "TLS handshakes completed, by kind (full or resumed with a ticket or session id) and version"
+    );
+    metrics::describe_counter!(
+        TLS_HANDSHAKE_FAILURES,
+        "TLS handshakes that failed or did not finish within header_timeout_ms"
+    );
+    metrics::describe_counter!(
+        TLS_CLIENT_CERTS,
+        "TLS connections whose client presented a certificate"
+    );
     // Series at zero from the start: dashboards and alert rules see 0, not nothing.
+    for kind in ["full", "resumed"] {
+        for version in ["1.2", "1.3"] {
+            metrics::counter!(TLS_HANDSHAKES, "kind" => kind, "version" => version).increment(0);
+        }
+    }
+    metrics::counter!(TLS_HANDSHAKE_FAILURES).increment(0);
+    metrics::counter!(TLS_CLIENT_CERTS).increment(0);
     metrics::counter!(STORE_ERRORS).increment(0);
     metrics::counter!(FORWARDED).increment(0);
     metrics::counter!(CONNECTIONS_REFUSED, "reason" => "per_source").increment(0);

@@ -26,6 +26,7 @@ use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 
 use crate::app::{App, ServerError};
+use crate::client_auth::mtls::ClientCerts;
 use crate::config::Config;
 use crate::http::oauth::Peer;
 use crate::keys::unix_now;
@@ -52,7 +53,10 @@ pub async fn run(
         http: listener,
         radius,
     } = listeners;
-    let tls = app.tls.clone().map(TlsAcceptor::from);
+    let tls = app
+        .tls
+        .as_ref()
+        .map(|t| TlsAcceptor::from(Arc::clone(&t.config)));
     let stop = CancellationToken::new();
     let tracker = TaskTracker::new();
     let radius_stats = if radius.is_empty() {
@@ -134,7 +138,7 @@ pub async fn run(
                 None => {
                     serve_connection(
                         stream,
-                        peer,
+                        (peer, None),
                         router,
                         (header_timeout, max_header_bytes),
                         stop,
@@ -144,17 +148,29 @@ pub async fn run(
                 Some(acceptor) => {
                     match tokio::time::timeout(header_timeout, acceptor.accept(stream)).await {
                         Ok(Ok(s)) => {
+                            let conn = s.get_ref().1;
+                            crate::metrics::tls_handshake(conn);
+                            let certs = conn
+                                .peer_certificates()
+                                .filter(|c| !c.is_empty())
+                                .map(|c| ClientCerts(Arc::new(c.to_vec())));
                             serve_connection(
                                 s,
-                                peer,
+                                (peer, certs),
                                 router,
                                 (header_timeout, max_header_bytes),
                                 stop,
                             )
                             .await
                         }
-                        Ok(Err(e)) => tracing::debug!(%peer, "TLS handshake failed: {e}"),
-                        Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
+                        Ok(Err(e)) => {
+                            metrics::counter!(crate::metrics::TLS_HANDSHAKE_FAILURES).increment(1);
+                            tracing::debug!(%peer, "TLS handshake failed: {e}")
+                        }
+                        Err(_) => {
+                            metrics::counter!(crate::metrics::TLS_HANDSHAKE_FAILURES).increment(1);
+                            tracing::debug!(%peer, "TLS handshake timed out")
+                        }
                     }
                 }
             }
@@ -238,7 +254,7 @@ async fn every_second(app: Arc<App>, stop: CancellationToken) {
 
 async fn serve_connection<S>(
     io: S,
-    peer: SocketAddr,
+    (peer, certs): (SocketAddr, Option<ClientCerts>),
     router: axum::Router,
     (header_timeout, max_header_bytes): (Duration, usize),
     stop: CancellationToken,
@@ -247,6 +263,9 @@ async fn serve_connection<S>(
 {
     let svc = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
         req.extensions_mut().insert(Peer(peer));
+        if let Some(c) = &certs {
+            req.extensions_mut().insert(c.clone());
+        }
         router.clone().oneshot(req.map(axum::body::Body::new))
     });
     let mut builder = hyper::server::conn::http1::Builder::new();
@@ -420,7 +439,7 @@ mod tests {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     use super::*;
-    use crate::tls::{TlsSettings, TlsVersion};
+    use crate::tls::TlsSettings;
 
     /// Accepts exactly one pinned certificate, and checks handshake signatures for real.
     #[derive(Debug)]
@@ -482,12 +501,10 @@ mod tests {
         let data = portcullis_store::DataDir::open(dir.path()).await.unwrap();
         let config = Config {
             data_dir: dir.path().to_path_buf(),
-            tls: Some(TlsSettings {
-                cert: tls_fixtures().join(format!("{name}.crt")),
-                key: tls_fixtures().join(format!("{name}.key")),
-                versions: vec![TlsVersion::Tls12, TlsVersion::Tls13],
-                cipher_suites: Vec::new(),
-            }),
+            tls: Some(TlsSettings::new(
+                tls_fixtures().join(format!("{name}.crt")),
+                tls_fixtures().join(format!("{name}.key")),
+            )),
             ..Config::default()
         };
         (dir, data, config)

@@ -33,6 +33,7 @@ fn lookup(c: &mut Criterion) {
     for i in 0..10_000 {
         let client = ClientRecord {
             id: format!("client-{i:05}"),
+            auth: portcullis_store::ClientAuth::Secret,
             secret_hashes: vec![PepperedHmac::create(key, format!("s-{i}").as_bytes())],
             grants: vec![Grant::ClientCredentials],
             scopes: vec!["read".into()],

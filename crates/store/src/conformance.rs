@@ -14,7 +14,7 @@ use portcullis_hash::{PepperKey, Policy, Prf};
 
 use crate::error::StoreError;
 use crate::nas::NasRecord;
-use crate::record::{ClientRecord, Grant, SigningKeyRecord, UserRecord};
+use crate::record::{ClientAuth, ClientRecord, Grant, SigningKeyRecord, UserRecord};
 use crate::seal::MasterKey;
 use crate::store::Store;
 
@@ -38,6 +38,7 @@ pub fn test_pbkdf2_hash(secret: &str) -> String {
 pub fn test_client(id: &str) -> ClientRecord {
     ClientRecord {
         id: id.to_owned(),
+        auth: crate::record::ClientAuth::Secret,
         secret_hashes: vec![test_hash(&format!("{id}/s1"))],
         grants: vec![Grant::ClientCredentials, Grant::Password],
         scopes: vec!["read".into(), "write:all".into()],
@@ -63,6 +64,7 @@ pub async fn run_all(store: &dyn Store) {
     client_validation(store).await;
     client_rotation(store).await;
     client_settings_update(store).await;
+    issue_14_clients_without_secrets(store).await;
     concurrent_rotations_shift_atomically(store).await;
     client_credential_view_and_cas(store).await;
     cas_race_exactly_one_wins(store).await;
@@ -73,6 +75,78 @@ pub async fn run_all(store: &dyn Store) {
     signing_keys(store).await;
     revocations(store).await;
     nas_records(store).await;
+}
+
+/// Clients that authenticate with a key or a certificate (issue 14): stored and read back
+/// with their method and key, no hashes; the secret path sees no hash (so answers them as
+/// unknown at no hash cost); secret rotation does not touch them; only their key changes.
+pub async fn issue_14_clients_without_secrets(store: &dyn Store) {
+    let jwks = r#"{"keys":[{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]}"#;
+    let methods = [
+        ClientAuth::PrivateKeyJwt { jwks: jwks.into() },
+        ClientAuth::SelfSignedTlsClientAuth {
+            certs: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n".into(),
+        },
+        ClientAuth::TlsClientAuth {
+            subject_dn: "CN=conf-mtls,O=Example".into(),
+        },
+    ];
+    for (i, auth) in methods.iter().enumerate() {
+        let mut c = test_client(&format!("conf-keyed-{i}"));
+        c.auth = auth.clone();
+        c.secret_hashes.clear();
+        store.put_client(&c).await.unwrap();
+        assert_eq!(store.get_client(&c.id).await.unwrap(), Some(c.clone()));
+        let seen = store
+            .credentials(PrincipalKind::Client, &c.id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(seen.hashes.is_empty(), "{auth:?}");
+        let r = store.rotate_client_secret(&c.id, &test_hash("new")).await;
+        assert!(matches!(r, Err(StoreError::NotFound(_))), "{r:?}");
+        let r = store
+            .update_client_secrets(&c.id, vec![test_hash("new")])
+            .await;
+        assert!(matches!(r, Err(StoreError::NotFound(_))), "{r:?}");
+        assert_eq!(store.get_client(&c.id).await.unwrap(), Some(c.clone()));
+        // A key-based client with a hash, or without its key, is refused.
+        let mut bad = c.clone();
+        bad.id = format!("conf-keyed-bad-{i}");
+        bad.secret_hashes = vec![test_hash("x")];
+        assert!(matches!(
+            store.put_client(&bad).await,
+            Err(StoreError::Invalid(_))
+        ));
+    }
+    let mut bad = test_client("conf-keyed-empty");
+    bad.auth = ClientAuth::PrivateKeyJwt { jwks: " ".into() };
+    bad.secret_hashes.clear();
+    assert!(matches!(
+        store.put_client(&bad).await,
+        Err(StoreError::Invalid(_))
+    ));
+    // Key rotation: same method only; a secret client has no key to set.
+    let new = ClientAuth::TlsClientAuth {
+        subject_dn: "CN=conf-mtls-2,O=Example".into(),
+    };
+    store.set_client_auth("conf-keyed-2", &new).await.unwrap();
+    assert_eq!(
+        store
+            .get_client("conf-keyed-2")
+            .await
+            .unwrap()
+            .unwrap()
+            .auth,
+        new
+    );
+    let r = store.set_client_auth("conf-keyed-0", &new).await;
+    assert!(matches!(r, Err(StoreError::NotFound(_))), "{r:?}");
+    let secret = test_client("conf-keyed-secret");
+    store.put_client(&secret).await.unwrap();
+    let r = store.set_client_auth(&secret.id, &new).await;
+    assert!(matches!(r, Err(StoreError::NotFound(_))), "{r:?}");
+    assert_eq!(store.get_client(&secret.id).await.unwrap(), Some(secret));
 }
 
 /// Insert, read back, list, duplicate, remove.

@@ -26,6 +26,7 @@ pub mod conformance;
 pub mod datadir;
 pub mod error;
 pub mod nas;
+pub mod nonce;
 pub mod postgres;
 mod queries;
 pub mod record;
@@ -44,8 +45,11 @@ pub use backend::Backend;
 pub use datadir::{DEFAULT_DATA_DIR, DataDir, Secrets, generate_client_secret};
 pub use error::StoreError;
 pub use nas::NasRecord;
+pub use nonce::{MemoryNonceStore, NonceStore};
 pub use postgres::PgStore;
-pub use record::{ClientRecord, DEFAULT_TOKEN_LIFETIME, Grant, SigningKeyRecord, UserRecord};
+pub use record::{
+    ClientAuth, ClientRecord, DEFAULT_TOKEN_LIFETIME, Grant, SigningKeyRecord, UserRecord,
+};
 pub use seal::MasterKey;
 pub use sqlite::SqliteStore;
 pub use store::{Change, ChangeFeed, Store};

@@ -41,11 +41,14 @@ macro_rules! identity_store {
             async fn put_client(&self, client: &ClientRecord) -> Result<(), StoreError> {
                 client.validate()?;
                 sqlx::query(&format!(
-                    "INSERT INTO clients ({CLIENT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)"
+                    "INSERT INTO clients ({CLIENT_COLUMNS}) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
                 ))
                 .bind(&client.id)
-                .bind(&client.secret_hashes[0])
+                .bind(client.auth.method())
+                .bind(client.secret_hashes.first())
                 .bind(client.secret_hashes.get(1))
+                .bind(client.auth.key())
                 .bind(join(client.grants.iter().map(|g| g.as_str())))
                 .bind(join(&client.scopes))
                 .bind(i64::from(client.token_lifetime))
@@ -59,7 +62,8 @@ macro_rules! identity_store {
             async fn update_client_secrets(&self, id: &str, hashes: Vec<String>) -> Result<(), StoreError> {
                 validate_secret_hashes(&hashes)?;
                 let done = sqlx::query(
-                    "UPDATE clients SET secret_hash = $2, previous_secret_hash = $3 WHERE id = $1",
+                    "UPDATE clients SET secret_hash = $2, previous_secret_hash = $3 \
+                     WHERE id = $1 AND auth_method = 'client_secret'",
                 )
                 .bind(id)
                 .bind(&hashes[0])
@@ -79,7 +83,7 @@ macro_rules! identity_store {
                 // atomic even against a concurrent rotation or rehash.
                 let done = sqlx::query(
                     "UPDATE clients SET previous_secret_hash = secret_hash, secret_hash = $2 \
-                     WHERE id = $1",
+                     WHERE id = $1 AND auth_method = 'client_secret'",
                 )
                 .bind(id)
                 .bind(new_hash)
@@ -93,6 +97,39 @@ macro_rules! identity_store {
                 })?;
                 if done.rows_affected() == 0 {
                     return Err(StoreError::NotFound(client_label(id)));
+                }
+                Ok(())
+            }
+
+            async fn set_client_auth(&self, id: &str, auth: &ClientAuth) -> Result<(), StoreError> {
+                let key = auth.key().ok_or_else(|| {
+                    StoreError::invalid("a secret client's secret is changed by rotation, not here")
+                })?;
+                let probe = ClientRecord {
+                    id: id.to_owned(),
+                    auth: auth.clone(),
+                    secret_hashes: Vec::new(),
+                    grants: vec![Grant::ClientCredentials],
+                    scopes: Vec::new(),
+                    token_lifetime: crate::record::DEFAULT_TOKEN_LIFETIME,
+                    created_at: 0,
+                };
+                probe.validate()?;
+                let done = sqlx::query(
+                    "UPDATE clients SET auth_key = $3 WHERE id = $1 AND auth_method = $2",
+                )
+                .bind(id)
+                .bind(auth.method())
+                .bind(key)
+                .execute(&self.pool)
+                .await
+                .map_err(backend)?;
+                if done.rows_affected() == 0 {
+                    return Err(StoreError::NotFound(format!(
+                        "{} with auth method {}",
+                        client_label(id),
+                        auth.method()
+                    )));
                 }
                 Ok(())
             }
@@ -385,7 +422,9 @@ macro_rules! identity_store {
             ) -> Result<Option<StoredCredentials>, StoreError> {
                 match kind {
                     PrincipalKind::Client => {
-                        let row: Option<(String, Option<String>)> = sqlx::query_as(
+                        // A client without a secret has no hash: to the secret path it is
+                        // unknown (answered like one, at no hash cost).
+                        let row: Option<(Option<String>, Option<String>)> = sqlx::query_as(
                             "SELECT secret_hash, previous_secret_hash FROM clients WHERE id = $1",
                         )
                         .bind(principal)
@@ -393,7 +432,7 @@ macro_rules! identity_store {
                         .await
                         .map_err(backend)?;
                         Ok(row.map(|(current, previous)| StoredCredentials {
-                            hashes: std::iter::once(current).chain(previous).collect(),
+                            hashes: current.into_iter().chain(previous).collect(),
                             disabled: false,
                         }))
                     }

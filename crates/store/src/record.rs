@@ -71,13 +71,108 @@ impl FromStr for Grant {
     }
 }
 
+/// Longest public key material a client may register (a JWKS document of a few keys, a
+/// couple of PEM certificates or a subject DN), in bytes.
+pub const MAX_AUTH_KEY_LEN: usize = 64 * 1024;
+
+/// How a client proves who it is at the token endpoint: the families of RFC 7591's
+/// `token_endpoint_auth_method`. Only [`ClientAuth::Secret`] clients hold secret hashes
+/// (and cost a hash to check); the others hold public material only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientAuth {
+    /// A shared secret, sent as `client_secret_basic` or `client_secret_post`.
+    Secret,
+    /// `private_key_jwt` (RFC 7523): assertions signed by a key of this JWKS document.
+    PrivateKeyJwt {
+        /// The JWKS document (`{"keys": [...]}`), public keys only.
+        jwks: String,
+    },
+    /// `self_signed_tls_client_auth` (RFC 8705 2.2): one of these PEM certificates.
+    SelfSignedTlsClientAuth {
+        /// PEM certificates.
+        certs: String,
+    },
+    /// `tls_client_auth` (RFC 8705 2.1): a certificate from the trusted client CAs with
+    /// this subject distinguished name.
+    TlsClientAuth {
+        /// RFC 4514 subject DN.
+        subject_dn: String,
+    },
+}
+
+impl ClientAuth {
+    /// The stored method name (also the metadata's auth method, except that a secret
+    /// client may use either `client_secret_basic` or `client_secret_post`).
+    pub const fn method(&self) -> &'static str {
+        match self {
+            ClientAuth::Secret => "client_secret",
+            ClientAuth::PrivateKeyJwt { .. } => "private_key_jwt",
+            ClientAuth::SelfSignedTlsClientAuth { .. } => "self_signed_tls_client_auth",
+            ClientAuth::TlsClientAuth { .. } => "tls_client_auth",
+        }
+    }
+
+    /// The stored public material (`None` for a secret client).
+    pub fn key(&self) -> Option<&str> {
+        match self {
+            ClientAuth::Secret => None,
+            ClientAuth::PrivateKeyJwt { jwks: k }
+            | ClientAuth::SelfSignedTlsClientAuth { certs: k }
+            | ClientAuth::TlsClientAuth { subject_dn: k } => Some(k),
+        }
+    }
+
+    /// Rebuild from the stored method name and key.
+    pub fn from_stored(method: &str, key: Option<String>) -> Result<ClientAuth, StoreError> {
+        let need = |k: Option<String>| {
+            k.ok_or_else(|| StoreError::invalid(format!("auth method {method} needs a key")))
+        };
+        Ok(match method {
+            "client_secret" => ClientAuth::Secret,
+            "private_key_jwt" => ClientAuth::PrivateKeyJwt { jwks: need(key)? },
+            "self_signed_tls_client_auth" => {
+                ClientAuth::SelfSignedTlsClientAuth { certs: need(key)? }
+            }
+            "tls_client_auth" => ClientAuth::TlsClientAuth {
+                subject_dn: need(key)?,
+            },
+            other => {
+                return Err(StoreError::invalid(format!(
+                    "unknown client auth method {:?}",
+                    truncate(other)
+                )));
+            }
+        })
+    }
+
+    fn validate(&self) -> Result<(), StoreError> {
+        match self.key() {
+            None => Ok(()),
+            Some(k) if k.trim().is_empty() || k.len() > MAX_AUTH_KEY_LEN => {
+                Err(StoreError::invalid(format!(
+                    "{} key material must be 1-{MAX_AUTH_KEY_LEN} bytes",
+                    self.method()
+                )))
+            }
+            Some(k) if k.contains('\0') => Err(StoreError::invalid(format!(
+                "{} key material contains a NUL byte",
+                self.method()
+            ))),
+            Some(_) => Ok(()),
+        }
+    }
+}
+
 /// An OAuth client.
 #[derive(Clone, PartialEq, Eq)]
 pub struct ClientRecord {
     /// The `client_id`.
     pub id: String,
-    /// One or two stored secret hashes; the first is the current secret, a second one is
-    /// the previous secret still accepted during a rotation.
+    /// How it authenticates.
+    pub auth: ClientAuth,
+    /// For [`ClientAuth::Secret`], one or two stored secret hashes; the first is the
+    /// current secret, a second one is the previous secret still accepted during a
+    /// rotation. Empty for every other method.
     pub secret_hashes: Vec<String>,
     /// Grant types this client may use (at least one).
     pub grants: Vec<Grant>,
@@ -93,6 +188,7 @@ impl fmt::Debug for ClientRecord {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ClientRecord")
             .field("id", &self.id)
+            .field("auth", &self.auth.method())
             .field(
                 "secret_hashes",
                 &format_args!("<{} redacted>", self.secret_hashes.len()),
@@ -109,7 +205,17 @@ impl ClientRecord {
     /// Check every field; backends call this before writing.
     pub fn validate(&self) -> Result<(), StoreError> {
         validate_name("client id", &self.id)?;
-        validate_secret_hashes(&self.secret_hashes)?;
+        self.auth.validate()?;
+        match self.auth {
+            ClientAuth::Secret => validate_secret_hashes(&self.secret_hashes)?,
+            _ if !self.secret_hashes.is_empty() => {
+                return Err(StoreError::invalid(format!(
+                    "a {} client holds no secret hashes",
+                    self.auth.method()
+                )));
+            }
+            _ => {}
+        }
         validate_settings(&self.grants, &self.scopes, self.token_lifetime)
     }
 

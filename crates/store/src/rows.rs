@@ -1,18 +1,28 @@
 //! Row mapping shared by the SQL backends: both store the same columns (grants and
-//! scopes space-separated, one or two secret-hash columns), so converting rows to records
+//! scopes space-separated, two secret-hash columns, the auth method and its key), so converting rows to records
 //! and sqlx errors to [`StoreError`] is written once.
 
 use std::str::FromStr;
 
 use crate::error::StoreError;
-use crate::record::{ClientRecord, Grant, SigningKeyRecord, UserRecord};
+use crate::record::{ClientAuth, ClientRecord, Grant, SigningKeyRecord, UserRecord};
 
-pub(crate) type ClientRow = (String, String, Option<String>, String, String, i64, i64);
+pub(crate) type ClientRow = (
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    String,
+    String,
+    i64,
+    i64,
+);
 pub(crate) type UserRow = (String, String, bool, i64);
 pub(crate) type KeyRow = (String, String, Vec<u8>, Vec<u8>, i64, i64, Option<i64>);
 
-pub(crate) const CLIENT_COLUMNS: &str =
-    "id, secret_hash, previous_secret_hash, grants, scopes, token_lifetime, created_at";
+pub(crate) const CLIENT_COLUMNS: &str = "id, auth_method, secret_hash, previous_secret_hash, \
+     auth_key, grants, scopes, token_lifetime, created_at";
 pub(crate) const USER_COLUMNS: &str = "username, password_hash, disabled, created_at";
 pub(crate) const KEY_COLUMNS: &str =
     "kid, alg, public_key, private_key_sealed, created_at, not_after, retired_at";
@@ -42,7 +52,8 @@ pub(crate) fn join<T: AsRef<str>>(items: impl IntoIterator<Item = T>) -> String 
 }
 
 pub(crate) fn client_from_row(row: ClientRow) -> Result<ClientRecord, StoreError> {
-    let (id, current, previous, grants, scopes, lifetime, created_at) = row;
+    let (id, method, current, previous, key, grants, scopes, lifetime, created_at) = row;
+    let auth = ClientAuth::from_stored(&method, key).map_err(|_| corrupt("client auth method"))?;
     let grants = grants
         .split(' ')
         .filter(|g| !g.is_empty())
@@ -56,7 +67,8 @@ pub(crate) fn client_from_row(row: ClientRow) -> Result<ClientRecord, StoreError
         .collect();
     Ok(ClientRecord {
         id,
-        secret_hashes: std::iter::once(current).chain(previous).collect(),
+        auth,
+        secret_hashes: current.into_iter().chain(previous).collect(),
         grants,
         scopes,
         token_lifetime: u32::try_from(lifetime).map_err(|_| corrupt("token lifetime"))?,

@@ -21,7 +21,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use crate::error::StoreError;
 use crate::nas::NasRecord;
 use crate::record::{
-    ClientRecord, Grant, SigningKeyRecord, UserRecord, validate_hash, validate_name,
+    ClientAuth, ClientRecord, Grant, SigningKeyRecord, UserRecord, validate_hash, validate_name,
     validate_secret_hashes, validate_settings,
 };
 use crate::rows::{

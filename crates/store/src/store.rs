@@ -19,7 +19,7 @@ use portcullis_core::CredentialSource;
 
 use crate::error::StoreError;
 use crate::nas::NasRecord;
-use crate::record::{ClientRecord, Grant, SigningKeyRecord, UserRecord};
+use crate::record::{ClientAuth, ClientRecord, Grant, SigningKeyRecord, UserRecord};
 
 /// The identity store. Also a [`CredentialSource`] for the verification core: clients
 /// answer with their one or two secret hashes (never disabled), users with their password
@@ -36,11 +36,11 @@ pub trait Store: CredentialSource {
     /// Insert a new client; [`StoreError::AlreadyExists`] if the id is taken.
     async fn put_client(&self, client: &ClientRecord) -> Result<(), StoreError>;
     /// Replace a client's secret hashes (1 or 2, current first), e.g. for rotation;
-    /// [`StoreError::NotFound`] if there is no such client.
+    /// [`StoreError::NotFound`] if there is no such client with a secret.
     async fn update_client_secrets(&self, id: &str, hashes: Vec<String>) -> Result<(), StoreError>;
     /// Start a secret rotation atomically: `new_hash` becomes the current secret, the
     /// current one becomes the previous one, and an older previous one is dropped.
-    /// [`StoreError::NotFound`] if there is no such client.
+    /// [`StoreError::NotFound`] if there is no such client with a secret.
     async fn rotate_client_secret(&self, id: &str, new_hash: &str) -> Result<(), StoreError>;
     /// End a rotation: drop the previous secret. Returns whether there was one;
     /// [`StoreError::NotFound`] if there is no such client.
@@ -54,6 +54,10 @@ pub trait Store: CredentialSource {
         scopes: &[String],
         token_lifetime: u32,
     ) -> Result<(), StoreError>;
+    /// Replace the public key material of a client that authenticates without a secret
+    /// (a new JWKS, certificate or subject DN of the same method, e.g. a key rotation);
+    /// [`StoreError::NotFound`] if there is no such client with that method.
+    async fn set_client_auth(&self, id: &str, auth: &ClientAuth) -> Result<(), StoreError>;
     /// Remove a client; returns whether it existed.
     async fn remove_client(&self, id: &str) -> Result<bool, StoreError>;
     /// Every client, ordered by id.

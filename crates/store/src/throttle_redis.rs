@@ -298,6 +298,37 @@ fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX).max(1)
 }
 
+/// One-time values (`jti`s) in the same Redis as the budgets, so a replay to another
+/// instance is seen. `SET NX PX`: atomic, and the key leaves Redis when the value expires.
+/// While Redis is down this answers an error (no per-instance fallback: see
+/// [`crate::nonce`]).
+#[async_trait::async_trait]
+impl crate::nonce::NonceStore for RedisThrottleStore {
+    async fn first_use(
+        &self,
+        key: &str,
+        expires_at: i64,
+        now: i64,
+    ) -> Result<bool, crate::StoreError> {
+        let ttl_ms = expires_at.saturating_sub(now).clamp(1, 86_400 * 366) * 1000;
+        let key = format!("{}n:{key}", self.prefix);
+        let set: Option<String> = self
+            .call(|mut c| async move {
+                redis::cmd("SET")
+                    .arg(&key)
+                    .arg("1")
+                    .arg("NX")
+                    .arg("PX")
+                    .arg(ttl_ms)
+                    .query_async(&mut c)
+                    .await
+            })
+            .await
+            .map_err(|e| crate::StoreError::Backend(e.0))?;
+        Ok(set.is_some())
+    }
+}
+
 impl ThrottleStore for RedisThrottleStore {
     fn acquire<'a>(
         &'a self,

@@ -212,3 +212,27 @@ fn the_url_and_prefix_are_validated() {
     let s = RedisThrottleStore::new(&cfg("redis://:hunter2@127.0.0.1", "p")).unwrap();
     assert!(!format!("{s:?}").contains("hunter2"));
 }
+
+#[tokio::test]
+async fn issue_14_redis_nonce_store_conforms_and_is_shared_by_instances() {
+    use crate::nonce::NonceStore;
+    let prefix = unique_prefix("nonce");
+    let url = shared_redis_url();
+    let a = store(&url, &prefix);
+    let b = store(&url, &prefix);
+    let now = 1_700_000_000;
+    crate::nonce::conformance(&a, "conf", now).await;
+    // A value used at one instance is a replay at the other.
+    assert!(a.first_use("jti-1", now + 60, now).await.unwrap());
+    assert!(!b.first_use("jti-1", now + 60, now).await.unwrap());
+    // Redis expires the key with the value's lifetime (90 s here).
+    assert!(b.first_use("ttl", now + 90, now).await.unwrap());
+    let client = redis::Client::open(url.as_str()).unwrap();
+    let mut c = client.get_multiplexed_async_connection().await.unwrap();
+    let pttl: i64 = redis::cmd("PTTL")
+        .arg(format!("{{{prefix}}}:n:ttl"))
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    assert!((85_000..=90_000).contains(&pttl), "{pttl}");
+}

@@ -4,6 +4,7 @@
 
 mod admission;
 mod pool;
+mod proofs;
 mod stations;
 mod throttling;
 mod waves;

@@ -39,7 +39,7 @@
 //!    once. Failure keeps the charge and is answered after `reject_delay_ms` (a timer).
 
 use std::collections::HashSet;
-use std::hash::BuildHasher;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -49,13 +49,13 @@ use portcullis_hash::{Cost, Credential, Peppers, Policy};
 use tokio::sync::oneshot;
 use zeroize::Zeroizing;
 
-use crate::attempt::{Attempt, Class, Outcome, PrincipalKind};
+use crate::attempt::{Attempt, Class, Outcome, PrincipalKind, ProofCheck};
 use crate::audit::AuditSink;
 use crate::clock::Clock;
 use crate::config::VerifierConfig;
 use crate::error::CoreError;
 use crate::metrics;
-use crate::net::{IpPrefix, Origin};
+
 use crate::pool::{JobHook, JobReply, Pool, VerifyJob};
 use crate::scheduler::Flow;
 use crate::source::CredentialSource;
@@ -66,6 +66,8 @@ use crate::throttle::{
 };
 use crate::timer::{PRECISE_TAIL, PreciseTimer};
 
+mod budgets;
+mod proof;
 mod rehash;
 mod release;
 
@@ -362,7 +364,17 @@ impl Verifier {
     }
 
     /// Like [`Verifier::verify`] but returns failure delays instead of waiting them out.
-    pub async fn verify_deferred(&self, mut attempt: Attempt) -> Deferred {
+    pub async fn verify_deferred(&self, attempt: Attempt) -> Deferred {
+        self.answer(attempt, None::<std::future::Ready<ProofCheck>>)
+            .await
+    }
+
+    /// One attempt with its counters, metrics and audit event; `proof`, when given, is
+    /// checked instead of the attempt's secret.
+    async fn answer<F>(&self, mut attempt: Attempt, proof: Option<F>) -> Deferred
+    where
+        F: std::future::Future<Output = ProofCheck>,
+    {
         let inner = &*self.inner;
         let n = inner.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
         inner.metrics.in_flight(n);
@@ -381,7 +393,7 @@ impl Verifier {
             (sink, who)
         });
         let mut reason = "";
-        let (d, class) = self.run(attempt, &mut reason).await;
+        let (d, class) = self.run(attempt, proof, &mut reason).await;
         let counter = match d.outcome {
             Outcome::Accepted { .. } => &inner.counts.accepted,
             Outcome::Rejected => &inner.counts.rejected,
@@ -474,9 +486,15 @@ impl Verifier {
 
     /// The path of one attempt (module doc); `reason` is set to the audit reason of the
     /// verdict.
-    async fn run(&self, attempt: Attempt, reason: &mut &'static str) -> (Deferred, Class) {
-        let i = &*self.inner;
-        let start = i.clock.now();
+    async fn run<F>(
+        &self,
+        attempt: Attempt,
+        proof: Option<F>,
+        reason: &mut &'static str,
+    ) -> (Deferred, Class)
+    where
+        F: std::future::Future<Output = ProofCheck>,
+    {
         let Attempt {
             kind,
             principal,
@@ -487,80 +505,30 @@ impl Verifier {
             deadline,
             context: _,
         } = attempt;
-        if i.shutting_down.load(Ordering::Relaxed) || deadline <= start {
-            *reason = if deadline <= start {
-                "deadline_passed"
-            } else {
-                "shutting_down"
-            };
-            return (self.overloaded(Duration::from_secs(1)), Class::Unknown);
+        let adm = match self
+            .admit(kind, principal, source, station, deadline, reason)
+            .await
+        {
+            Ok(adm) => adm,
+            Err(answer) => return answer,
+        };
+        match proof {
+            Some(check) => self.run_proof(adm, check, reason).await,
+            // 2.-6. Look up and verify.
+            None => self.run_secret(adm, secret, reason).await,
         }
+    }
 
-        // 1. Classify and throttle.
-        let cfg = &i.config;
-        let prefix = IpPrefix::of(source, cfg.ipv4_prefix_len, cfg.ipv6_prefix_len);
-        // Fair queuing deals the relay's hand from its prefix and pins each station to
-        // one card of it (one NAS's flood stays in its hand; one station's flood in its
-        // card); throttling and trust key on the whole origin.
-        let flow = Flow {
-            group: i.flow_hasher.hash_one(prefix),
-            member: station.as_ref().map(|s| i.flow_hasher.hash_one(s)),
-        };
-        let origin = Origin { prefix, station };
-        let origin_id = i.flow_hasher.hash_one(&origin);
-        let allow_listed = cfg.trusted_cidrs.iter().any(|c| c.contains(source));
-        let pp_key = ThrottleKey::PrincipalPrefix {
-            kind,
-            principal: principal.clone(),
-            origin: origin.clone(),
-        };
-        let trusted = allow_listed || self.is_trusted(&pp_key, start).await;
-        let mut charges = vec![Charge {
-            key: pp_key.clone(),
-            limit: i.limits[0],
-        }];
-        if !allow_listed {
-            charges.push(Charge {
-                key: ThrottleKey::Prefix(origin),
-                limit: i.limits[1],
-            });
-        }
-        if !trusted {
-            let attacked = i.spread.attacked(kind, &principal, start);
-            charges.push(Charge {
-                key: ThrottleKey::Principal {
-                    kind,
-                    principal: principal.clone(),
-                },
-                limit: i.limits[if attacked { 3 } else { 2 }],
-            });
-        }
-        // Check only: whether this attempt is charged up front depends on what is stored.
-        let class = match self.peek(&charges, start).await {
-            Decision::Denied { retry_after } => {
-                if !trusted {
-                    self.spread_failed(kind, &principal, origin_id, start);
-                }
-                *reason = BUDGET_EXHAUSTED;
-                return self.throttled(trusted, retry_after);
-            }
-            Decision::Allowed { fills } => self.classify(trusted, &fills),
-        };
-        let mut adm = Admitted {
-            kind,
-            flow,
-            origin_id,
-            trusted,
-            principal,
-            pp_key,
-            charges,
-            charged: false,
-            class,
-            start,
-            deadline,
-        };
-
-        // 2. Look up.
+    /// Steps 2-6 for a secret: look up, cheap credentials inline, KDFs on the pool.
+    async fn run_secret(
+        &self,
+        mut adm: Admitted,
+        secret: Zeroizing<Vec<u8>>,
+        reason: &mut &'static str,
+    ) -> (Deferred, Class) {
+        let i = &*self.inner;
+        let (kind, start, deadline, trusted) = (adm.kind, adm.start, adm.deadline, adm.trusted);
+        let class = adm.class;
         let budget = deadline.saturating_duration_since(i.clock.now());
         let looked = tokio::time::timeout(budget, i.source.credentials(kind, &adm.principal));
         let stored = match looked.await {
@@ -701,109 +669,12 @@ impl Verifier {
         secret: Zeroizing<Vec<u8>>,
     ) -> Deferred {
         let i = &*self.inner;
-        if adm.charged {
-            self.refund(&adm.charges).await;
-        }
-        if !adm.trusted {
-            i.spread.succeeded(adm.kind, &adm.principal, adm.origin_id);
-        }
-        let now = i.clock.now();
-        let ttl = Duration::from_secs(i.config.trusted_ttl_secs);
-        if i.throttle
-            .mark_trusted(&adm.pp_key, now, ttl)
-            .await
-            .is_err()
-        {
-            metrics::store_error("throttle");
-            let _ = i.fallback.mark_trusted(&adm.pp_key, now, ttl).await;
-        }
+        self.succeeded(adm).await;
         let needs_rehash = i.policy.needs_rehash(cred);
         if needs_rehash {
             self.spawn_rehash(adm.kind, &adm.principal, old, secret);
         }
         now_answer(Outcome::Accepted { needs_rehash })
-    }
-
-    /// Charge a failure (or reserve one) to every budget of the attempt. An untrusted
-    /// origin first feeds the distributed-attack detector, and a principal found under
-    /// attack (by this attempt or a concurrent one since the peek) pays the cut budget at
-    /// once: a wave's concurrent first requests must not all use the full burst.
-    async fn charge(&self, adm: &mut Admitted) -> Decision {
-        let i = &*self.inner;
-        let now = i.clock.now();
-        if !adm.trusted {
-            self.spread_failed(adm.kind, &adm.principal, adm.origin_id, now);
-            if i.spread.attacked(adm.kind, &adm.principal, now) {
-                for c in &mut adm.charges {
-                    if matches!(c.key, ThrottleKey::Principal { .. }) {
-                        c.limit = i.limits[3];
-                    }
-                }
-            }
-        }
-        self.acquire(&adm.charges, now).await
-    }
-
-    /// An untrusted origin failed on a principal (or was throttled trying): feed the
-    /// distributed-attack detector, and raise the alert when an attack starts.
-    fn spread_failed(&self, kind: PrincipalKind, principal: &str, origin: u64, now: Instant) {
-        if self.inner.spread.failed(kind, principal, origin, now) {
-            metrics::distributed_attack(kind);
-        }
-    }
-
-    /// Priority class from the budget fills a charge (would) leave.
-    fn classify(&self, trusted: bool, fills: &[f64]) -> Class {
-        let f = self.inner.config.throttle.suspect_fill;
-        if trusted {
-            Class::Trusted
-        } else if fills.iter().take(2).any(|x| *x >= f) {
-            Class::Suspect
-        } else {
-            Class::Unknown
-        }
-    }
-
-    async fn is_trusted(&self, key: &ThrottleKey, now: Instant) -> bool {
-        let i = &*self.inner;
-        match i.throttle.is_trusted(key, now).await {
-            Ok(t) => t,
-            Err(_) => {
-                metrics::store_error("throttle");
-                i.fallback.is_trusted(key, now).await.unwrap_or(false)
-            }
-        }
-    }
-
-    async fn acquire(&self, charges: &[Charge], now: Instant) -> Decision {
-        let i = &*self.inner;
-        match i.throttle.acquire(charges, now).await {
-            Ok(d) => d,
-            Err(_) => {
-                metrics::store_error("throttle");
-                i.fallback.acquire_now(charges, now)
-            }
-        }
-    }
-
-    async fn peek(&self, charges: &[Charge], now: Instant) -> Decision {
-        let i = &*self.inner;
-        match i.throttle.peek(charges, now).await {
-            Ok(d) => d,
-            Err(_) => {
-                metrics::store_error("throttle");
-                i.fallback.peek_now(charges, now)
-            }
-        }
-    }
-
-    async fn refund(&self, charges: &[Charge]) {
-        let i = &*self.inner;
-        let now = i.clock.now();
-        if i.throttle.refund(charges, now).await.is_err() {
-            metrics::store_error("throttle");
-            i.fallback.refund_now(charges, now);
-        }
     }
 }
 

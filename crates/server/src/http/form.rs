@@ -183,6 +183,76 @@ impl std::fmt::Debug for ClientCredentials {
     }
 }
 
+/// RFC 7523 2.2: the one `client_assertion_type` we accept.
+pub const JWT_BEARER: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+
+/// How a request's client proves who it is.
+#[derive(Debug)]
+pub enum Presented {
+    /// A shared secret (Basic or body).
+    Secret(ClientCredentials),
+    /// A `private_key_jwt` assertion (RFC 7523 2.2), with the optional `client_id`.
+    Assertion {
+        /// `client_id` parameter, if sent (must then match the assertion).
+        client_id: Option<String>,
+        /// The compact JWS.
+        assertion: String,
+    },
+    /// Only a `client_id`: the connection's TLS client certificate is the proof (RFC 8705
+    /// 2: "the client_id parameter ... is REQUIRED").
+    Certificate {
+        /// The claimed client.
+        client_id: String,
+    },
+}
+
+/// Which method the request used, with one method at most (RFC 6749 2.3: a client MUST NOT
+/// use more than one authentication method in each request).
+pub fn presented(headers: &HeaderMap, form: &Form) -> Result<Presented, OAuthError> {
+    let assertion_type = form.get("client_assertion_type");
+    let assertion = form.get("client_assertion");
+    if assertion_type.is_none() && assertion.is_none() {
+        let has_secret =
+            headers.contains_key(header::AUTHORIZATION) || form.get("client_secret").is_some();
+        if has_secret {
+            return client_credentials(headers, form).map(Presented::Secret);
+        }
+        let id = form
+            .get("client_id")
+            .ok_or_else(|| OAuthError::invalid_client("client authentication required"))?;
+        check_principal(id).map_err(OAuthError::invalid_client)?;
+        return Ok(Presented::Certificate {
+            client_id: id.to_owned(),
+        });
+    }
+    if headers.contains_key(header::AUTHORIZATION) || form.get("client_secret").is_some() {
+        return Err(OAuthError::invalid_request(
+            "more than one client authentication method (an assertion and a secret)",
+        ));
+    }
+    let (Some(kind), Some(assertion)) = (assertion_type, assertion) else {
+        return Err(OAuthError::invalid_request(
+            "client_assertion and client_assertion_type go together",
+        ));
+    };
+    if kind != JWT_BEARER {
+        return Err(OAuthError::invalid_client(format!(
+            "unsupported client_assertion_type; use {JWT_BEARER}"
+        )));
+    }
+    let client_id = match form.get("client_id") {
+        Some(id) => {
+            check_principal(id).map_err(OAuthError::invalid_client)?;
+            Some(id.to_owned())
+        }
+        None => None,
+    };
+    Ok(Presented::Assertion {
+        client_id,
+        assertion: assertion.to_owned(),
+    })
+}
+
 /// Extract client credentials from the Authorization header or the body.
 pub fn client_credentials(
     headers: &HeaderMap,

@@ -22,8 +22,9 @@ use serde::Serialize;
 use zeroize::Zeroizing;
 
 use crate::app::App;
+use crate::client_auth::{self, mtls::ClientCerts};
 use crate::http::error::{OAuthError, no_store};
-use crate::http::form::{self, ClientCredentials, Form};
+use crate::http::form::{self, ClientCredentials, Form, Presented};
 use crate::jwt::{AccessClaims, new_jti};
 use crate::keys::unix_now;
 use crate::metrics::OAUTH_ERRORS;
@@ -140,41 +141,94 @@ fn refused(outcome: Outcome, rejected: OAuthError) -> Result<(), OAuthError> {
     }
 }
 
-/// Authenticate the client through the core and load its record.
+/// An authenticated client: its record and, when it proved itself with a TLS client
+/// certificate, that certificate's thumbprint (the token is bound to it, RFC 8705 3).
+struct Authenticated {
+    client: Arc<ClientRecord>,
+    x5t_s256: Option<String>,
+}
+
+/// Authenticate the client through the core and load its record. Secrets are verified by
+/// the core (hash pool or inline HMAC); assertions and certificates by a proof check the
+/// core runs after its throttle admitted the attempt.
 async fn authenticate(
     app: &App,
-    creds: ClientCredentials,
+    presented: Presented,
     parts: &Parts,
     deadline: Instant,
-) -> Result<Arc<ClientRecord>, OAuthError> {
+) -> Result<Authenticated, OAuthError> {
     let source = source_of(app, parts);
-    let ClientCredentials {
-        client_id, secret, ..
-    } = creds;
-    let outcome = app
-        .verifier
-        .verify(Attempt {
-            kind: PrincipalKind::Client,
-            principal: client_id.clone(),
-            secret,
-            source,
-            protocol: Protocol::OAuthClient,
-            deadline,
-            station: None,
-            context: AuditContext {
-                request_id: request_id_of(parts),
-                client_id: None,
-            },
-        })
-        .await;
-    refused(
-        outcome,
-        OAuthError::invalid_client("client authentication failed"),
-    )?;
+    let attempt = |principal: String, secret: Zeroizing<Vec<u8>>, protocol: Protocol| Attempt {
+        kind: PrincipalKind::Client,
+        principal,
+        secret,
+        source,
+        protocol,
+        deadline,
+        station: None,
+        context: AuditContext {
+            request_id: request_id_of(parts),
+            client_id: None,
+        },
+    };
+    let failed = || OAuthError::invalid_client("client authentication failed");
+    let (client_id, outcome, x5t_s256) = match presented {
+        Presented::Secret(ClientCredentials {
+            client_id, secret, ..
+        }) => {
+            let a = attempt(client_id.clone(), secret, Protocol::OAuthClient);
+            (client_id, app.verifier.verify(a).await, None)
+        }
+        Presented::Assertion {
+            client_id,
+            assertion,
+        } => {
+            let unverified = client_auth::assertion::peek(&assertion).map_err(|e| {
+                OAuthError::invalid_client(format!("client assertion rejected: {}", e.0))
+            })?;
+            if client_id
+                .as_ref()
+                .is_some_and(|id| *id != unverified.client_id)
+            {
+                return Err(OAuthError::invalid_client(
+                    "client_id differs from the assertion's issuer",
+                ));
+            }
+            let id = unverified.client_id.clone();
+            let auds = client_auth::audiences(&app.issuer, parts.uri.path());
+            let a = attempt(
+                id.clone(),
+                Zeroizing::default(),
+                Protocol::OAuthClientAssertion,
+            );
+            let outcome = app
+                .verifier
+                .verify_proof(a, client_auth::check_assertion(app, &unverified, &auds))
+                .await;
+            (id, outcome, None)
+        }
+        Presented::Certificate { client_id } => {
+            let certs = parts.extensions.get::<ClientCerts>();
+            let thumb = certs
+                .and_then(|c| c.0.first())
+                .map(|leaf| client_auth::mtls::thumbprint(leaf.as_ref()));
+            let a = attempt(
+                client_id.clone(),
+                Zeroizing::default(),
+                Protocol::OAuthClientTls,
+            );
+            let outcome = app
+                .verifier
+                .verify_proof(a, client_auth::check_certificate(app, &client_id, certs))
+                .await;
+            (client_id, outcome, thumb)
+        }
+    };
+    refused(outcome, failed())?;
     match app.clients.get(&client_id).await {
-        Ok(Some(c)) => Ok(c),
+        Ok(Some(client)) => Ok(Authenticated { client, x5t_s256 }),
         // Removed between verification and now.
-        Ok(None) => Err(OAuthError::invalid_client("client authentication failed")),
+        Ok(None) => Err(failed()),
         Err(e) => Err(store_failed("loading a client", &e)),
     }
 }
@@ -246,7 +300,7 @@ async fn token_inner(app: &App, req: Request) -> Result<Response, OAuthError> {
             ));
         }
     };
-    let creds = form::client_credentials(&parts.headers, &form)?;
+    let creds = form::presented(&parts.headers, &form)?;
     // Syntax of the password grant is checked before any secret is verified.
     let user = if grant == Grant::Password {
         let username = form.require("username")?;
@@ -263,7 +317,7 @@ async fn token_inner(app: &App, req: Request) -> Result<Response, OAuthError> {
         None
     };
     let source = source_of(app, &parts);
-    let client = authenticate(app, creds, &parts, deadline).await?;
+    let Authenticated { client, x5t_s256 } = authenticate(app, creds, &parts, deadline).await?;
     if !client.allows(grant) {
         return Err(OAuthError::unauthorized_client(format!(
             "this client may not use the {} grant",
@@ -309,6 +363,7 @@ async fn token_inner(app: &App, req: Request) -> Result<Response, OAuthError> {
         jti,
         iat,
         exp: iat + lifetime,
+        cnf: x5t_s256.map(|x5t_s256| crate::jwt::Confirmation { x5t_s256 }),
     };
     let keys = app.keys.keys();
     let access_token = keys
@@ -362,7 +417,7 @@ pub async fn introspect(State(app): State<Arc<App>>, req: Request) -> Response {
 async fn introspect_inner(app: &App, req: Request) -> Result<Response, OAuthError> {
     let deadline = Instant::now() + app.config.request_timeout;
     let (parts, form) = read_form(app, req).await?;
-    let creds = form::client_credentials(&parts.headers, &form)?;
+    let creds = form::presented(&parts.headers, &form)?;
     let token = form.require("token")?.to_owned();
     authenticate(app, creds, &parts, deadline).await?;
     let body = match active_claims(app, &token).await? {
@@ -382,6 +437,9 @@ async fn introspect_inner(app: &App, req: Request) -> Result<Response, OAuthErro
             if !c.scope.is_empty() {
                 v["scope"] = serde_json::Value::String(c.scope);
             }
+            if let Some(cnf) = &c.cnf {
+                v["cnf"] = serde_json::json!({ "x5t#S256": cnf.x5t_s256 });
+            }
             v
         }
     };
@@ -396,9 +454,9 @@ pub async fn revoke(State(app): State<Arc<App>>, req: Request) -> Response {
 async fn revoke_inner(app: &App, req: Request) -> Result<Response, OAuthError> {
     let deadline = Instant::now() + app.config.request_timeout;
     let (parts, form) = read_form(app, req).await?;
-    let creds = form::client_credentials(&parts.headers, &form)?;
+    let creds = form::presented(&parts.headers, &form)?;
     let token = form.require("token")?.to_owned();
-    let client = authenticate(app, creds, &parts, deadline).await?;
+    let client = authenticate(app, creds, &parts, deadline).await?.client;
     // RFC 7009 2.2: an invalid or expired token is not an error (nothing to revoke).
     if let Some(claims) = active_claims(app, &token).await? {
         if claims.client_id != client.id {

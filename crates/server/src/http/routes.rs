@@ -25,7 +25,16 @@ pub fn router(app: Arc<App>, radius: Option<Arc<StatsRegistry>>) -> Router {
         .route("/oauth2/jwks", get(jwks))
         .route("/.well-known/oauth-authorization-server", get(discovery))
         .route("/.well-known/openid-configuration", get(discovery))
-        .layer(axum::Extension(Discovery(metadata(&app.issuer).into())))
+        .layer(axum::Extension(Discovery(
+            metadata(
+                &app.issuer,
+                app.config
+                    .tls
+                    .as_ref()
+                    .is_some_and(|t| t.client_certificates),
+            )
+            .into(),
+        )))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
@@ -103,26 +112,44 @@ async fn deadline(State(app): State<Arc<App>>, req: Request, next: Next) -> Resp
     }
 }
 
-/// The RFC 8414 metadata document for `issuer`.
-pub fn metadata(issuer: &str) -> Vec<u8> {
-    serde_json::json!({
+/// The RFC 8414 metadata document for `issuer`; `mtls`: the server speaks TLS and asks
+/// for client certificates, so the RFC 8705 methods are offered.
+pub fn metadata(issuer: &str, mtls: bool) -> Vec<u8> {
+    let mut methods = vec![
+        "client_secret_basic",
+        "client_secret_post",
+        "private_key_jwt",
+    ];
+    if mtls {
+        methods.extend(["tls_client_auth", "self_signed_tls_client_auth"]);
+    }
+    let algs: Vec<&str> = crate::client_auth::keys::Alg::ALL
+        .iter()
+        .map(|a| a.name())
+        .collect();
+    let mut doc = serde_json::json!({
         "issuer": issuer,
         "token_endpoint": format!("{issuer}/oauth2/token"),
         "jwks_uri": format!("{issuer}/oauth2/jwks"),
         "introspection_endpoint": format!("{issuer}/oauth2/introspect"),
         "revocation_endpoint": format!("{issuer}/oauth2/revoke"),
         "grant_types_supported": ["client_credentials", "password"],
-        "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
-        "introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
-        "revocation_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
+        "token_endpoint_auth_methods_supported": methods,
+        "introspection_endpoint_auth_methods_supported": methods,
+        "revocation_endpoint_auth_methods_supported": methods,
         // No authorization endpoint, so no response types (RFC 8414 makes the field
         // required; an empty list states that truthfully).
         "response_types_supported": [],
-        "token_endpoint_auth_signing_alg_values_supported": ["EdDSA"],
+        // Client assertions (private_key_jwt) may be signed with these.
+        "token_endpoint_auth_signing_alg_values_supported": algs,
+        "introspection_endpoint_auth_signing_alg_values_supported": algs,
+        "revocation_endpoint_auth_signing_alg_values_supported": algs,
         "access_token_signing_alg_values_supported": ["EdDSA"],
-    })
-    .to_string()
-    .into_bytes()
+    });
+    if mtls {
+        doc["tls_client_certificate_bound_access_tokens"] = serde_json::Value::Bool(true);
+    }
+    doc.to_string().into_bytes()
 }
 
 fn json(body: Vec<u8>) -> Response {

@@ -1,0 +1,143 @@
+//! The `[tls]` section: its TOML form, validation into [`TlsSettings`] and its documented
+//! example (part of `portcullis config example`).
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use super::{DEFAULT_SESSION_CACHE, DEFAULT_TICKET_ROTATION_SECS, TlsSettings, TlsVersion};
+use crate::config::{ConfigError, invalid};
+
+/// `[tls]`
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileTls {
+    /// PEM certificate chain, leaf first.
+    pub cert: PathBuf,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1).
+    pub key: PathBuf,
+    /// Protocol versions: "1.2", "1.3".
+    #[serde(default = "default_versions")]
+    pub versions: Vec<String>,
+    /// Cipher suites by IANA name; empty: every suite compatible with the key.
+    #[serde(default)]
+    pub cipher_suites: Vec<String>,
+    /// Issue session tickets for resumption.
+    #[serde(default = "yes")]
+    pub session_tickets: bool,
+    /// Ticket key rotation period in seconds.
+    #[serde(default = "default_rotation")]
+    pub ticket_key_rotation_secs: u32,
+    /// TLS 1.2 session-id cache entries.
+    #[serde(default = "default_cache")]
+    pub session_cache_entries: usize,
+    /// Ask clients for an (optional) certificate.
+    #[serde(default = "yes")]
+    pub client_certificates: bool,
+    /// CAs for `tls_client_auth` clients.
+    #[serde(default)]
+    pub client_ca: Option<PathBuf>,
+}
+
+fn default_versions() -> Vec<String> {
+    vec!["1.2".into(), "1.3".into()]
+}
+fn yes() -> bool {
+    true
+}
+fn default_rotation() -> u32 {
+    DEFAULT_TICKET_ROTATION_SECS
+}
+fn default_cache() -> usize {
+    DEFAULT_SESSION_CACHE
+}
+
+/// Check `[tls]` (files are read at start-up, not here).
+pub fn validate(t: FileTls) -> Result<TlsSettings, ConfigError> {
+    if t.versions.is_empty() {
+        return Err(invalid("tls.versions must name at least one version"));
+    }
+    let mut versions = Vec::new();
+    for v in &t.versions {
+        let v = match v.as_str() {
+            "1.2" => TlsVersion::Tls12,
+            "1.3" => TlsVersion::Tls13,
+            other => {
+                return Err(invalid(format!(
+                    "tls.versions: unsupported version '{other}' (use \"1.2\" and/or \"1.3\")"
+                )));
+            }
+        };
+        if !versions.contains(&v) {
+            versions.push(v);
+        }
+    }
+    if !(60..=DEFAULT_TICKET_ROTATION_SECS).contains(&t.ticket_key_rotation_secs) {
+        return Err(invalid(format!(
+            "tls.ticket_key_rotation_secs must be 60-{DEFAULT_TICKET_ROTATION_SECS}"
+        )));
+    }
+    if t.session_cache_entries > 10_000_000 {
+        return Err(invalid(
+            "tls.session_cache_entries must be at most 10000000",
+        ));
+    }
+    if t.client_ca.is_some() && !t.client_certificates {
+        return Err(invalid(
+            "tls.client_ca needs tls.client_certificates = true (tls_client_auth clients \
+             present a certificate)",
+        ));
+    }
+    Ok(TlsSettings {
+        cert: t.cert,
+        key: t.key,
+        versions,
+        cipher_suites: t.cipher_suites,
+        session_tickets: t.session_tickets,
+        ticket_key_rotation_secs: t.ticket_key_rotation_secs,
+        session_cache_entries: t.session_cache_entries,
+        client_certificates: t.client_certificates,
+        client_ca: t.client_ca,
+    })
+}
+
+/// The `[tls]` part of `portcullis config example`.
+pub const EXAMPLE: &str = r#"# [tls]
+# Serve HTTPS. Without this section the server speaks plain HTTP.
+# PEM certificate chain (leaf first) and private key (PKCS#8, PKCS#1 or SEC1). SIGHUP
+# re-reads both (after the same checks as at start; on a failed check the old
+# certificate stays) without dropping connections; `portcullis tls check` runs the
+# checks on its own.
+# cert = "/etc/portcullis/cert.pem"
+# key = "/etc/portcullis/key.pem"
+# Protocol versions to enable: "1.2", "1.3". Default: both.
+# versions = ["1.2", "1.3"]
+# Cipher suites by IANA name. Default (empty): every suite compatible with the key. At
+# start-up the certificate's key type, key usage and extended key usage are checked
+# against the enabled suites; a mismatch is a start-up error, not sporadic handshake
+# failures. TLS 1.3: TLS13_AES_256_GCM_SHA384, TLS13_AES_128_GCM_SHA256,
+# TLS13_CHACHA20_POLY1305_SHA256. TLS 1.2: TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+# TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256
+# (ECDSA or Ed25519 keys), TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+# TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256
+# (RSA keys).
+# cipher_suites = []
+# Session resumption: clients that reconnect per call resume with a ticket (TLS 1.3 and
+# TLS 1.2) instead of a full handshake. Tickets are sealed under a random key made every
+# ticket_key_rotation_secs (60-21600); the previous key still opens tickets for one more
+# period. Keys never leave the process: a client landing on another instance makes a full
+# handshake there. /metrics counts full and resumed handshakes.
+# session_tickets = true
+# ticket_key_rotation_secs = 21600
+# Sessions remembered for TLS 1.2 session-id resumption.
+# session_cache_entries = 16384
+# Ask every client for a certificate, without requiring one (RFC 8705 client
+# authentication: tls_client_auth and self_signed_tls_client_auth clients). Clients
+# without a certificate are served as before.
+# client_certificates = true
+# PEM bundle of the CAs that issue tls_client_auth certificates (clients registered with
+# `portcullis client add --auth-method tls_client_auth --tls-subject-dn DN`). Absent: only
+# self-signed certificates registered per client authenticate.
+# client_ca = "/etc/portcullis/client-ca.pem"
+
+"#;
