@@ -114,6 +114,10 @@ mod portcullis_demo {
             "portcullis: async front ends (HTTP, and RADIUS over UDP), dedicated hash pool (one thread per core), admission control with fast 503s (RADIUS: early drops), reject delays as timers; IPv4 sources grouped per /32 for the demo so each loopback address counts as its own source".into()
         }
 
+        fn speaks_tls(&self) -> bool {
+            true
+        }
+
         fn start(&self, setup: Setup) -> BoxFuture<Result<Started, LabError>> {
             let n = self.starts.fetch_add(1, Ordering::Relaxed);
             Box::pin(async move {
@@ -160,6 +164,24 @@ mod portcullis_demo {
                     data.close().await;
                     stored.map_err(err)?;
                 }
+                if let Some(pair) = &setup.tls {
+                    config.tls = Some(portcullis_server::tls::TlsSettings::new(
+                        pair.cert.clone(),
+                        pair.key.clone(),
+                    ));
+                }
+                // Generated secrets are stored as HMAC under the data directory's pepper.
+                let pepper = if setup.generated_secrets {
+                    let data = DataDir::open(&dir).await.map_err(err)?;
+                    let key = data.peppers().current().cloned();
+                    data.close().await;
+                    Some(
+                        key.ok_or("the data directory has no pepper key")
+                            .map_err(err)?,
+                    )
+                } else {
+                    None
+                };
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
                     .await
                     .map_err(err)?;
@@ -168,7 +190,13 @@ mod portcullis_demo {
                 let hashes = tokio::task::spawn_blocking(move || {
                     clients
                         .into_iter()
-                        .map(|(id, secret)| policy.hash(secret.as_bytes()).map(|h| (id, h)))
+                        .map(|(id, secret)| match &pepper {
+                            Some(k) => Ok((
+                                id,
+                                portcullis_hash::pepper::PepperedHmac::create(k, secret.as_bytes()),
+                            )),
+                            None => policy.hash(secret.as_bytes()).map(|h| (id, h)),
+                        })
                         .collect::<Result<Vec<_>, _>>()
                 })
                 .await
@@ -197,7 +225,8 @@ mod portcullis_demo {
                     }
                     server.app().store.put_client(&rec).await.map_err(err)?;
                 }
-                let url = format!("http://{}", server.local_addr());
+                let scheme = if setup.tls.is_some() { "https" } else { "http" };
+                let url = format!("{scheme}://{}", server.local_addr());
                 let radius = server
                     .radius_addrs()
                     .first()

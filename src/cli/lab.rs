@@ -33,10 +33,14 @@ pub struct RunArgs {
     /// Output directory (default ./lab-out/<scenario>-<UTC time>).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Override the scenario's target base URL (http://host:port, or radius://host:port
-    /// for a RADIUS scenario).
+    /// Override the scenario's target base URL (http://host:port, https://host:port, or
+    /// radius://host:port for a RADIUS scenario).
     #[arg(long, value_name = "URL")]
     pub target: Option<String>,
+    /// Trust this PEM CA bundle for an https:// target (replaces the scenario's tls.ca;
+    /// default: the scenario's, else the system's bundle).
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
     /// Override where server metrics are scraped: a path on the target, an http:// URL,
     /// or "off".
     #[arg(long, value_name = "URL")]
@@ -128,6 +132,12 @@ fn run_scenario(a: RunArgs) -> ExitCode {
     };
     if let Some(t) = &a.target {
         scn = match scn.with_target_url(t) {
+            Ok(s) => s,
+            Err(e) => return super::fail(e),
+        };
+    }
+    if let Some(ca) = &a.tls_ca {
+        scn = match scn.with_tls_ca(ca) {
             Ok(s) => s,
             Err(e) => return super::fail(e),
         };

@@ -16,6 +16,15 @@ use portcullis_server::tls::{self, TlsSettings, TlsVersion};
 pub enum TlsCommand {
     /// Check a certificate and key against the suites and versions `serve` would enable.
     Check(CheckArgs),
+    /// Write a throwaway CA, a server certificate for 127.0.0.1 and localhost, client
+    /// certificates (CA-issued and self-signed) and private_key_jwt signing keys into a
+    /// directory, for trying HTTPS, mutual TLS and private_key_jwt locally. Not for
+    /// production.
+    TestPki {
+        /// Directory to write into (created).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
 }
 
 /// Arguments of `tls check`.
@@ -45,6 +54,10 @@ pub struct CheckArgs {
 pub fn run(cmd: TlsCommand) -> ExitCode {
     match cmd {
         TlsCommand::Check(a) => check(a),
+        TlsCommand::TestPki { out } => match test_pki(&out) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => super::fail(e),
+        },
     }
 }
 
@@ -87,4 +100,44 @@ fn check(a: CheckArgs) -> ExitCode {
         }
         Err(e) => super::fail(format_args!("{}: {e}", a.cert.display())),
     }
+}
+
+fn test_pki(out: &std::path::Path) -> Result<(), String> {
+    use portcullis_lab::certs;
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let e = |e: portcullis_lab::LabError| e.to_string();
+    let ca = certs::TestCa::new(out, "ca").map_err(e)?;
+    let server = ca
+        .server("server", &["127.0.0.1", "localhost"])
+        .map_err(e)?;
+    let client = ca.client("client", "lab-client").map_err(e)?;
+    let own = certs::self_signed_client(out, "self-signed", "lab-self-signed").map_err(e)?;
+    let mut keys = Vec::new();
+    for alg in ["EdDSA", "ES256", "RS256"] {
+        keys.push(certs::signing_key(out, &format!("jwt-{}", alg.to_lowercase()), alg).map_err(e)?);
+    }
+    println!("CA (tls.ca, [tls] client_ca):    {}", ca.cert.display());
+    println!(
+        "server ([tls] cert, key):         {} {}",
+        server.cert.display(),
+        server.key.display()
+    );
+    println!(
+        "client, CN=lab-client (tls_client_auth): {} {}",
+        client.cert.display(),
+        client.key.display()
+    );
+    println!(
+        "self-signed client:               {} {}",
+        own.cert.display(),
+        own.key.display()
+    );
+    for k in keys {
+        println!(
+            "private_key_jwt key / public key: {} {}",
+            k.key.display(),
+            k.cert.display()
+        );
+    }
+    Ok(())
 }

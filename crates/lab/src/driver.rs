@@ -40,6 +40,19 @@ pub struct Identity {
     pub source: Option<IpAddr>,
     /// Keep-alive or a new connection per request.
     pub connection: ConnectionMode,
+    /// This client's TLS (own session cache), for `https://` targets.
+    pub tls: Option<crate::tls::Tls>,
+    /// Its group's own client authentication, when it differs from the driver's.
+    pub auth: Option<GroupAuth>,
+}
+
+/// A group's own client authentication.
+#[derive(Debug, Clone)]
+pub struct GroupAuth {
+    /// The method.
+    pub auth: ClientAuth,
+    /// `private_key_jwt`: how its clients sign (`None`: the driver's key).
+    pub signer: Option<Arc<crate::assertion::Signer>>,
 }
 
 /// What one attempt came to.
@@ -54,15 +67,19 @@ pub struct AttemptResult {
     pub misdelivered: bool,
     /// Retransmissions this attempt needed (RADIUS; 0 for HTTP).
     pub retransmits: u32,
+    /// The attempt opened a connection: how its connect and TLS handshake went.
+    pub conn: Option<conn::Phases>,
 }
 
 impl AttemptResult {
-    fn of(outcome: Outcome) -> AttemptResult {
+    /// A result with nothing but its outcome.
+    pub fn of(outcome: Outcome) -> AttemptResult {
         AttemptResult {
             outcome,
             retry_after: None,
             misdelivered: false,
             retransmits: 0,
+            conn: None,
         }
     }
 }
@@ -103,16 +120,16 @@ pub struct HttpSession {
 }
 
 impl Transport {
-    /// Send `req` from `source`, reusing the session's connection when allowed.
+    /// Send `req` from `source`, reusing the session's connection when allowed. Also
+    /// says how opening a connection went, when this request opened one.
     async fn send(
         &self,
         session: &mut HttpSession,
-        source: Option<IpAddr>,
-        mode: ConnectionMode,
+        (source, mode, tls): (Option<IpAddr>, ConnectionMode, Option<&crate::tls::Tls>),
         host: &HeaderValue,
         mut req: Request<Body>,
         keep_body: bool,
-    ) -> Result<Response<Bytes>, ()> {
+    ) -> Result<(Response<Bytes>, Option<conn::Phases>), ()> {
         // Taken out for the duration of the attempt: if the attempt is dropped by a timeout
         // the half-used connection is dropped with it.
         let reuse = match session.conn.take() {
@@ -123,13 +140,16 @@ impl Transport {
             }
             None => None,
         };
-        let (mut sender, mut conn) = match reuse {
-            Some(sc) => sc,
-            None => conn::open(self.addr, source).await.map_err(|_| ())?,
+        let (mut sender, mut conn, phases) = match reuse {
+            Some((s, c)) => (s, c, None),
+            None => {
+                let (s, c, p) = conn::open(self.addr, source, tls).await.map_err(|_| ())?;
+                (s, c, Some(p))
+            }
         };
         let h = req.headers_mut();
         h.insert(HOST, host.clone());
-        if mode == ConnectionMode::PerRequest {
+        if mode != ConnectionMode::KeepAlive {
             // The server closes first, so TIME_WAIT lands on its side, not on our ports.
             h.insert(CONNECTION, HeaderValue::from_static("close"));
         }
@@ -170,7 +190,7 @@ impl Transport {
         if mode == ConnectionMode::KeepAlive && !close && !conn_done {
             session.conn = Some((sender, conn));
         }
-        Ok(Response::from_parts(parts, body))
+        Ok((Response::from_parts(parts, body), phases))
     }
 }
 
@@ -190,10 +210,8 @@ fn classify_status(resp: &Response<Bytes>) -> Option<AttemptResult> {
         _ => return None,
     };
     Some(AttemptResult {
-        outcome: out,
         retry_after: retry_after(resp),
-        misdelivered: false,
-        retransmits: 0,
+        ..AttemptResult::of(out)
     })
 }
 
@@ -213,6 +231,7 @@ pub struct HttpGetDriver {
 pub struct HttpGetClient {
     source: Option<IpAddr>,
     mode: ConnectionMode,
+    tls: Option<crate::tls::Tls>,
     /// The client's own copies of the path and `Host`: cloning them per request then bumps
     /// a reference count only this client's thread touches, not one all clients share.
     path: hyper::Uri,
@@ -231,6 +250,7 @@ impl Driver for HttpGetDriver {
         Ok(HttpGetClient {
             source: who.source,
             mode: who.connection,
+            tls: who.tls.clone(),
             path,
             host,
         })
@@ -247,12 +267,11 @@ impl Driver for HttpGetDriver {
     ) -> AttemptResult {
         let mut req = Request::new(Full::new(Bytes::new()));
         *req.uri_mut() = client.path.clone();
-        let Ok(resp) = self
+        let Ok((resp, phases)) = self
             .transport
             .send(
                 session,
-                client.source,
-                client.mode,
+                (client.source, client.mode, client.tls.as_ref()),
                 &client.host,
                 req,
                 false,
@@ -261,14 +280,15 @@ impl Driver for HttpGetDriver {
         else {
             return AttemptResult::of(Outcome::ConnectionError);
         };
-        if let Some(r) = classify_status(&resp) {
-            return r;
-        }
-        AttemptResult::of(if resp.status() == 200 {
-            Outcome::Success
-        } else {
-            Outcome::WrongResponse
-        })
+        let mut r = classify_status(&resp).unwrap_or_else(|| {
+            AttemptResult::of(if resp.status() == 200 {
+                Outcome::Success
+            } else {
+                Outcome::WrongResponse
+            })
+        });
+        r.conn = phases;
+        r
     }
 }
 
@@ -293,6 +313,8 @@ pub struct OAuth2Driver {
     pub jwks: Arc<Jwks>,
     /// Expected `iss`.
     pub issuer: Option<String>,
+    /// `private_key_jwt`: the signing key, the `aud` and the lifetime of assertions.
+    pub assertion: Option<Arc<crate::assertion::Signer>>,
 }
 
 /// A prepared OAuth 2.0 client: its encoded request parts and who its tokens must name.
@@ -300,8 +322,13 @@ pub struct OAuth2Driver {
 pub struct OAuth2Client {
     source: Option<IpAddr>,
     mode: ConnectionMode,
+    tls: Option<crate::tls::Tls>,
     authorization: Option<HeaderValue>,
+    /// The form body; with `private_key_jwt`, everything but the assertion, which is
+    /// signed afresh for each attempt.
     body: Bytes,
+    /// `private_key_jwt`: signs each attempt's assertion.
+    signer: Option<Arc<crate::assertion::Signer>>,
     expect_client_id: String,
     expect_sub: String,
 }
@@ -320,6 +347,9 @@ pub fn form_encode(s: &str) -> String {
     }
     out
 }
+
+/// RFC 7523 2.2 `client_assertion_type`.
+const JWT_BEARER: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
 
 fn basic(id: &str, secret: &str) -> Result<HeaderValue, LabError> {
     // RFC 6749 2.3.1: id and secret are form-encoded before the Basic encoding.
@@ -368,17 +398,43 @@ impl Driver for OAuth2Driver {
         if let Some(s) = &self.scope {
             field("scope", s);
         }
-        let authorization = match self.auth {
+        let method = who.auth.as_ref().map_or(self.auth, |a| a.auth);
+        let signer = match (method, &who.auth) {
+            (
+                ClientAuth::PrivateKeyJwt,
+                Some(GroupAuth {
+                    signer: Some(s), ..
+                }),
+            ) => Some(s.clone()),
+            (ClientAuth::PrivateKeyJwt, _) => self.assertion.clone(),
+            _ => None,
+        };
+        if method == ClientAuth::PrivateKeyJwt && signer.is_none() {
+            return Err(LabError::Scenario(
+                "private_key_jwt without a private_key".into(),
+            ));
+        }
+        let authorization = match method {
             ClientAuth::ClientSecretBasic => Some(basic(client_id, client_secret)?),
             ClientAuth::ClientSecretPost => {
                 field("client_id", client_id);
                 field("client_secret", client_secret);
                 None
             }
+            ClientAuth::PrivateKeyJwt => {
+                field("client_assertion_type", JWT_BEARER);
+                None
+            }
+            ClientAuth::TlsClientAuth => {
+                field("client_id", client_id);
+                None
+            }
         };
         Ok(OAuth2Client {
             source: who.source,
             mode: who.connection,
+            tls: who.tls.clone(),
+            signer,
             authorization,
             body: Bytes::from(body),
             expect_client_id: client_id.to_string(),
@@ -395,7 +451,20 @@ impl Driver for OAuth2Driver {
         client: &'a OAuth2Client,
         session: &'a mut HttpSession,
     ) -> AttemptResult {
-        let mut req = Request::new(Full::new(client.body.clone()));
+        let body = match &client.signer {
+            None => client.body.clone(),
+            Some(signer) => {
+                let Some(jws) = signer.assertion(&client.expect_client_id) else {
+                    return AttemptResult::of(Outcome::ConnectionError);
+                };
+                let mut b = Vec::with_capacity(client.body.len() + jws.len() + 20);
+                b.extend_from_slice(&client.body);
+                b.extend_from_slice(b"&client_assertion=");
+                b.extend_from_slice(jws.as_bytes());
+                Bytes::from(b)
+            }
+        };
+        let mut req = Request::new(Full::new(body));
         *req.method_mut() = Method::POST;
         *req.uri_mut() = self.token_path.clone();
         let h = req.headers_mut();
@@ -406,12 +475,11 @@ impl Driver for OAuth2Driver {
         if let Some(a) = &client.authorization {
             h.insert(AUTHORIZATION, a.clone());
         }
-        let Ok(resp) = self
+        let Ok((resp, phases)) = self
             .transport
             .send(
                 session,
-                client.source,
-                client.mode,
+                (client.source, client.mode, client.tls.as_ref()),
                 &self.transport.host,
                 req,
                 true,
@@ -420,7 +488,16 @@ impl Driver for OAuth2Driver {
         else {
             return AttemptResult::of(Outcome::ConnectionError);
         };
-        if let Some(r) = classify_status(&resp) {
+        let mut r = token_answer(self, client, &resp);
+        r.conn = phases;
+        r
+    }
+}
+
+/// What a token endpoint's answer means for this client.
+fn token_answer(d: &OAuth2Driver, client: &OAuth2Client, resp: &Response<Bytes>) -> AttemptResult {
+    {
+        if let Some(r) = classify_status(resp) {
             return r;
         }
         match resp.status().as_u16() {
@@ -431,16 +508,14 @@ impl Driver for OAuth2Driver {
                 let expected = Expected {
                     client_id: &client.expect_client_id,
                     sub: &client.expect_sub,
-                    issuer: self.issuer.as_deref(),
+                    issuer: d.issuer.as_deref(),
                 };
-                match jwt::check(&t.access_token, &self.jwks, expected, unix_now()) {
+                match jwt::check(&t.access_token, &d.jwks, expected, unix_now()) {
                     Check::Valid => AttemptResult::of(Outcome::Success),
                     Check::Invalid(_) => AttemptResult::of(Outcome::WrongResponse),
                     Check::Misdelivered => AttemptResult {
-                        outcome: Outcome::WrongResponse,
-                        retry_after: None,
                         misdelivered: true,
-                        retransmits: 0,
+                        ..AttemptResult::of(Outcome::WrongResponse)
                     },
                 }
             }

@@ -18,7 +18,9 @@
 //! - [`trivial`]: a minimal `GET /healthz` server for tool comparisons and stall tests.
 //! - [`safety`]: loopback-only targets and hard ceilings.
 
+pub mod assertion;
 pub mod baseline;
+pub mod certs;
 pub mod conn;
 pub mod demo;
 pub mod driver;
@@ -32,6 +34,7 @@ pub mod safety;
 pub mod scenario;
 pub mod schedule;
 pub mod scrape;
+pub mod tls;
 pub mod trivial;
 
 pub use record::Outcome;

@@ -128,10 +128,9 @@ impl Driver for RadiusDriver {
     ) -> AttemptResult {
         let result = self.exchange(client, session).await;
         AttemptResult {
-            outcome: result.0,
-            retry_after: None,
             misdelivered: result.1,
             retransmits: result.2,
+            ..AttemptResult::of(result.0)
         }
     }
 }

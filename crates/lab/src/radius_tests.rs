@@ -29,6 +29,8 @@ fn who(id: &str, secret: &str) -> Identity {
         secret: secret.into(),
         source: Some("127.0.0.1".parse().unwrap()),
         connection: ConnectionMode::KeepAlive,
+        tls: None,
+        auth: None,
     }
 }
 

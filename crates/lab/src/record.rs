@@ -142,6 +142,93 @@ struct Data {
     seconds: Vec<Second>,
 }
 
+/// Connection set-up of one group: how many connections its attempts opened, and the
+/// time their TCP connects and TLS handshakes took.
+#[derive(Debug, Default)]
+pub struct ConnStats {
+    opened: AtomicU64,
+    connect_us: AtomicU64,
+    handshakes: AtomicU64,
+    handshake_us: AtomicU64,
+    resumed: AtomicU64,
+}
+
+impl ConnStats {
+    /// Count one connection opened by an attempt.
+    pub fn record(&self, p: &crate::conn::Phases) {
+        self.opened.fetch_add(1, Ordering::Relaxed);
+        self.connect_us
+            .fetch_add(p.connect.as_micros() as u64, Ordering::Relaxed);
+        if p.tls {
+            self.handshakes.fetch_add(1, Ordering::Relaxed);
+            self.handshake_us
+                .fetch_add(p.handshake.as_micros() as u64, Ordering::Relaxed);
+            if p.resumed {
+                self.resumed.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The summary, given the summed latency (ms) of the group's attempts.
+    fn summary(&self, latency_ms_total: f64) -> Option<ConnectionSummary> {
+        let opened = self.opened.load(Ordering::Relaxed);
+        if opened == 0 {
+            return None;
+        }
+        let connect_ms = self.connect_us.load(Ordering::Relaxed) as f64 / 1000.0;
+        let handshakes = self.handshakes.load(Ordering::Relaxed);
+        let tls_ms = self.handshake_us.load(Ordering::Relaxed) as f64 / 1000.0;
+        let resumed = self.resumed.load(Ordering::Relaxed);
+        let share = |ms: f64| {
+            if latency_ms_total > 0.0 {
+                (ms / latency_ms_total).min(1.0)
+            } else {
+                0.0
+            }
+        };
+        Some(ConnectionSummary {
+            opened,
+            connect_ms_mean: connect_ms / opened as f64,
+            tls_handshakes: handshakes,
+            tls_ms_mean: if handshakes > 0 {
+                tls_ms / handshakes as f64
+            } else {
+                0.0
+            },
+            resumed,
+            resumed_share: if handshakes > 0 {
+                resumed as f64 / handshakes as f64
+            } else {
+                0.0
+            },
+            connect_share: share(connect_ms),
+            tls_share: share(tls_ms),
+        })
+    }
+}
+
+/// Where a group's time went in setting up connections.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ConnectionSummary {
+    /// Connections its attempts opened.
+    pub opened: u64,
+    /// Mean TCP connect (ms).
+    pub connect_ms_mean: f64,
+    /// TLS handshakes made.
+    pub tls_handshakes: u64,
+    /// Mean TLS handshake (ms).
+    pub tls_ms_mean: f64,
+    /// Handshakes that resumed a session.
+    pub resumed: u64,
+    /// resumed / handshakes.
+    pub resumed_share: f64,
+    /// Share of the group's summed latency spent in TCP connects.
+    pub connect_share: f64,
+    /// Share spent in TLS handshakes (the rest is the request itself, and in open loop
+    /// any queueing before it).
+    pub tls_share: f64,
+}
+
 /// The recorder of one group.
 #[derive(Debug)]
 pub struct GroupRecorder {
@@ -161,6 +248,8 @@ pub struct GroupRecorder {
     pub breaches: AtomicU64,
     /// Open-loop arrivals skipped while honouring a Retry-After.
     pub skipped: AtomicU64,
+    /// Connections opened and how their set-up went (HTTP drivers).
+    pub conns: ConnStats,
     /// Requests in flight sampled at the end of each second.
     outstanding_series: Mutex<Vec<i64>>,
     shards: Vec<Mutex<Data>>,
@@ -178,6 +267,7 @@ impl GroupRecorder {
             retransmits: AtomicU64::new(0),
             breaches: AtomicU64::new(0),
             skipped: AtomicU64::new(0),
+            conns: ConnStats::default(),
             outstanding_series: Mutex::new(Vec::new()),
             shards: (0..SHARDS).map(|_| Mutex::new(Data::new())).collect(),
         }
@@ -269,6 +359,7 @@ impl GroupRecorder {
         r.breaches = self.breaches.load(Ordering::Relaxed);
         r.skipped_retry_after = self.skipped.load(Ordering::Relaxed);
         r.series = series;
+        r.connections = self.conns.summary(r.mean_ms * r.completed as f64);
         r
     }
 
@@ -339,6 +430,7 @@ pub fn summarize(
         breaches: 0,
         skipped_retry_after: 0,
         series: Vec::new(),
+        connections: None,
     }
 }
 
@@ -414,6 +506,9 @@ pub struct GroupResult {
     pub skipped_retry_after: u64,
     /// Per-second series.
     pub series: Vec<SecondRow>,
+    /// Connection set-up (HTTP drivers; `None` when no attempt opened a connection).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections: Option<ConnectionSummary>,
 }
 
 /// The run's clock: second index of an instant.

@@ -157,7 +157,19 @@ pub async fn run_scenario(scn: &Scenario, opts: &RunOptions) -> Result<ScenarioR
         } else {
             opts.label.clone()
         },
-        driver: driver_summary(&scn.driver),
+        driver: match &scn.target.tls {
+            Some(t) => format!(
+                "{} over https (TLS {}{})",
+                driver_summary(&scn.driver),
+                t.versions,
+                if t.client_cert {
+                    ", client certificate"
+                } else {
+                    ""
+                }
+            ),
+            None => driver_summary(&scn.driver),
+        },
         scenario_toml: toml_text,
         seed: scn.run.seed,
         passed: failures.is_empty(),
@@ -238,10 +250,20 @@ pub fn judge(t: &Threshold, repeats: &[RepeatResult]) -> ThresholdResult {
 
 async fn fetch_jwks(scn: &Scenario, addr: SocketAddr, host: &str) -> Result<Jwks, LabError> {
     let t = Duration::from_secs(5);
+    let tls = target_tls(scn);
+    let tls = tls.as_ref();
     let path = match &scn.target.jwks {
         JwksSource::Path(p) => p.clone(),
         JwksSource::Discover => {
-            match conn::get(addr, host, "/.well-known/oauth-authorization-server", t).await {
+            match conn::get(
+                addr,
+                host,
+                "/.well-known/oauth-authorization-server",
+                t,
+                tls,
+            )
+            .await
+            {
                 Ok((200, body)) => serde_json::from_slice::<serde_json::Value>(&body)
                     .ok()
                     .and_then(|v| v.get("jwks_uri").and_then(|u| u.as_str()).map(url_path))
@@ -250,13 +272,21 @@ async fn fetch_jwks(scn: &Scenario, addr: SocketAddr, host: &str) -> Result<Jwks
             }
         }
     };
-    let (status, body) = conn::get(addr, host, &path, t).await?;
+    let (status, body) = conn::get(addr, host, &path, t, tls).await?;
     if status != 200 {
         return Err(LabError::Target(format!(
             "JWKS at {path} answered {status}"
         )));
     }
     Jwks::parse(&body)
+}
+
+/// A one-off TLS client for the target's own endpoints (JWKS, discovery, metrics).
+fn target_tls(scn: &Scenario) -> Option<crate::tls::Tls> {
+    scn.target
+        .tls
+        .as_ref()
+        .map(|t| t.for_client(crate::scenario::ConnectionMode::PerRequest))
 }
 
 /// The path of an absolute URL (the lab fetches it from the target it was allowed to load).
@@ -292,7 +322,13 @@ async fn run_once(
             auth,
             scope,
             app_client,
+            assertion,
         } => {
+            let token_url = format!("{}{}", scn.target.base_url(), scn.target.token_path);
+            let assertion = assertion
+                .as_ref()
+                .map(|a| crate::assertion::Signer::load(a, &token_url).map(Arc::new))
+                .transpose()?;
             let jwks = fetch_jwks(scn, addr, &host_str).await?;
             let d = OAuth2Driver {
                 transport,
@@ -303,6 +339,7 @@ async fn run_once(
                 app_client: app_client.clone(),
                 jwks: Arc::new(jwks),
                 issuer: scn.target.issuer.clone(),
+                assertion,
             };
             drive(scn, Arc::new(d), addr, repeat, opts).await
         }
@@ -321,8 +358,19 @@ async fn run_once(
 }
 
 /// The identities of a group's clients.
-pub fn identities(scn: &Scenario, gi: usize, g: &GroupSpec) -> Vec<Identity> {
-    (0..g.size)
+pub fn identities(scn: &Scenario, gi: usize, g: &GroupSpec) -> Result<Vec<Identity>, LabError> {
+    let token_url = format!("{}{}", scn.target.base_url(), scn.target.token_path);
+    let auth = match &g.auth {
+        None => None,
+        Some((a, spec)) => Some(crate::driver::GroupAuth {
+            auth: *a,
+            signer: spec
+                .as_ref()
+                .map(|s| crate::assertion::Signer::load(s, &token_url).map(Arc::new))
+                .transpose()?,
+        }),
+    };
+    Ok((0..g.size)
         .map(|i| {
             let (id, secret) = match &g.credentials {
                 Credentials::Valid => scn
@@ -350,9 +398,11 @@ pub fn identities(scn: &Scenario, gi: usize, g: &GroupSpec) -> Vec<Identity> {
                 secret,
                 source: (!g.sources.is_empty()).then(|| g.sources[i % g.sources.len()]),
                 connection: g.connection,
+                tls: g.tls.as_ref().map(|t| t.for_client(g.connection)),
+                auth: auth.clone(),
             }
         })
-        .collect()
+        .collect())
 }
 
 /// Shared cap on requests per repeat.
@@ -377,8 +427,10 @@ async fn drive<D: Driver>(
 ) -> Result<RepeatResult, LabError> {
     let mut prepared = Vec::new();
     for (gi, g) in scn.groups.iter().enumerate() {
-        let clients: Result<Vec<D::Client>, LabError> =
-            identities(scn, gi, g).iter().map(|w| d.client(w)).collect();
+        let clients: Result<Vec<D::Client>, LabError> = identities(scn, gi, g)?
+            .iter()
+            .map(|w| d.client(w))
+            .collect();
         prepared.push(Arc::new(clients?));
     }
     let recs: Arc<Vec<GroupRecorder>> = Arc::new(
@@ -393,12 +445,13 @@ async fn drive<D: Driver>(
     });
     let metrics_addr = match &scn.target.metrics {
         None => None,
-        Some(m) if m.starts_with('/') => Some((addr, m.clone())),
+        Some(m) if m.starts_with('/') => Some((addr, m.clone(), target_tls(scn))),
         Some(url) => {
             let (h, p) = safety::parse_http_url(url.trim_end_matches("/metrics"))?;
             Some((
                 safety::check_target(&h, p, &opts.allow_targets)?,
                 "/metrics".to_string(),
+                None,
             ))
         }
     };
@@ -511,8 +564,16 @@ async fn drive<D: Driver>(
             for g in tick_recs.iter() {
                 g.sample_outstanding(k as usize);
             }
-            if let Some((maddr, path)) = &metrics_addr {
-                let snap = match conn::get(*maddr, &host, path, Duration::from_millis(800)).await {
+            if let Some((maddr, path, mtls)) = &metrics_addr {
+                let snap = match conn::get(
+                    *maddr,
+                    &host,
+                    path,
+                    Duration::from_millis(800),
+                    mtls.as_ref(),
+                )
+                .await
+                {
                     Ok((200, body)) => Some(Snapshot::from_samples(&scrape::parse(
                         &String::from_utf8_lossy(&body),
                     ))),

@@ -5,12 +5,7 @@
 use super::*;
 
 fn timed_out() -> AttemptResult {
-    AttemptResult {
-        outcome: Outcome::Timeout,
-        retry_after: None,
-        misdelivered: false,
-        retransmits: 0,
-    }
+    AttemptResult::of(Outcome::Timeout)
 }
 
 /// Run `vus` on a thread of their own with a single-threaded runtime, until they finish or
@@ -127,6 +122,9 @@ impl<D: Driver> ClosedVu<D> {
             if res.misdelivered {
                 g.misdelivered.fetch_add(1, Ordering::Relaxed);
             }
+            if let Some(p) = &res.conn {
+                g.conns.record(p);
+            }
             g.retransmits
                 .fetch_add(u64::from(res.retransmits), Ordering::Relaxed);
             let mut pause = self.think;
@@ -206,12 +204,7 @@ impl<D: Driver> OpenGroup<D> {
             tasks.spawn(async move {
                 let attempt = async {
                     let Ok(_slot) = slots.acquire_owned().await else {
-                        return AttemptResult {
-                            outcome: Outcome::ConnectionError,
-                            retry_after: None,
-                            misdelivered: false,
-                            retransmits: 0,
-                        };
+                        return AttemptResult::of(Outcome::ConnectionError);
                     };
                     let mut session = pools[ci].lock().pop().unwrap_or_else(|| d.session());
                     let r = d.attempt(&clients[ci], &mut session).await;
@@ -233,6 +226,9 @@ impl<D: Driver> OpenGroup<D> {
                 );
                 if res.misdelivered {
                     g.misdelivered.fetch_add(1, Ordering::Relaxed);
+                }
+                if let Some(p) = &res.conn {
+                    g.conns.record(p);
                 }
                 g.retransmits
                     .fetch_add(u64::from(res.retransmits), Ordering::Relaxed);

@@ -18,9 +18,22 @@ pub const MAX_CLIENTS: usize = 20_000;
 /// Highest open-loop arrival rate per group (per second).
 pub const MAX_RATE: f64 = 500_000.0;
 
-/// Split `http://host:port[/]` into host and port (https is not supported by the lab yet).
+/// Split `http://host:port[/]` into host and port.
 pub fn parse_http_url(url: &str) -> Result<(String, u16), LabError> {
     parse_url(url, "http", 80)
+}
+
+/// Split `http://` or `https://host:port[/]`: whether it is HTTPS, host and port.
+pub fn parse_web_url(url: &str) -> Result<(bool, String, u16), LabError> {
+    if url.starts_with("https://") {
+        parse_url(url, "https", 443).map(|(h, p)| (true, h, p))
+    } else if url.starts_with("http://") {
+        parse_url(url, "http", 80).map(|(h, p)| (false, h, p))
+    } else {
+        Err(LabError::Scenario(format!(
+            "target url {url:?} must start with http:// or https://"
+        )))
+    }
 }
 
 /// Split `scheme://host[:port]` (no path) into host and port (`default_port` if absent).

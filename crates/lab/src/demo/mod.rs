@@ -35,6 +35,11 @@ pub struct Setup {
     /// RADIUS scenarios: serve RADIUS too, for one NAS covering loopback with this shared
     /// secret, with the `clients` as its users (name, password).
     pub radius_secret: Option<Vec<u8>>,
+    /// HTTPS scenarios: serve TLS with this certificate and key (a throwaway CA's).
+    pub tls: Option<crate::certs::Pair>,
+    /// Store the clients' secrets as generated secrets are (peppered HMAC) instead of
+    /// with PBKDF2.
+    pub generated_secrets: bool,
 }
 
 /// A started server.
@@ -67,6 +72,16 @@ pub trait DemoServer: Send + Sync {
     fn radius_only(&self) -> bool {
         false
     }
+    /// It serves HTTPS (with [`Setup::tls`]): the demo runs it in the HTTPS scenarios.
+    fn speaks_tls(&self) -> bool {
+        false
+    }
+}
+
+/// Whether `srv` takes part in `scn`.
+fn takes_part(srv: &dyn DemoServer, scn: &Scenario) -> bool {
+    let radius = matches!(scn.driver, DriverSpec::Radius(_));
+    (radius || !srv.radius_only()) && (!scn.demo.tls || srv.speaks_tls())
 }
 
 /// The naive baseline as a demo server.
@@ -243,14 +258,19 @@ pub async fn run(servers: &[&dyn DemoServer], opts: &DemoOptions) -> Result<Repo
     // Runs in all, for "scenario i of n": RADIUS scenarios skip the HTTP-only servers.
     let total: usize = scns
         .iter()
-        .map(|scn| {
-            let radius = matches!(scn.driver, DriverSpec::Radius(_));
-            servers
-                .iter()
-                .filter(|s| radius || !s.radius_only())
-                .count()
-        })
+        .map(|scn| servers.iter().filter(|s| takes_part(**s, scn)).count())
         .sum();
+    // HTTPS scenarios: one throwaway CA and server certificate for the whole demo.
+    let pki_dir = std::env::temp_dir().join(format!("portcullis-demo-pki-{}", std::process::id()));
+    let pki = if scns.iter().any(|s| s.demo.tls) {
+        std::fs::create_dir_all(&pki_dir)
+            .map_err(|e| LabError::Output(format!("{}: {e}", pki_dir.display())))?;
+        let ca = crate::certs::TestCa::new(&pki_dir, "demo-ca")?;
+        let server = ca.server("demo-server", &["127.0.0.1", "localhost"])?;
+        Some((ca.cert.clone(), server))
+    } else {
+        None
+    };
     let mut done = 0;
     for scn in &scns {
         let mut results = Vec::new();
@@ -259,14 +279,17 @@ pub async fn run(servers: &[&dyn DemoServer], opts: &DemoOptions) -> Result<Repo
                 DriverSpec::Radius(r) => Some(r.secret.clone()),
                 _ => None,
             };
-            if radius_secret.is_none() && srv.radius_only() {
+            if !takes_part(*srv, scn) {
                 continue;
             }
+            let tls = pki.as_ref().filter(|_| scn.demo.tls);
             let setup = Setup {
                 reject_delay: scn.demo.reject_delay.unwrap_or(Duration::from_secs(1)),
                 clients: clients.clone(),
                 iterations: cal.iterations,
                 radius_secret: radius_secret.clone(),
+                tls: tls.map(|(_, server)| server.clone()),
+                generated_secrets: scn.demo.generated_secrets,
             };
             let started = srv.start(setup).await?;
             let (url, metrics) = match (&radius_secret, &started.radius) {
@@ -289,7 +312,10 @@ pub async fn run(servers: &[&dyn DemoServer], opts: &DemoOptions) -> Result<Repo
                 }
                 (None, _) => (started.url.clone(), started.metrics.clone()),
             };
-            let mut s = scn.clone().with_target_url(&url)?;
+            let mut s = match tls {
+                Some((ca, _)) => scn.clone().with_tls_ca(ca)?.with_target_url(&url)?,
+                None => scn.clone().with_target_url(&url)?,
+            };
             if started.replies_lack_message_authenticator
                 && let DriverSpec::Radius(r) = &mut s.driver
             {
@@ -316,6 +342,7 @@ pub async fn run(servers: &[&dyn DemoServer], opts: &DemoOptions) -> Result<Repo
             results,
         });
     }
+    let _ = std::fs::remove_dir_all(&pki_dir);
     let mut notes = vec![
         format!(
             "Client secrets are stored as PBKDF2-HMAC-SHA256 with {} iterations (demo cost, chosen so one verification takes about {:.1} ms on this machine; the production default is 600,000). Estimated hashing capacity with all {} cores (single-stream PBKDF2, which is what the baseline runs): {:.0} verifications/s; the overload scenario offers twice that. The machine is shared, so absolute rates are noisy: compare the two servers within one report.",

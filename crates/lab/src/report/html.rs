@@ -303,6 +303,92 @@ fn group_table(o: &mut String, rep: &RepeatResult) {
     o.push_str("</table>");
 }
 
+/// Connection set-up per group (groups that opened connections): one bar per group, as
+/// long as its completed calls per second, split by where its latency went (TCP connect,
+/// TLS handshake, the request), and the figures behind it.
+fn connections(o: &mut String, rep: &RepeatResult) {
+    let groups: Vec<&GroupResult> = rep
+        .groups
+        .iter()
+        .filter(|g| g.connections.is_some())
+        .collect();
+    if groups.is_empty() {
+        return;
+    }
+    let top = groups
+        .iter()
+        .map(|g| g.completed_per_s)
+        .fold(0.0f64, f64::max)
+        .max(1e-9);
+    let (w, row, label) = (560.0, 26.0, 150.0);
+    let h = row * groups.len() as f64 + 24.0;
+    let _ = write!(
+        o,
+        r##"<svg class="conn" viewBox="0 0 {w} {h}" width="100%" role="img" aria-label="calls per second and latency split by group">"##
+    );
+    for (i, g) in groups.iter().enumerate() {
+        let Some(c) = &g.connections else { continue };
+        let y = 4.0 + row * i as f64;
+        let len = (w - label - 70.0) * g.completed_per_s / top;
+        let parts = [
+            (c.connect_share, "#8e6cc0", "TCP connect"),
+            (c.tls_share, "#d9822b", "TLS handshake"),
+            (
+                (1.0 - c.connect_share - c.tls_share).max(0.0),
+                "#2b7bb9",
+                "request",
+            ),
+        ];
+        let _ = write!(
+            o,
+            r##"<text x="0" y="{:.1}" font-size="12">{}</text>"##,
+            y + 14.0,
+            esc(&g.name)
+        );
+        let mut x = label;
+        for (share, color, what) in parts {
+            let seg = len * share;
+            let _ = write!(
+                o,
+                r##"<rect x="{x:.1}" y="{y:.1}" width="{seg:.1}" height="18" fill="{color}"><title>{what}: {}</title></rect>"##,
+                pct(share)
+            );
+            x += seg;
+        }
+        let _ = write!(
+            o,
+            r##"<text x="{:.1}" y="{:.1}" font-size="12">{:.1}/s</text>"##,
+            x + 4.0,
+            y + 14.0,
+            g.completed_per_s
+        );
+    }
+    let _ = write!(
+        o,
+        r##"<text x="{label}" y="{:.1}" font-size="11"><tspan fill="#8e6cc0">&#9632; TCP connect</tspan> <tspan fill="#d9822b">&#9632; TLS handshake</tspan> <tspan fill="#2b7bb9">&#9632; request</tspan> (share of latency; bar length: calls/s)</text></svg>"##,
+        h - 4.0
+    );
+    o.push_str("<table><tr><th>group</th><th>calls/s</th><th>connections</th><th>TCP connect</th><th>TLS handshakes</th><th>resumed</th><th>TLS handshake</th><th>latency in connect</th><th>in TLS</th><th>in request</th></tr>");
+    for g in groups {
+        let Some(c) = &g.connections else { continue };
+        let _ = write!(
+            o,
+            "<tr><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&g.name),
+            g.completed_per_s,
+            c.opened,
+            ms(c.connect_ms_mean),
+            c.tls_handshakes,
+            pct(c.resumed_share),
+            ms(c.tls_ms_mean),
+            pct(c.connect_share),
+            pct(c.tls_share),
+            pct((1.0 - c.connect_share - c.tls_share).max(0.0))
+        );
+    }
+    o.push_str("</table>");
+}
+
 fn column(o: &mut String, res: &ScenarioResult, sc: &Scales) {
     let _ = write!(
         o,
@@ -316,6 +402,7 @@ fn column(o: &mut String, res: &ScenarioResult, sc: &Scales) {
         return;
     };
     group_table(o, rep);
+    connections(o, rep);
     if res.repeats.len() > 1 {
         o.push_str(
             "<table><tr><th>repeat</th><th>legit success</th><th>tokens/s</th><th>p99</th></tr>",

@@ -1,5 +1,6 @@
 //! Outputs of a run in `--out DIR`: `summary.json` (everything, machine-readable),
-//! `timeseries.csv` (one row per group or server per second) and `report.html`
+//! `timeseries.csv` (one row per group or server per second), `groups.csv` (one row per
+//! group: summary and connection set-up) and `report.html`
 //! (self-contained: inline SVG charts drawn here, no scripts, no network).
 //!
 //! A [`Report`] holds sections, one per scenario; a section holds one result per target,
@@ -93,6 +94,8 @@ impl Report {
         std::fs::write(&p, json).map_err(|e| err(&p, e))?;
         let p = dir.join("timeseries.csv");
         std::fs::write(&p, self.csv()).map_err(|e| err(&p, e))?;
+        let p = dir.join("groups.csv");
+        std::fs::write(&p, self.groups_csv()).map_err(|e| err(&p, e))?;
         let p = dir.join("report.html");
         std::fs::write(&p, html::render(self)).map_err(|e| err(&p, e))?;
         Ok(p)
@@ -158,6 +161,57 @@ impl Report {
                             ));
                         } else {
                             out.push_str(",,,,,,\n");
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+impl Report {
+    /// One row per scenario, target, repeat and group: the group's summary figures and
+    /// its connection set-up (empty for groups that opened no connection).
+    pub fn groups_csv(&self) -> String {
+        let mut out = String::from(
+            "scenario,target,repeat,group,expects_success,completed,success_rate,completed_per_s,\
+             throughput,mean_ms,p50_ms,p99_ms,max_ms,connections,connect_ms_mean,tls_handshakes,\
+             tls_ms_mean,resumed,resumed_share,connect_share,tls_share\n",
+        );
+        for s in &self.sections {
+            for r in &s.results {
+                for rep in &r.repeats {
+                    for g in &rep.groups {
+                        out.push_str(&format!(
+                            "{},{},{},{},{},{},{:.4},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3}",
+                            csv_field(&r.scenario),
+                            csv_field(&r.target),
+                            rep.repeat,
+                            csv_field(&g.name),
+                            g.expects_success,
+                            g.completed,
+                            g.success_rate,
+                            g.completed_per_s,
+                            g.throughput,
+                            g.mean_ms,
+                            g.p50_ms,
+                            g.p99_ms,
+                            g.max_ms
+                        ));
+                        match &g.connections {
+                            Some(c) => out.push_str(&format!(
+                                ",{},{:.3},{},{:.3},{},{:.4},{:.4},{:.4}\n",
+                                c.opened,
+                                c.connect_ms_mean,
+                                c.tls_handshakes,
+                                c.tls_ms_mean,
+                                c.resumed,
+                                c.resumed_share,
+                                c.connect_share,
+                                c.tls_share
+                            )),
+                            None => out.push_str(",,,,,,,,\n"),
                         }
                     }
                 }

@@ -58,6 +58,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../scenarios/connect-per-request.toml"),
     ),
     (
+        "handshake-cost",
+        include_str!("../../../../scenarios/handshake-cost.toml"),
+    ),
+    (
         "overload-2x",
         include_str!("../../../../scenarios/overload-2x.toml"),
     ),
@@ -95,6 +99,8 @@ pub struct Scenario {
     pub thresholds: Vec<Threshold>,
     /// Demo settings.
     pub demo: DemoSpec,
+    /// Where relative file names resolve (the scenario file's directory).
+    pub base_dir: Option<PathBuf>,
 }
 
 /// Where the server under test is.
@@ -112,6 +118,20 @@ pub struct Target {
     pub metrics: Option<String>,
     /// Expected issuer.
     pub issuer: Option<String>,
+    /// `https://`: every group's TLS unless it has its own.
+    pub tls: Option<crate::tls::TlsSpec>,
+}
+
+impl Target {
+    /// The base URL (scheme, host and port).
+    pub fn base_url(&self) -> String {
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        if self.host.contains(':') {
+            format!("{scheme}://[{}]:{}", self.host, self.port)
+        } else {
+            format!("{scheme}://{}:{}", self.host, self.port)
+        }
+    }
 }
 
 /// Where signing keys come from.
@@ -136,6 +156,8 @@ pub enum DriverSpec {
         scope: Option<String>,
         /// Password grant: the application client (id, secret).
         app_client: Option<(String, String)>,
+        /// `private_key_jwt`: how assertions are made.
+        assertion: Option<AssertionSpec>,
     },
     /// `GET path`, expecting 200.
     HttpGet {
@@ -194,6 +216,23 @@ pub enum ClientAuth {
     ClientSecretBasic,
     /// Form body fields.
     ClientSecretPost,
+    /// RFC 7523 assertion signed with the scenario's private key.
+    PrivateKeyJwt,
+    /// RFC 8705: the TLS client certificate; only `client_id` in the body.
+    TlsClientAuth,
+}
+
+/// How `private_key_jwt` assertions are made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AssertionSpec {
+    /// The private key file.
+    pub key: PathBuf,
+    /// `PS256` for RSA-PSS, else after the key.
+    pub alg: Option<String>,
+    /// `aud` (`None`: the token endpoint URL).
+    pub audience: Option<String>,
+    /// Seconds from `iat` to `exp`.
+    pub lifetime_secs: i64,
 }
 
 /// Where valid principals come from.
@@ -309,8 +348,10 @@ pub enum Model {
 pub enum ConnectionMode {
     /// Reuse one connection per client.
     KeepAlive,
-    /// Open a new connection for every request.
+    /// Open a new connection for every request (over HTTPS: a full handshake each time).
     PerRequest,
+    /// A new connection for every request, resuming the client's previous TLS session.
+    PerRequestResume,
 }
 
 /// A validated group.
@@ -332,6 +373,10 @@ pub struct GroupSpec {
     pub duration: Duration,
     /// Connection mode.
     pub connection: ConnectionMode,
+    /// TLS for `https://` targets (the group's own or the target's).
+    pub tls: Option<crate::tls::TlsSpec>,
+    /// The group's own client authentication (OAuth driver), if it differs.
+    pub auth: Option<(ClientAuth, Option<AssertionSpec>)>,
     /// Source addresses (empty: OS choice).
     pub sources: Vec<IpAddr>,
     /// Whether Retry-After is honoured.
@@ -393,11 +438,36 @@ pub struct DemoSpec {
     pub rate_x_capacity: Option<f64>,
     /// Run by `demo --quick` as well.
     pub quick: bool,
+    /// Over HTTPS.
+    pub tls: bool,
+    /// Clients' secrets stored as generated ones (no KDF).
+    pub generated_secrets: bool,
 }
 
 // ---------------------------------------------------------------------------------------
 // Parsing and validation.
 // ---------------------------------------------------------------------------------------
+
+fn parse_client_auth(a: &str) -> Result<ClientAuth, LabError> {
+    Ok(match a {
+        "client_secret_basic" => ClientAuth::ClientSecretBasic,
+        "client_secret_post" => ClientAuth::ClientSecretPost,
+        "private_key_jwt" => ClientAuth::PrivateKeyJwt,
+        "tls_client_auth" | "self_signed_tls_client_auth" => ClientAuth::TlsClientAuth,
+        a => return Err(bad(format!("client_auth: unknown method {a:?}"))),
+    })
+}
+
+/// Whether every group of an HTTPS scenario presents a client certificate (the target's
+/// `tls`, or each group's own).
+fn target_has_client_cert(raw: &RawScenario, https: bool) -> bool {
+    let has = |t: &Option<crate::tls::RawTls>| t.as_ref().is_some_and(|t| t.cert.is_some());
+    https
+        && raw
+            .groups
+            .iter()
+            .all(|g| has(&g.tls) || (g.tls.is_none() && has(&raw.target.tls)))
+}
 
 fn bad(msg: impl Into<String>) -> LabError {
     LabError::Scenario(msg.into())
@@ -479,10 +549,22 @@ impl Scenario {
             None => PathBuf::from(p),
         };
         let radius = raw.driver.kind == "radius";
-        let (host, port) = if radius {
-            safety::parse_url(&raw.target.url, "radius", 1812)?
+        let (https, host, port) = if radius {
+            let (h, p) = safety::parse_url(&raw.target.url, "radius", 1812)?;
+            (false, h, p)
         } else {
-            safety::parse_http_url(&raw.target.url)?
+            safety::parse_web_url(&raw.target.url)?
+        };
+        let resolve_str = |p: &str| resolve(p);
+        let target_tls = match (&raw.target.tls, https) {
+            (Some(t), true) => Some(crate::tls::TlsSpec::from_raw(t, &host, &resolve_str)?),
+            (None, true) => Some(crate::tls::TlsSpec::from_raw(
+                &crate::tls::RawTls::default(),
+                &host,
+                &resolve_str,
+            )?),
+            (Some(_), false) => return Err(bad("target.tls needs an https:// target url")),
+            (None, false) => None,
         };
         if !raw.target.token_path.starts_with('/') {
             return Err(bad("target.token_path must start with '/'"));
@@ -521,6 +603,7 @@ impl Scenario {
             jwks,
             metrics,
             issuer: raw.target.issuer.clone(),
+            tls: target_tls,
         };
 
         let d = &raw.driver;
@@ -545,11 +628,56 @@ impl Scenario {
                     "password" => Grant::Password,
                     g => return Err(bad(format!("driver.grant: unknown grant {g:?}"))),
                 };
-                let auth = match d.client_auth.as_deref().unwrap_or("client_secret_basic") {
-                    "client_secret_basic" => ClientAuth::ClientSecretBasic,
-                    "client_secret_post" => ClientAuth::ClientSecretPost,
-                    a => return Err(bad(format!("driver.client_auth: unknown method {a:?}"))),
+                let auth =
+                    parse_client_auth(d.client_auth.as_deref().unwrap_or("client_secret_basic"))
+                        .map_err(|e| bad(format!("driver.{e}")))?;
+                let assertion = match (auth, &d.private_key) {
+                    (ClientAuth::PrivateKeyJwt, Some(k)) => {
+                        let spec = AssertionSpec {
+                            key: resolve(k),
+                            alg: d.assertion_alg.clone(),
+                            audience: d.assertion_audience.clone(),
+                            lifetime_secs: i64::from(d.assertion_lifetime_secs.unwrap_or(60)),
+                        };
+                        // Refuse a bad key now, not at the first request.
+                        crate::assertion::AssertionKey::load(&spec.key, spec.alg.as_deref())?;
+                        Some(spec)
+                    }
+                    (ClientAuth::PrivateKeyJwt, None) => {
+                        return Err(bad("driver: private_key_jwt needs driver.private_key"));
+                    }
+                    (_, Some(k))
+                        if raw.groups.iter().any(|g| {
+                            g.private_key.is_none()
+                                && g.client_auth.as_deref() == Some("private_key_jwt")
+                        }) =>
+                    {
+                        // The driver's key serves groups that switch to private_key_jwt.
+                        Some(AssertionSpec {
+                            key: resolve(k),
+                            alg: d.assertion_alg.clone(),
+                            audience: d.assertion_audience.clone(),
+                            lifetime_secs: i64::from(d.assertion_lifetime_secs.unwrap_or(60)),
+                        })
+                    }
+                    (_, None)
+                        if d.assertion_alg.is_none()
+                            && d.assertion_audience.is_none()
+                            && d.assertion_lifetime_secs.is_none() =>
+                    {
+                        None
+                    }
+                    _ => {
+                        return Err(bad(
+                            "driver.private_key and assertion_* are only for private_key_jwt",
+                        ));
+                    }
                 };
+                if auth == ClientAuth::TlsClientAuth && !target_has_client_cert(&raw, https) {
+                    return Err(bad(
+                        "driver: tls_client_auth needs an https:// target and tls.cert/tls.key",
+                    ));
+                }
                 let app_client = match (grant, &d.client_id, &d.client_secret) {
                     (Grant::Password, Some(id), Some(s)) => Some((id.clone(), s.clone())),
                     (Grant::Password, _, _) => {
@@ -570,6 +698,7 @@ impl Scenario {
                     auth,
                     scope: d.scope.clone(),
                     app_client,
+                    assertion,
                 }
             }
             "http-get" => {
@@ -785,11 +914,64 @@ impl Scenario {
             let connection = match g.connection.as_deref().unwrap_or("keep-alive") {
                 "keep-alive" => ConnectionMode::KeepAlive,
                 "per-request" => ConnectionMode::PerRequest,
+                "per-request-resume" => ConnectionMode::PerRequestResume,
                 c => {
                     return Err(ctx(format!(
-                        "connection must be keep-alive or per-request, not {c:?}"
+                        "connection must be keep-alive, per-request or per-request-resume, \
+                         not {c:?}"
                     )));
                 }
+            };
+            let auth = match (&driver, &g.client_auth, &g.private_key) {
+                (_, None, None) => None,
+                (DriverSpec::OAuth2 { assertion, .. }, Some(a), key) => {
+                    let a = parse_client_auth(a).map_err(|e| ctx(e.to_string()))?;
+                    let spec = match (a, key, assertion) {
+                        (ClientAuth::PrivateKeyJwt, Some(k), base) => {
+                            let spec = AssertionSpec {
+                                key: resolve(k),
+                                alg: None,
+                                audience: base.as_ref().and_then(|b| b.audience.clone()),
+                                lifetime_secs: base.as_ref().map_or(60, |b| b.lifetime_secs),
+                            };
+                            crate::assertion::AssertionKey::load(&spec.key, None)
+                                .map_err(|e| ctx(e.to_string()))?;
+                            Some(spec)
+                        }
+                        (ClientAuth::PrivateKeyJwt, None, Some(base)) => Some(base.clone()),
+                        (ClientAuth::PrivateKeyJwt, None, None) => {
+                            return Err(ctx(
+                                "private_key_jwt needs private_key (here or in [driver])".into(),
+                            ));
+                        }
+                        (_, Some(_), _) => {
+                            return Err(ctx("private_key is only for private_key_jwt".into()));
+                        }
+                        (_, None, _) => None,
+                    };
+                    if a == ClientAuth::TlsClientAuth
+                        && g.tls
+                            .as_ref()
+                            .or(raw.target.tls.as_ref())
+                            .is_none_or(|t| t.cert.is_none())
+                    {
+                        return Err(ctx("tls_client_auth needs tls.cert and tls.key".into()));
+                    }
+                    Some((a, spec))
+                }
+                _ => {
+                    return Err(ctx(
+                        "client_auth and private_key are for the oauth2 driver".into()
+                    ));
+                }
+            };
+            let tls = match (&g.tls, &target.tls) {
+                (Some(t), Some(_)) => Some(
+                    crate::tls::TlsSpec::from_raw(t, &target.host, &resolve_str)
+                        .map_err(|e| ctx(e.to_string()))?,
+                ),
+                (Some(_), None) => return Err(ctx("tls needs an https:// target url".into())),
+                (None, t) => t.clone(),
             };
             let sources = match &g.sources {
                 Some(s) => parse_sources(s).map_err(|e| ctx(e.to_string()))?,
@@ -804,6 +986,8 @@ impl Scenario {
                 start,
                 duration,
                 connection,
+                tls,
+                auth,
                 sources,
                 honour_retry_after: g.honour_retry_after,
             });
@@ -856,6 +1040,8 @@ impl Scenario {
                 .transpose()?,
             rate_x_capacity: raw.demo.rate_x_capacity,
             quick: raw.demo.quick.unwrap_or(true),
+            tls: raw.demo.tls.unwrap_or(false),
+            generated_secrets: raw.demo.generated_secrets.unwrap_or(false),
         };
 
         Ok(Scenario {
@@ -867,19 +1053,68 @@ impl Scenario {
             groups,
             thresholds,
             demo,
+            base_dir: base_dir.map(Path::to_path_buf),
         })
     }
 
     /// Point the scenario at another base URL (`--target`), keeping everything else.
     pub fn with_target_url(mut self, url: &str) -> Result<Scenario, LabError> {
-        let (host, port) = match self.driver {
-            DriverSpec::Radius(_) => safety::parse_url(url, "radius", 1812)?,
-            _ => safety::parse_http_url(url)?,
+        let (https, host, port) = match self.driver {
+            DriverSpec::Radius(_) => {
+                let (h, p) = safety::parse_url(url, "radius", 1812)?;
+                (false, h, p)
+            }
+            _ => safety::parse_web_url(url)?,
         };
         self.target.host = host;
         self.target.port = port;
         self.raw.target.url = url.to_string();
+        self.retls(https)?;
         Ok(self)
+    }
+
+    /// Trust this CA bundle for the HTTPS target (`lab run --tls-ca`), for every group.
+    pub fn with_tls_ca(mut self, ca: &Path) -> Result<Scenario, LabError> {
+        let ca = Some(ca.to_string_lossy().into_owned());
+        self.raw.target.tls.get_or_insert_with(Default::default).ca = ca.clone();
+        for g in &mut self.raw.groups {
+            if let Some(t) = &mut g.tls {
+                t.ca = ca.clone();
+            }
+        }
+        let https = self.target.tls.is_some();
+        self.retls(https)?;
+        Ok(self)
+    }
+
+    /// Rebuild every group's TLS from the file's settings for the current target (its
+    /// host is the default server name).
+    fn retls(&mut self, https: bool) -> Result<(), LabError> {
+        if !https {
+            self.target.tls = None;
+            for g in &mut self.groups {
+                g.tls = None;
+            }
+            return Ok(());
+        }
+        let base = self.base_dir.clone();
+        let resolve = |p: &str| match &base {
+            Some(d) => d.join(p),
+            None => PathBuf::from(p),
+        };
+        let target = crate::tls::TlsSpec::from_raw(
+            &self.raw.target.tls.clone().unwrap_or_default(),
+            &self.target.host,
+            &resolve,
+        )?;
+        for (g, raw) in self.groups.iter_mut().zip(&self.raw.groups) {
+            g.tls = Some(match &raw.tls {
+                Some(t) => crate::tls::TlsSpec::from_raw(t, &self.target.host, &resolve)?,
+                None => target.clone(),
+            });
+        }
+        self.target.tls = Some(target);
+        Ok(())
     }
 
     /// Multiply every time in the scenario by `f` (the demo's `--quick`).

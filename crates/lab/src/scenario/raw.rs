@@ -62,6 +62,10 @@ pub struct RawTarget {
     /// Expected `iss` claim; not checked when absent.
     #[serde(default)]
     pub issuer: Option<String>,
+    /// `https://` targets: CA bundle, server name, versions, client certificate (every
+    /// group's default; a group's own `tls` replaces it).
+    #[serde(default)]
+    pub tls: Option<crate::tls::RawTls>,
 }
 
 fn default_url() -> String {
@@ -88,9 +92,27 @@ pub struct RawDriver {
     /// OAuth2 grant: `"client_credentials"` (default) or `"password"`.
     #[serde(default)]
     pub grant: Option<String>,
-    /// OAuth2 client authentication: `"client_secret_basic"` (default) or `"client_secret_post"`.
+    /// OAuth2 client authentication: `"client_secret_basic"` (default),
+    /// `"client_secret_post"`, `"private_key_jwt"` (RFC 7523 assertions signed with
+    /// `private_key`) or `"tls_client_auth"` (RFC 8705: the TLS client certificate of
+    /// `tls.cert`; only `client_id` in the body). Self-signed certificates
+    /// (`self_signed_tls_client_auth`) are sent the same way.
     #[serde(default)]
     pub client_auth: Option<String>,
+    /// `private_key_jwt`: PEM private key every client signs its assertions with (the
+    /// server has each client's public key registered).
+    #[serde(default)]
+    pub private_key: Option<String>,
+    /// `private_key_jwt`: `"PS256"` to sign with RSA-PSS (default: RS256, ES256 or EdDSA
+    /// after the key type).
+    #[serde(default)]
+    pub assertion_alg: Option<String>,
+    /// `private_key_jwt`: the `aud` claim (default: the token endpoint URL).
+    #[serde(default)]
+    pub assertion_audience: Option<String>,
+    /// `private_key_jwt`: assertion lifetime in seconds (default 60).
+    #[serde(default)]
+    pub assertion_lifetime_secs: Option<u32>,
     /// Requested scope (optional).
     #[serde(default)]
     pub scope: Option<String>,
@@ -245,9 +267,23 @@ pub struct RawGroup {
     /// How long the group runs (default: until the end of the run).
     #[serde(default)]
     pub duration: Option<String>,
-    /// `"keep-alive"` (default) or `"per-request"` (new connection per request).
+    /// `"keep-alive"` (default), `"per-request"` (new connection, and over HTTPS a full
+    /// handshake, per request) or `"per-request-resume"` (new connection per request,
+    /// resuming the client's previous TLS session).
     #[serde(default)]
     pub connection: Option<String>,
+    /// This group's own TLS settings (default: `[target] tls`).
+    #[serde(default)]
+    pub tls: Option<crate::tls::RawTls>,
+    /// This group's own client authentication (default: `[driver] client_auth`), so one
+    /// run can compare methods: `"client_secret_basic"`, `"client_secret_post"`,
+    /// `"private_key_jwt"` (with `private_key` here or in `[driver]`) or
+    /// `"tls_client_auth"`.
+    #[serde(default)]
+    pub client_auth: Option<String>,
+    /// `private_key_jwt`: this group's signing key (default: `[driver] private_key`).
+    #[serde(default)]
+    pub private_key: Option<String>,
     /// Local source addresses, e.g. `"127.0.0.2-127.0.0.250"`, `"127.0.0.7"` or
     /// `"127.0.1.1-127.0.100.1 step 256"` (one address per /24); client i binds to
     /// address i mod n before connecting. Default: the OS's choice.
@@ -300,6 +336,15 @@ pub struct RawDemo {
     /// Whether `demo --quick` runs this scenario too (default true; the full demo runs all).
     #[serde(default)]
     pub quick: Option<bool>,
+    /// Run it over HTTPS (the demo makes a throwaway CA and server certificate; servers
+    /// without TLS sit it out).
+    #[serde(default)]
+    pub tls: Option<bool>,
+    /// Store the clients' secrets as generated secrets are stored (peppered HMAC,
+    /// microseconds) instead of the demo's PBKDF2, so connection costs are not hidden
+    /// behind the hash.
+    #[serde(default)]
+    pub generated_secrets: Option<bool>,
 }
 
 fn bad(msg: impl Into<String>) -> LabError {

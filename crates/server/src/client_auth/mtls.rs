@@ -23,6 +23,10 @@ use x509_cert::Certificate;
 use x509_cert::der::Decode;
 use x509_cert::name::Name;
 
+// A name parsed from a certificate is compared with one an operator typed: both go
+// through x509-cert's RFC 4514 attribute rendering, and the typed one is read in RFC 4514
+// order (most specific first), which is the reverse of the certificate's DER order.
+
 /// The certificate chain a connection's client presented (leaf first), set on each of
 /// its requests by the accept loop.
 #[derive(Debug, Clone)]
@@ -62,70 +66,91 @@ pub fn registered_thumbprints(pem: &str) -> Result<Vec<String>, CertError> {
     Ok(out)
 }
 
-/// A DN as comparable text: RFC 4514 rendering of each attribute, values folded to
-/// lower case with runs of spaces collapsed.
+/// One attribute as comparable text: its RFC 4514 rendering with the value folded to
+/// lower case and runs of spaces collapsed (string encodings render alike).
+fn canonical_ava(atv: &x509_cert::attr::AttributeTypeAndValue) -> String {
+    let s = atv.to_string();
+    let (k, v) = s.split_once('=').unwrap_or((s.as_str(), ""));
+    let v: Vec<&str> = v.split_whitespace().collect();
+    format!("{}={}", k.to_ascii_uppercase(), v.join(" ").to_lowercase())
+}
+
+/// A certificate name as comparable RDNs, most specific first (RFC 4514 order, the
+/// reverse of the DER sequence); a multi-valued RDN's attributes sorted.
 fn canonical(name: &Name) -> Vec<String> {
     name.0
         .iter()
-        .flat_map(|rdn| rdn.0.iter())
-        .map(|atv| {
-            let s = atv.to_string();
-            let (k, v) = s.split_once('=').unwrap_or((s.as_str(), ""));
-            let v: Vec<&str> = v.split_whitespace().collect();
-            format!("{}={}", k.to_ascii_uppercase(), v.join(" ").to_lowercase())
+        .rev()
+        .map(|rdn| {
+            let mut avas: Vec<String> = rdn.0.iter().map(canonical_ava).collect();
+            avas.sort();
+            avas.join("+")
         })
         .collect()
 }
 
-/// Split at commas that are not escaped (RFC 4514 2.4).
-fn split_rdns(dn: &str) -> Vec<String> {
-    let mut parts = vec![String::new()];
-    let mut escaped = false;
-    for ch in dn.chars() {
-        match ch {
-            ',' if !escaped => parts.push(String::new()),
-            _ => {
-                escaped = ch == '\\' && !escaped;
-                if let Some(last) = parts.last_mut() {
-                    last.push(ch);
-                }
-            }
-        }
-    }
-    parts
-}
-
-/// An operator's DN in the strict form the parser takes: attribute types are matched
-/// without regard to case (RFC 4512 2.5) and spaces around `,` and `=` are dropped.
-fn strict_dn(dn: &str) -> String {
-    split_rdns(dn)
+/// A name in RFC 4514 form, most specific first ("CN=client,O=Example"), as OpenSSL's
+/// `-nameopt RFC2253` and Python's `rfc4514_string()` print it.
+pub fn rfc4514(name: &Name) -> String {
+    name.0
         .iter()
-        .map(|rdn| match rdn.split_once('=') {
-            Some((k, v)) => {
-                let (k, v) = (k.trim(), v.trim());
-                let key = [k.to_owned(), k.to_ascii_uppercase(), k.to_ascii_lowercase()]
-                    .into_iter()
-                    .find(|c| {
-                        x509_cert::attr::AttributeTypeAndValue::from_str(&format!("{c}={v}"))
-                            .is_ok()
-                    })
-                    .unwrap_or_else(|| k.to_owned());
-                format!("{key}={v}")
-            }
-            None => rdn.trim().to_owned(),
+        .rev()
+        .map(|rdn| {
+            rdn.0
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("+")
         })
         .collect::<Vec<_>>()
         .join(",")
 }
 
-/// Parse and check a subject DN as registered (`CN=client-1,O=Example`).
-pub fn parse_dn(dn: &str) -> Result<Name, CertError> {
-    let name = Name::from_str(&strict_dn(dn))
-        .map_err(|e| CertError(format!("subject DN {dn:?} is not an RFC 4514 DN: {e}")))?;
-    if name.0.is_empty() {
-        return Err(CertError("empty subject DN".into()));
+/// Split at `sep` where it is not escaped (RFC 4514 2.4).
+fn split_unescaped(s: &str, sep: char) -> Vec<String> {
+    let mut parts = vec![String::new()];
+    let mut escaped = false;
+    for ch in s.chars() {
+        if ch == sep && !escaped {
+            parts.push(String::new());
+            continue;
+        }
+        escaped = ch == '\\' && !escaped;
+        if let Some(last) = parts.last_mut() {
+            last.push(ch);
+        }
     }
-    Ok(name)
+    parts
+}
+
+/// Parse and check a subject DN as registered (`CN=client-1,O=Example`, RFC 4514 order):
+/// attribute types are matched without regard to case (RFC 4512 2.5) and spaces around
+/// `,`, `+` and `=` are dropped. Returns the comparable RDNs.
+pub fn parse_dn(dn: &str) -> Result<Vec<String>, CertError> {
+    let bad = |why: &str| CertError(format!("subject DN {dn:?} is not an RFC 4514 DN: {why}"));
+    let mut rdns = Vec::new();
+    for rdn in split_unescaped(dn.trim(), ',') {
+        let mut avas = Vec::new();
+        for ava in split_unescaped(&rdn, '+') {
+            let (k, v) = ava
+                .split_once('=')
+                .ok_or_else(|| bad("an attribute has no '='"))?;
+            let (k, v) = (k.trim(), v.trim());
+            if k.is_empty() || v.is_empty() {
+                return Err(bad("empty attribute type or value"));
+            }
+            let atv = [k.to_owned(), k.to_ascii_uppercase(), k.to_ascii_lowercase()]
+                .iter()
+                .find_map(|c| {
+                    x509_cert::attr::AttributeTypeAndValue::from_str(&format!("{c}={v}")).ok()
+                })
+                .ok_or_else(|| bad(&format!("unknown attribute type {k:?}")))?;
+            avas.push(canonical_ava(&atv));
+        }
+        avas.sort();
+        rdns.push(avas.join("+"));
+    }
+    Ok(rdns)
 }
 
 /// Whether the leaf certificate's subject is `dn`.
@@ -133,14 +158,14 @@ pub fn subject_is(leaf: &[u8], dn: &str) -> bool {
     let (Ok(cert), Ok(want)) = (Certificate::from_der(leaf), parse_dn(dn)) else {
         return false;
     };
-    canonical(&cert.tbs_certificate.subject) == canonical(&want)
+    canonical(&cert.tbs_certificate.subject) == want
 }
 
 /// The leaf certificate's subject in RFC 4514 form (for `client add` messages and logs).
 pub fn subject_of(leaf: &[u8]) -> Option<String> {
     Certificate::from_der(leaf)
         .ok()
-        .map(|c| c.tbs_certificate.subject.to_string())
+        .map(|c| rfc4514(&c.tbs_certificate.subject))
 }
 
 #[cfg(test)]
@@ -152,14 +177,16 @@ mod tests {
     fn dn_comparison_ignores_case_spacing_and_string_types() {
         let a = parse_dn("CN=Client  One,O=Example Corp").unwrap();
         let b = parse_dn("cn=client one, o=EXAMPLE CORP").unwrap();
-        assert_eq!(canonical(&a), canonical(&b));
+        assert_eq!(a, b);
         let c = parse_dn("CN=Client One,O=Other").unwrap();
-        assert_ne!(canonical(&a), canonical(&c));
+        assert_ne!(a, c);
         // Order matters: a DN is a sequence.
         let d = parse_dn("O=Example Corp,CN=Client One").unwrap();
-        assert_ne!(canonical(&a), canonical(&d));
+        assert_ne!(a, d);
+        assert_eq!(parse_dn("CN=a\\,b,O=x").unwrap().len(), 2, "escaped comma");
         assert!(parse_dn("").is_err());
         assert!(parse_dn("not a dn").is_err());
+        assert!(parse_dn("XX=1").is_err());
     }
 
     #[test]

@@ -90,8 +90,8 @@ impl CertFacts {
             .map_or(0, |d| d.as_secs() as i64);
         let digest = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, leaf.as_ref());
         Ok(CertFacts {
-            subject: tbs.subject.to_string(),
-            issuer: tbs.issuer.to_string(),
+            subject: crate::client_auth::mtls::rfc4514(&tbs.subject),
+            issuer: crate::client_auth::mtls::rfc4514(&tbs.issuer),
             serial: hex(tbs.serial_number.as_bytes(), ""),
             not_before: tbs.validity.not_before.to_string(),
             not_after: tbs.validity.not_after.to_string(),
