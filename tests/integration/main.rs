@@ -3,6 +3,7 @@
 //! issue (`issue_N_...`).
 
 mod audit;
+mod client_auth;
 mod crash;
 mod dashboards;
 mod enumeration;

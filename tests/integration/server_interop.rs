@@ -8,7 +8,7 @@ use portcullis_store::Grant;
 
 use crate::server_support::start;
 
-fn python() -> String {
+pub fn python() -> String {
     match std::env::var("PORTCULLIS_PYTHON") {
         Ok(p) if !p.is_empty() => p,
         _ => panic!(

@@ -150,12 +150,39 @@ pub fn signing_key(dir: &Path, file: &str, alg: &str) -> Result<Pair, LabError> 
         "RS256" | "PS256" => &rcgen::PKCS_RSA_SHA256,
         other => return Err(err(format!("unsupported algorithm {other}"))),
     };
-    let key = KeyPair::generate_for(a).map_err(err)?;
     let pair = Pair {
         cert: dir.join(format!("{file}.pub")),
         key: dir.join(format!("{file}.key")),
     };
+    if alg == "EdDSA" {
+        // PKCS#8 v1: the v2 form (with the public key) that rcgen writes is refused by
+        // some OpenSSL-based libraries (Python's `cryptography` among them).
+        use aws_lc_rs::signature::{Ed25519KeyPair, KeyPair as _};
+        let k = Ed25519KeyPair::generate().map_err(err)?;
+        let pkcs8 = k.to_pkcs8v1().map_err(err)?;
+        // SubjectPublicKeyInfo: SEQUENCE { SEQUENCE { id-Ed25519 }, BIT STRING key }.
+        let mut spki = vec![
+            0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00,
+        ];
+        spki.extend_from_slice(k.public_key().as_ref());
+        write(&pair.cert, &pem("PUBLIC KEY", &spki), false)?;
+        write(&pair.key, &pem("PRIVATE KEY", pkcs8.as_ref()), true)?;
+        return Ok(pair);
+    }
+    let key = KeyPair::generate_for(a).map_err(err)?;
     write(&pair.cert, &key.public_key_pem(), false)?;
     write(&pair.key, &key.serialize_pem(), true)?;
     Ok(pair)
+}
+
+fn pem(label: &str, der: &[u8]) -> String {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(der);
+    let mut out = format!("-----BEGIN {label}-----\n");
+    for chunk in b64.as_bytes().chunks(64) {
+        out.push_str(&String::from_utf8_lossy(chunk));
+        out.push('\n');
+    }
+    out.push_str(&format!("-----END {label}-----\n"));
+    out
 }

@@ -1,0 +1,556 @@
+//! Issue 14: clients that authenticate without a shared secret, over the server's HTTPS,
+//! and TLS session resumption. An in-process server with a throwaway CA
+//! (`portcullis_lab::certs`); requests go through the lab's TLS client (rustls), raw
+//! HTTP/1.1 on top. Assertions are signed by the lab's signer and, in the interop test, by
+//! Python's authlib and PyJWT (`tests/interop/client_auth_interop.py`); curl presents
+//! client certificates with OpenSSL.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use portcullis_lab::certs::{self, Pair, TestCa};
+use portcullis_lab::conn::{self, Phases};
+use portcullis_lab::scenario::{AssertionSpec, ConnectionMode};
+use portcullis_lab::tls::{RawTls, Tls, TlsSpec};
+use portcullis_server::tls::TlsSettings;
+use portcullis_store::{ClientAuth, ClientRecord, Grant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::server_support::{Answer, TestServer, form, jwt_part, parse_answer};
+
+/// A server over HTTPS with `[tls] client_ca`, and the PKI around it.
+struct Https {
+    s: TestServer,
+    pki: PathBuf,
+    ca: PathBuf,
+    client: Pair,
+    stranger: Pair,
+    self_signed: Pair,
+}
+
+async fn https_server() -> Https {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = dir.path().join("pki");
+    std::fs::create_dir_all(&pki).unwrap();
+    let ca = TestCa::new(&pki, "ca").unwrap();
+    let server = ca.server("server", &["127.0.0.1", "localhost"]).unwrap();
+    let client = ca.client("client", "billing").unwrap();
+    let stranger = ca.client("stranger", "someone-else").unwrap();
+    let self_signed = certs::self_signed_client(&pki, "own", "own-client").unwrap();
+    let ca_path = ca.cert.clone();
+    let s = crate::server_support::start_in(dir, |c| {
+        c.tls = Some(TlsSettings {
+            client_ca: Some(ca_path.clone()),
+            ..TlsSettings::new(server.cert.clone(), server.key.clone())
+        });
+    })
+    .await;
+    Https {
+        s,
+        pki,
+        ca: ca.cert,
+        client,
+        stranger,
+        self_signed,
+    }
+}
+
+impl Https {
+    fn tls(&self, cert: Option<&Pair>, mode: ConnectionMode) -> Tls {
+        let raw = RawTls {
+            ca: Some(self.ca.to_string_lossy().into()),
+            cert: cert.map(|p| p.cert.to_string_lossy().into()),
+            key: cert.map(|p| p.key.to_string_lossy().into()),
+            ..RawTls::default()
+        };
+        TlsSpec::from_raw(&raw, "127.0.0.1", &|p: &str| PathBuf::from(p))
+            .unwrap()
+            .for_client(mode)
+    }
+
+    async fn add(&self, id: &str, auth: ClientAuth) {
+        self.s
+            .store()
+            .put_client(&ClientRecord {
+                id: id.into(),
+                auth,
+                secret_hashes: Vec::new(),
+                grants: vec![Grant::ClientCredentials],
+                scopes: vec!["read".into()],
+                token_lifetime: 600,
+                created_at: 0,
+            })
+            .await
+            .unwrap();
+    }
+
+    /// POST `body` to `path` on a new TLS connection made with `tls`.
+    async fn post(&self, tls: &Tls, path: &str, body: &str) -> (Answer, Phases) {
+        let (mut stream, phases) = conn::establish(self.s.server.local_addr(), None, Some(tls))
+            .await
+            .unwrap();
+        let req = format!(
+            "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\
+             Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(req.as_bytes()).await.unwrap();
+        let mut raw = Vec::new();
+        let _ = stream.read_to_end(&mut raw).await;
+        (parse_answer(&raw), phases)
+    }
+
+    fn token_url(&self) -> String {
+        format!("{}/oauth2/token", self.s.base())
+    }
+}
+
+fn signer(
+    pki: &Path,
+    file: &str,
+    alg: &str,
+    audience: String,
+) -> (portcullis_lab::assertion::Signer, PathBuf) {
+    let pair = certs::signing_key(pki, file, alg).unwrap();
+    let spec = AssertionSpec {
+        key: pair.key.clone(),
+        alg: (alg == "PS256").then(|| "PS256".to_owned()),
+        audience: Some(audience),
+        lifetime_secs: 60,
+    };
+    (
+        portcullis_lab::assertion::Signer::load(&spec, "").unwrap(),
+        pair.cert,
+    )
+}
+
+fn assertion_body(assertion: &str) -> String {
+    form(&[
+        ("grant_type", "client_credentials"),
+        (
+            "client_assertion_type",
+            "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+        ),
+        ("client_assertion", assertion),
+    ])
+}
+
+fn jwks_of(public_pem: &Path) -> ClientAuth {
+    portcullis_server::client_auth::registration(
+        "private_key_jwt",
+        &std::fs::read_to_string(public_pem).unwrap(),
+    )
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_14_private_key_jwt_issues_tokens_refuses_replays_and_spends_no_hash() {
+    let h = https_server().await;
+    let tls = h.tls(None, ConnectionMode::KeepAlive);
+    for (i, alg) in ["EdDSA", "ES256", "RS256", "PS256"].iter().enumerate() {
+        let id = format!("signer-{i}");
+        let (s, public) = signer(&h.pki, &id, alg, h.token_url());
+        h.add(&id, jwks_of(&public)).await;
+        let a = s.assertion(&id).unwrap();
+        let (ok, _) = h.post(&tls, "/oauth2/token", &assertion_body(&a)).await;
+        assert_eq!(
+            ok.status,
+            200,
+            "{alg}: {}",
+            String::from_utf8_lossy(&ok.body)
+        );
+        let token = ok.json()["access_token"].as_str().unwrap().to_owned();
+        let claims = jwt_part(&token, 1);
+        assert_eq!(
+            (claims["sub"].as_str(), claims["client_id"].as_str()),
+            (Some(id.as_str()), Some(id.as_str()))
+        );
+        assert!(
+            claims.get("cnf").is_none(),
+            "only certificate clients get cnf"
+        );
+        // The same assertion again: refused as a replay within its lifetime.
+        let (again, _) = h.post(&tls, "/oauth2/token", &assertion_body(&a)).await;
+        assert_eq!(
+            (again.status, again.error()),
+            (401, "invalid_client".into()),
+            "{alg}"
+        );
+    }
+    // Another audience, and an assertion signed by a key the client did not register.
+    let (s, _) = signer(
+        &h.pki,
+        "elsewhere",
+        "ES256",
+        "https://other.example/token".into(),
+    );
+    let (bad_aud, _) = h
+        .post(
+            &tls,
+            "/oauth2/token",
+            &assertion_body(&s.assertion("signer-1").unwrap()),
+        )
+        .await;
+    assert_eq!(
+        (bad_aud.status, bad_aud.error()),
+        (401, "invalid_client".into())
+    );
+    let (s, _) = signer(&h.pki, "imposter", "ES256", h.token_url());
+    let (forged, _) = h
+        .post(
+            &tls,
+            "/oauth2/token",
+            &assertion_body(&s.assertion("signer-1").unwrap()),
+        )
+        .await;
+    assert_eq!(
+        (forged.status, forged.error()),
+        (401, "invalid_client".into())
+    );
+    // Introspection authenticates the same way (aud: the introspection endpoint).
+    let (s, public) = signer(
+        &h.pki,
+        "intro",
+        "EdDSA",
+        format!("{}/oauth2/introspect", h.s.base()),
+    );
+    h.add("introspector", jwks_of(&public)).await;
+    let body = format!(
+        "{}&token=x",
+        assertion_body(&s.assertion("introspector").unwrap())
+    );
+    let (intro, _) = h.post(&tls, "/oauth2/introspect", &body).await;
+    assert_eq!(
+        intro.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&intro.body)
+    );
+    assert_eq!(intro.json()["active"], false);
+    // Not one derivation or HMAC: assertions never reach the hash pool.
+    let snap = h.s.server.app().verifier.snapshot();
+    assert_eq!((snap.hashes_computed, snap.cheap_verifications), (0, 0));
+    // Discovery advertises the methods and algorithms.
+    let meta = h.s.server.app().store.ping().await;
+    assert!(meta.is_ok());
+    let (doc, _) = {
+        let (mut st, p) = conn::establish(h.s.server.local_addr(), None, Some(&tls))
+            .await
+            .unwrap();
+        st.write_all(b"GET /.well-known/oauth-authorization-server HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await.unwrap();
+        let mut raw = Vec::new();
+        let _ = st.read_to_end(&mut raw).await;
+        (parse_answer(&raw), p)
+    };
+    let doc = doc.json();
+    for m in [
+        "private_key_jwt",
+        "tls_client_auth",
+        "self_signed_tls_client_auth",
+    ] {
+        assert!(
+            doc["token_endpoint_auth_methods_supported"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|v| v == m),
+            "{m}"
+        );
+    }
+    assert_eq!(doc["tls_client_certificate_bound_access_tokens"], true);
+    assert_eq!(
+        doc["token_endpoint_auth_signing_alg_values_supported"],
+        serde_json::json!(["RS256", "PS256", "ES256", "EdDSA"])
+    );
+    h.s.server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_14_bad_signatures_count_as_failures_and_get_throttled() {
+    let h = https_server().await;
+    let tls = h.tls(None, ConnectionMode::KeepAlive);
+    let (good, public) = signer(&h.pki, "victim", "ES256", h.token_url());
+    h.add("victim", jwks_of(&public)).await;
+    let (forger, _) = signer(&h.pki, "forger", "ES256", h.token_url());
+    let mut statuses = Vec::new();
+    for _ in 0..12 {
+        let (a, _) = h
+            .post(
+                &tls,
+                "/oauth2/token",
+                &assertion_body(&forger.assertion("victim").unwrap()),
+            )
+            .await;
+        statuses.push(a.status);
+    }
+    // The (principal, source) budget (default burst 5) runs out: 429 before any check.
+    assert_eq!(&statuses[..5], &[401; 5], "{statuses:?}");
+    assert!(statuses[5..].iter().all(|s| *s == 429), "{statuses:?}");
+    // From this source even a good assertion now waits; the budget is the same one
+    // wrong secrets use.
+    let (a, _) = h
+        .post(
+            &tls,
+            "/oauth2/token",
+            &assertion_body(&good.assertion("victim").unwrap()),
+        )
+        .await;
+    assert_eq!(a.status, 429);
+    h.s.server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_14_certificate_clients_get_tokens_bound_to_their_certificate() {
+    let h = https_server().await;
+    h.add(
+        "billing",
+        ClientAuth::TlsClientAuth {
+            subject_dn: "CN=billing, O=Portcullis test".into(),
+        },
+    )
+    .await;
+    h.add(
+        "own",
+        portcullis_server::client_auth::registration(
+            "self_signed_tls_client_auth",
+            &std::fs::read_to_string(&h.self_signed.cert).unwrap(),
+        )
+        .unwrap(),
+    )
+    .await;
+    let body = |id: &str| form(&[("grant_type", "client_credentials"), ("client_id", id)]);
+    for (id, pair) in [("billing", &h.client), ("own", &h.self_signed)] {
+        let tls = h.tls(Some(pair), ConnectionMode::PerRequest);
+        let (a, _) = h.post(&tls, "/oauth2/token", &body(id)).await;
+        assert_eq!(a.status, 200, "{id}: {}", String::from_utf8_lossy(&a.body));
+        let token = a.json()["access_token"].as_str().unwrap().to_owned();
+        let pem = std::fs::read(&pair.cert).unwrap();
+        let der = rustls_pemfile_der(&pem);
+        let want = portcullis_server::client_auth::mtls::thumbprint(&der);
+        assert_eq!(
+            jwt_part(&token, 1)["cnf"]["x5t#S256"],
+            want.as_str(),
+            "{id}"
+        );
+        // Introspection (by a certificate client) shows the binding.
+        let (i, _) = h
+            .post(
+                &tls,
+                "/oauth2/introspect",
+                &format!("{}&token={token}", body(id)),
+            )
+            .await;
+        assert_eq!(i.json()["cnf"]["x5t#S256"], want.as_str());
+    }
+    // Refused: no certificate; another CA-issued certificate (other subject); a
+    // self-signed certificate for the CA client; the CA client's certificate for the
+    // self-signed client.
+    let cases: [(&str, Option<&Pair>); 4] = [
+        ("billing", None),
+        ("billing", Some(&h.stranger)),
+        ("billing", Some(&h.self_signed)),
+        ("own", Some(&h.client)),
+    ];
+    for (id, cert) in cases {
+        let tls = h.tls(cert, ConnectionMode::PerRequest);
+        let (a, _) = h.post(&tls, "/oauth2/token", &body(id)).await;
+        assert_eq!(
+            (a.status, a.error()),
+            (401, "invalid_client".into()),
+            "{id} {cert:?}"
+        );
+    }
+    h.s.server.shutdown().await.unwrap();
+}
+
+/// The DER of the first certificate in a PEM file.
+fn rustls_pemfile_der(pem: &[u8]) -> Vec<u8> {
+    let text = std::str::from_utf8(pem).unwrap();
+    let b64: String = text
+        .lines()
+        .skip_while(|l| !l.starts_with("-----BEGIN CERTIFICATE"))
+        .skip(1)
+        .take_while(|l| !l.starts_with("-----END"))
+        .collect();
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .unwrap()
+}
+
+fn handshakes(metrics: &str, kind: &str) -> f64 {
+    metrics
+        .lines()
+        .filter(|l| {
+            l.starts_with("portcullis_tls_handshakes_total{")
+                && l.contains(&format!("kind=\"{kind}\""))
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_14_sessions_resume_with_tickets_on_tls13_and_tls12() {
+    let h = https_server().await;
+    let metrics = || h.s.server.app().metrics.render();
+    for versions in [vec!["1.3"], vec!["1.2"]] {
+        let raw = RawTls {
+            ca: Some(h.ca.to_string_lossy().into()),
+            versions: Some(versions.iter().map(|v| (*v).to_owned()).collect()),
+            ..RawTls::default()
+        };
+        let spec = TlsSpec::from_raw(&raw, "127.0.0.1", &|p: &str| PathBuf::from(p)).unwrap();
+        let (full0, res0) = (
+            handshakes(&metrics(), "full"),
+            handshakes(&metrics(), "resumed"),
+        );
+        // A client with a session cache: the first handshake is full, the next resume.
+        let resuming = spec.for_client(ConnectionMode::PerRequestResume);
+        let mut seen = Vec::new();
+        for _ in 0..4 {
+            let (a, p) = h.post(&resuming, "/healthz", "").await;
+            assert!(a.status == 200 || a.status == 405, "{}", a.status);
+            seen.push(p.resumed);
+        }
+        assert_eq!(seen, [false, true, true, true], "TLS {versions:?}");
+        // Without a cache every handshake is full.
+        let fresh = spec.for_client(ConnectionMode::PerRequest);
+        for _ in 0..2 {
+            assert!(!h.post(&fresh, "/healthz", "").await.1.resumed);
+        }
+        let m = metrics();
+        assert_eq!(handshakes(&m, "full") - full0, 3.0, "TLS {versions:?}");
+        assert_eq!(handshakes(&m, "resumed") - res0, 3.0, "TLS {versions:?}");
+    }
+    h.s.server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_14_curl_presents_a_client_certificate() {
+    let h = https_server().await;
+    h.add(
+        "billing",
+        ClientAuth::TlsClientAuth {
+            subject_dn: "CN=billing,O=Portcullis test".into(),
+        },
+    )
+    .await;
+    let (base, ca, cert, key) = (
+        h.s.base(),
+        h.ca.clone(),
+        h.client.cert.clone(),
+        h.client.key.clone(),
+    );
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("curl")
+            .args(["-sS", "--cacert"])
+            .arg(&ca)
+            .arg("--cert")
+            .arg(&cert)
+            .arg("--key")
+            .arg(&key)
+            .args([
+                "-d",
+                "grant_type=client_credentials",
+                "-d",
+                "client_id=billing",
+            ])
+            .arg(format!("{base}/oauth2/token"))
+            .output()
+    })
+    .await
+    .unwrap()
+    .expect("curl must be installed (scripts/test installs it)");
+    let body: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+    let token = body["access_token"].as_str().unwrap();
+    assert_eq!(jwt_part(token, 1)["sub"], "billing");
+    assert!(jwt_part(token, 1)["cnf"]["x5t#S256"].is_string());
+    h.s.server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_14_authlib_private_key_jwt_and_requests_client_certificates() {
+    let py = crate::server_interop::python();
+    let h = https_server().await;
+    let mut jwt = Vec::new();
+    for (i, alg) in ["RS256", "PS256", "ES256", "EdDSA"].iter().enumerate() {
+        let id = format!("py-jwt-{i}");
+        let pair = certs::signing_key(&h.pki, &id, alg).unwrap();
+        h.add(&id, jwks_of(&pair.cert)).await;
+        jwt.push(serde_json::json!([id, alg, pair.key]));
+    }
+    h.add(
+        "py-mtls",
+        ClientAuth::TlsClientAuth {
+            subject_dn: "CN=billing,O=Portcullis test".into(),
+        },
+    )
+    .await;
+    h.add(
+        "py-own",
+        portcullis_server::client_auth::registration(
+            "self_signed_tls_client_auth",
+            &std::fs::read_to_string(&h.self_signed.cert).unwrap(),
+        )
+        .unwrap(),
+    )
+    .await;
+    let spec = serde_json::json!({
+        "jwt": jwt,
+        "mtls": [["py-mtls", h.client.cert, h.client.key], ["py-own", h.self_signed.cert, h.self_signed.key]],
+    });
+    let spec_path = h.pki.join("spec.json");
+    std::fs::write(&spec_path, spec.to_string()).unwrap();
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/interop/client_auth_interop.py"
+    );
+    let (base, ca) = (h.s.base(), h.ca.clone());
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(&py)
+            .arg(script)
+            .arg(base)
+            .arg(ca)
+            .arg(spec_path)
+            .output()
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "interop script failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    for i in 0..4 {
+        let c = &r["jwt"][format!("py-jwt-{i}")];
+        assert_eq!(c["sub"], format!("py-jwt-{i}"), "{c}");
+        assert_eq!(c["first"], serde_json::json!([200, null]), "{c}");
+        assert_eq!(
+            c["replay"],
+            serde_json::json!([401, "invalid_client"]),
+            "{c}"
+        );
+        assert_eq!(
+            c["other_audience"],
+            serde_json::json!([401, "invalid_client"]),
+            "{c}"
+        );
+    }
+    for id in ["py-mtls", "py-own"] {
+        let c = &r["mtls"][id];
+        assert_eq!(c["sub"], id);
+        assert_eq!(c["cnf_matches"], true, "{c}");
+        assert_eq!(
+            c["without_certificate"],
+            serde_json::json!([401, "invalid_client"])
+        );
+    }
+    let _ = Arc::new(());
+    h.s.server.shutdown().await.unwrap();
+}
