@@ -554,3 +554,122 @@ async fn issue_14_authlib_private_key_jwt_and_requests_client_certificates() {
     let _ = Arc::new(());
     h.s.server.shutdown().await.unwrap();
 }
+
+/// The lab over HTTPS (report 001): the same clients with keep-alive, with a new
+/// connection per call resuming their TLS session, and with a full handshake per call;
+/// then `private_key_jwt` clients. What the lab reports about connections must match what
+/// happened: connections opened, handshakes made, the resumed share, and the server's own
+/// counters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_14_lab_measures_handshakes_resumption_and_assertions_over_https() {
+    let h = https_server().await;
+    let peppers = h.s.data.peppers();
+    let key = peppers.current().unwrap();
+    for i in 0..6 {
+        h.s.store()
+            .put_client(&ClientRecord {
+                id: format!("lab-client-{i}"),
+                auth: ClientAuth::Secret,
+                secret_hashes: vec![portcullis_hash::pepper::PepperedHmac::create(
+                    key,
+                    format!("lab-secret-{i}").as_bytes(),
+                )],
+                grants: vec![Grant::ClientCredentials],
+                scopes: Vec::new(),
+                token_lifetime: 600,
+                created_at: 0,
+            })
+            .await
+            .unwrap();
+    }
+    let jwt = certs::signing_key(&h.pki, "lab-jwt", "EdDSA").unwrap();
+    for i in 6..8 {
+        h.add(&format!("lab-client-{i}"), jwks_of(&jwt.cert)).await;
+    }
+    let text = format!(
+        r#"
+name = "tls-phases"
+description = "t"
+[target]
+url = "{base}"
+tls = {{ ca = "{ca}" }}
+[driver]
+kind = "oauth2"
+[principals]
+prefix = "lab-client-"
+secret_prefix = "lab-secret-"
+count = 8
+[run]
+duration = "4s"
+timeout = "5s"
+[[group]]
+name = "keep-alive"
+size = 2
+duration = "1s"
+connection = "keep-alive"
+[[group]]
+name = "resume"
+size = 2
+start = "1s"
+duration = "1s"
+connection = "per-request-resume"
+[[group]]
+name = "full"
+size = 2
+start = "2s"
+duration = "1s"
+connection = "per-request"
+[[group]]
+name = "jwt"
+size = 2
+start = "3s"
+duration = "1s"
+client_auth = "private_key_jwt"
+private_key = "{jwt}"
+"#,
+        base = h.s.base(),
+        ca = h.ca.display(),
+        jwt = jwt.key.display()
+    );
+    let scn = portcullis_lab::Scenario::parse(&text, None).unwrap();
+    let before = h.s.server.app().metrics.render();
+    let r = portcullis_lab::run_scenario(&scn, &portcullis_lab::RunOptions::default())
+        .await
+        .unwrap();
+    let after = h.s.server.app().metrics.render();
+    assert!(r.passed, "{:?}", r.failures);
+    assert!(r.driver.contains("over https"), "{}", r.driver);
+    let g = |n: &str| r.repeats[0].groups.iter().find(|g| g.name == n).unwrap();
+    for n in ["keep-alive", "resume", "full", "jwt"] {
+        assert_eq!(g(n).success_rate, 1.0, "{n}");
+        assert!(g(n).completed > 20, "{n}: {}", g(n).completed);
+    }
+    let c = |n: &str| g(n).connections.clone().unwrap();
+    // Keep-alive: one connection and one full handshake per client.
+    assert_eq!(
+        (c("keep-alive").opened, c("keep-alive").tls_handshakes),
+        (2, 2)
+    );
+    assert_eq!(c("keep-alive").resumed, 0);
+    // A connection and a handshake per call; resumed after each client's first.
+    for n in ["resume", "full"] {
+        assert_eq!(c(n).opened, g(n).completed, "{n}");
+        assert_eq!(c(n).tls_handshakes, g(n).completed, "{n}");
+        assert!(c(n).tls_share > 0.0 && c(n).connect_share > 0.0, "{n}");
+    }
+    assert_eq!(c("resume").resumed, g("resume").completed - 2);
+    assert_eq!(c("full").resumed, 0);
+    // The server counted the same handshakes.
+    let delta = |k: &str| handshakes(&after, k) - handshakes(&before, k);
+    let lab_full = 2 + 2 + g("full").completed + 2;
+    assert_eq!(delta("resumed") as u64, c("resume").resumed);
+    // (The lab's own JWKS and metrics fetches are full handshakes too.)
+    assert!(
+        delta("full") as u64 >= lab_full,
+        "{} < {lab_full}",
+        delta("full")
+    );
+    // Assertions: each call signed afresh (a replay would have failed the group).
+    assert_eq!(h.s.server.app().verifier.snapshot().hashes_computed, 0);
+    h.s.server.shutdown().await.unwrap();
+}

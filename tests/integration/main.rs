@@ -25,3 +25,4 @@ mod server_malformed;
 mod server_support;
 mod status_page;
 mod store_cli;
+mod tls_cli;

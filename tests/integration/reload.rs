@@ -27,7 +27,7 @@ fn token_status(addr: std::net::SocketAddr, id: &str, secret: &str) -> u16 {
 }
 
 /// Wait (bounded) until the server's log has a line containing `needle`.
-fn wait_for_log(log: &Mutex<Vec<String>>, needle: &str) -> String {
+pub fn wait_for_log(log: &Mutex<Vec<String>>, needle: &str) -> String {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         if let Some(l) = log.lock().unwrap().iter().find(|l| l.contains(needle)) {
@@ -42,7 +42,7 @@ fn wait_for_log(log: &Mutex<Vec<String>>, needle: &str) -> String {
     }
 }
 
-fn hup(pid: u32) {
+pub fn hup(pid: u32) {
     assert!(
         Command::new("kill")
             .args(["-HUP", &pid.to_string()])

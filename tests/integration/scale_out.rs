@@ -716,3 +716,73 @@ async fn issue_13_config_check_contacts_postgres_and_redis() {
     assert!(String::from_utf8_lossy(&err.stderr).contains("server.trusted_proxies"));
     schema.drop_now().await;
 }
+
+/// Issue 14: a `private_key_jwt` assertion used at one instance is a replay at every other
+/// one when the instances share Redis; without Redis each instance only remembers its own
+/// (the contrast shows the shared store is what catches it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_14_a_replayed_assertion_is_refused_by_another_instance_through_redis() {
+    use portcullis_lab::assertion::Signer;
+    use portcullis_lab::scenario::AssertionSpec;
+    let keys = tempfile::tempdir().unwrap();
+    let pair = portcullis_lab::certs::signing_key(keys.path(), "k", "ES256").unwrap();
+    let signer = Signer::load(
+        &AssertionSpec {
+            key: pair.key.clone(),
+            alg: None,
+            audience: Some("http://auth.cluster.test/oauth2/token".into()),
+            lifetime_secs: 60,
+        },
+        "",
+    )
+    .unwrap();
+    let auth = portcullis_server::client_auth::registration(
+        "private_key_jwt",
+        &std::fs::read_to_string(&pair.cert).unwrap(),
+    )
+    .unwrap();
+    for shared in [true, false] {
+        let c = cluster(2, shared.then(|| (shared_redis_url(), unique("jti")))).await;
+        let id = unique("signer");
+        c.servers[0]
+            .app()
+            .store
+            .put_client(&ClientRecord {
+                id: id.clone(),
+                auth: auth.clone(),
+                secret_hashes: Vec::new(),
+                grants: CC.to_vec(),
+                scopes: Vec::new(),
+                token_lifetime: 600,
+                created_at: 0,
+            })
+            .await
+            .unwrap();
+        let assertion = signer.assertion(&id).unwrap();
+        let body = form(&[
+            ("grant_type", "client_credentials"),
+            (
+                "client_assertion_type",
+                "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+            ),
+            ("client_assertion", &assertion),
+        ]);
+        let req = post_bytes("/oauth2/token", None, &body);
+        let send = |i: usize| raw(c.servers[i].local_addr(), &req);
+        assert_eq!(send(0).await.status, 200);
+        assert_eq!(send(0).await.status, 401, "replay at the same instance");
+        let other = send(1).await;
+        if shared {
+            assert_eq!(
+                (other.status, other.error()),
+                (401, "invalid_client".into())
+            );
+        } else {
+            assert_eq!(
+                other.status, 200,
+                "without Redis the other instance cannot know"
+            );
+        }
+        c.stop().await;
+    }
+}
