@@ -44,8 +44,8 @@ impl AssertionKey {
     /// follows the key (EdDSA, ES256, RS256), or `alg` when given (PS256 for RSA).
     pub fn load(path: &Path, alg: Option<&str>) -> Result<AssertionKey, LabError> {
         use rustls_pemfile::Item;
-        let pem = std::fs::read(path)
-            .map_err(|e| bad(format!("driver.private_key: {}: {e}", path.display())))?;
+        let pem = crate::safety::read_file(path, 1 << 20)
+            .map_err(|e| bad(format!("driver.private_key: {e}")))?;
         let item = rustls_pemfile::read_one(&mut &pem[..])
             .map_err(|e| bad(format!("driver.private_key: {}: {e}", path.display())))?;
         let der: Vec<u8> = match item {

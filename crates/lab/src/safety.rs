@@ -104,3 +104,28 @@ pub fn check_sources(sources: &[IpAddr], target: SocketAddr) -> Result<(), LabEr
     }
     Ok(())
 }
+
+/// Read a file a scenario names, refusing anything but a regular file of at most `limit`
+/// bytes (a scenario naming `/dev/zero` or a huge file gets an error, not a hang).
+pub fn read_file(path: &std::path::Path, limit: u64) -> Result<Vec<u8>, LabError> {
+    use std::io::Read;
+    let bad = |e: &dyn std::fmt::Display| {
+        LabError::Scenario(format!("cannot read {}: {e}", path.display()))
+    };
+    let f = std::fs::File::open(path).map_err(|e| bad(&e))?;
+    let meta = f.metadata().map_err(|e| bad(&e))?;
+    if !meta.is_file() {
+        return Err(bad(&"not a regular file"));
+    }
+    if meta.len() > limit {
+        return Err(bad(&format!("larger than {limit} bytes")));
+    }
+    let mut out = Vec::with_capacity(meta.len() as usize);
+    f.take(limit + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| bad(&e))?;
+    if out.len() as u64 > limit {
+        return Err(bad(&format!("larger than {limit} bytes")));
+    }
+    Ok(out)
+}

@@ -85,7 +85,7 @@ const SYSTEM_BUNDLES: [&str; 4] = [
 ];
 
 fn read_pem(path: &Path, what: &str) -> Result<Vec<u8>, LabError> {
-    std::fs::read(path).map_err(|e| bad(format!("tls.{what}: cannot read {}: {e}", path.display())))
+    crate::safety::read_file(path, 16 << 20).map_err(|e| bad(format!("tls.{what}: {e}")))
 }
 
 fn certs(pem: &[u8], path: &Path, what: &str) -> Result<Vec<CertificateDer<'static>>, LabError> {

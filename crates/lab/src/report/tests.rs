@@ -217,3 +217,57 @@ fn side_by_side_report_is_judged_per_target() {
         "a demo must not be judged as one run"
     );
 }
+
+/// Issue 14: a group whose attempts opened connections gets its connection figures in
+/// `groups.csv` and the HTML (bar and table); the shares come from the recorded phases.
+#[test]
+fn issue_14_connection_phases_reach_groups_csv_and_html() {
+    use crate::conn::Phases;
+    let g = GroupRecorder::new("per-request", true, Duration::from_secs(1));
+    // Four calls of 10 ms each: two full handshakes (2 ms connect, 4 ms TLS), two resumed
+    // (2 ms connect, 1 ms TLS).
+    for i in 0..4 {
+        g.record(0, Outcome::Success, Duration::from_millis(10));
+        let resumed = i >= 2;
+        g.conns.record(&Phases {
+            connect: Duration::from_millis(2),
+            handshake: Duration::from_millis(if resumed { 1 } else { 4 }),
+            tls: true,
+            resumed,
+        });
+    }
+    let r = g.finish();
+    let c = r.connections.clone().unwrap();
+    assert_eq!((c.opened, c.tls_handshakes, c.resumed), (4, 4, 2));
+    assert!((c.resumed_share - 0.5).abs() < 1e-9);
+    assert!((c.tls_ms_mean - 2.5).abs() < 1e-9, "{}", c.tls_ms_mean);
+    // 8 ms of connects and 10 ms of handshakes in 40 ms of latency (histogram precision).
+    assert!((c.connect_share - 0.2).abs() < 0.01, "{}", c.connect_share);
+    assert!((c.tls_share - 0.25).abs() < 0.01, "{}", c.tls_share);
+    let mut rep = report();
+    rep.sections[0].results[0].repeats[0].groups.push(r);
+    let csv = rep.groups_csv();
+    let line = csv.lines().find(|l| l.contains(",per-request,")).unwrap();
+    let cells = split_csv(line);
+    let header = split_csv(csv.lines().next().unwrap());
+    let col = |n: &str| &cells[header.iter().position(|h| h == n).unwrap()];
+    assert_eq!(
+        (
+            col("connections").as_str(),
+            col("tls_handshakes").as_str(),
+            col("resumed").as_str()
+        ),
+        ("4", "4", "2")
+    );
+    assert_eq!(col("resumed_share"), "0.5000");
+    // A group without connections has empty cells.
+    let legit = csv.lines().find(|l| l.contains(",legit,")).unwrap();
+    assert!(legit.ends_with(",,,,,,,,"), "{legit}");
+    let html = crate::report::html::render(&rep);
+    assert!(html.contains("<svg class=\"conn\""), "bar chart");
+    assert!(
+        html.contains("<td>per-request</td><td>4.0</td><td>4</td>"),
+        "table row"
+    );
+    assert!(html.contains("50.0%"));
+}

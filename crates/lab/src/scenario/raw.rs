@@ -424,8 +424,9 @@ pub fn parse_sources(s: &str) -> Result<Vec<IpAddr>, LabError> {
 }
 
 pub(super) fn read_pairs(path: &Path) -> Result<Vec<(String, String)>, LabError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| bad(format!("cannot read {}: {e}", path.display())))?;
+    let bytes = crate::safety::read_file(path, 256 << 20)?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| bad(format!("{} is not UTF-8 text", path.display())))?;
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();

@@ -231,3 +231,104 @@ fn only_loopback_targets_unless_explicitly_allowed() {
         ("::1".into(), 81)
     );
 }
+
+/// Issue 14: HTTPS targets, connection modes and per-group client authentication.
+#[test]
+fn issue_14_https_targets_tls_settings_and_group_auth() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = crate::certs::TestCa::new(dir.path(), "ca").unwrap();
+    let client = ca.client("c", "lab").unwrap();
+    let key = crate::certs::signing_key(dir.path(), "k", "ES256").unwrap();
+    let text = format!(
+        r#"
+name = "t"
+[target]
+url = "https://localhost:8443"
+tls = {{ ca = "ca.crt", versions = ["1.3"] }}
+[driver]
+kind = "oauth2"
+[principals]
+count = 8
+[[group]]
+name = "resume"
+size = 2
+connection = "per-request-resume"
+[[group]]
+name = "mtls"
+size = 2
+connection = "per-request"
+client_auth = "tls_client_auth"
+tls = {{ ca = "ca.crt", server_name = "127.0.0.1", cert = "c.crt", key = "c.key" }}
+[[group]]
+name = "jwt"
+size = 2
+client_auth = "private_key_jwt"
+private_key = "{}"
+"#,
+        key.key.display()
+    );
+    let s = Scenario::parse(&text, Some(dir.path())).unwrap();
+    assert_eq!(s.target.base_url(), "https://localhost:8443");
+    let t = s.target.tls.as_ref().unwrap();
+    assert_eq!((t.versions.as_str(), t.client_cert), ("1.3", false));
+    assert_eq!(s.groups[0].connection, ConnectionMode::PerRequestResume);
+    assert_eq!(
+        s.groups[0].tls.as_ref().unwrap().versions,
+        "1.3",
+        "inherits the target's"
+    );
+    let m = s.groups[1].tls.as_ref().unwrap();
+    assert!(m.client_cert);
+    assert_eq!(
+        format!("{:?}", m.server_name),
+        format!(
+            "{:?}",
+            rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap()
+        )
+    );
+    assert_eq!(
+        s.groups[1].auth.as_ref().unwrap().0,
+        ClientAuth::TlsClientAuth
+    );
+    let (a, spec) = s.groups[2].auth.clone().unwrap();
+    assert_eq!(a, ClientAuth::PrivateKeyJwt);
+    assert_eq!(spec.unwrap().lifetime_secs, 60);
+    // --target to another host re-derives the server name; http drops TLS.
+    let moved = s.clone().with_target_url("https://127.0.0.1:9443").unwrap();
+    assert_eq!(
+        format!("{:?}", moved.target.tls.unwrap().server_name),
+        format!(
+            "{:?}",
+            rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap()
+        )
+    );
+    let plain = s.with_target_url("http://127.0.0.1:9").unwrap();
+    assert!(plain.target.tls.is_none() && plain.groups.iter().all(|g| g.tls.is_none()));
+    let _ = client;
+
+    let bad = |t: &str| {
+        Scenario::parse(t, Some(dir.path()))
+            .unwrap_err()
+            .to_string()
+    };
+    let e = bad(&MINIMAL.replace(
+        "url = \"http://127.0.0.1:9\"",
+        "url = \"http://127.0.0.1:9\"\ntls = { ca = \"ca.crt\" }",
+    ));
+    assert!(e.contains("https://"), "{e}");
+    let e = bad(&MINIMAL.replace("size = 2", "size = 2\nconnection = \"sometimes\""));
+    assert!(e.contains("per-request-resume"), "{e}");
+    let https = MINIMAL.replace(
+        "http://127.0.0.1:9",
+        "https://127.0.0.1:9\"\ntls = { ca = \"ca.crt\" }\nx = \"",
+    );
+    let https = https.replace("\nx = \"\"", "");
+    let e = bad(&https.replace("size = 2", "size = 2\nclient_auth = \"tls_client_auth\""));
+    assert!(e.contains("tls.cert"), "{e}");
+    let e = bad(&https.replace("size = 2", "size = 2\nclient_auth = \"private_key_jwt\""));
+    assert!(e.contains("private_key"), "{e}");
+    let e = bad(&https.replace("ca.crt", "/dev/zero"));
+    assert!(e.contains("not a regular file"), "{e}");
+    let e = bad(&https.replace("ca.crt", "c.key"));
+    assert!(e.contains("no CERTIFICATE"), "{e}");
+}
