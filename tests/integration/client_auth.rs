@@ -344,6 +344,18 @@ async fn issue_14_certificate_clients_get_tokens_bound_to_their_certificate() {
             .await;
         assert_eq!(i.json()["cnf"]["x5t#S256"], want.as_str());
     }
+    // A resumed session keeps the certificate it was established with.
+    let resuming = h.tls(Some(&h.client), ConnectionMode::PerRequestResume);
+    let (_, first) = h.post(&resuming, "/oauth2/token", &body("billing")).await;
+    let (a, again) = h.post(&resuming, "/oauth2/token", &body("billing")).await;
+    assert!(!first.resumed && again.resumed);
+    assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+    let bound = jwt_part(a.json()["access_token"].as_str().unwrap(), 1);
+    let der = rustls_pemfile_der(&std::fs::read(&h.client.cert).unwrap());
+    assert_eq!(
+        bound["cnf"]["x5t#S256"],
+        portcullis_server::client_auth::mtls::thumbprint(&der).as_str()
+    );
     // Refused: no certificate; another CA-issued certificate (other subject); a
     // self-signed certificate for the CA client; the CA client's certificate for the
     // self-signed client.

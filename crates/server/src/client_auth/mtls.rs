@@ -66,10 +66,46 @@ pub fn registered_thumbprints(pem: &str) -> Result<Vec<String>, CertError> {
     Ok(out)
 }
 
+/// An OID in dotted form, decoded from its DER bytes here: const-oid's own `Display`
+/// panics on an arc too large for its decoder, which a certificate may carry (found by
+/// the `jwt_verify` fuzz target through a registered DN).
+pub fn oid_text(oid: &x509_cert::der::asn1::ObjectIdentifier) -> String {
+    let mut arcs: Vec<String> = Vec::new();
+    let mut acc: u128 = 0;
+    for (i, b) in oid.as_bytes().iter().enumerate() {
+        acc = acc.saturating_mul(128).saturating_add(u128::from(b & 0x7f));
+        if b & 0x80 == 0 {
+            if arcs.is_empty() {
+                let first = (acc / 40).min(2);
+                arcs.push(first.to_string());
+                arcs.push((acc - first * 40).to_string());
+            } else {
+                arcs.push(acc.to_string());
+            }
+            acc = 0;
+        } else if i + 1 == oid.as_bytes().len() {
+            arcs.push("?".into());
+        }
+    }
+    arcs.join(".")
+}
+
+/// One attribute in RFC 4514 form (x509-cert's rendering for attribute types it knows;
+/// `OID=#hex` of the value otherwise, as RFC 4514 2.4 says, without const-oid's panic).
+pub fn ava_text(atv: &x509_cert::attr::AttributeTypeAndValue) -> String {
+    use x509_cert::der::Encode;
+    if x509_cert::der::oid::db::DB.by_oid(&atv.oid).is_some() {
+        return atv.to_string();
+    }
+    let der = atv.value.to_der().unwrap_or_default();
+    let hex: String = der.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{}=#{hex}", oid_text(&atv.oid))
+}
+
 /// One attribute as comparable text: its RFC 4514 rendering with the value folded to
 /// lower case and runs of spaces collapsed (string encodings render alike).
 fn canonical_ava(atv: &x509_cert::attr::AttributeTypeAndValue) -> String {
-    let s = atv.to_string();
+    let s = ava_text(atv);
     let (k, v) = s.split_once('=').unwrap_or((s.as_str(), ""));
     let v: Vec<&str> = v.split_whitespace().collect();
     format!("{}={}", k.to_ascii_uppercase(), v.join(" ").to_lowercase())
@@ -95,13 +131,7 @@ pub fn rfc4514(name: &Name) -> String {
     name.0
         .iter()
         .rev()
-        .map(|rdn| {
-            rdn.0
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("+")
-        })
+        .map(|rdn| rdn.0.iter().map(ava_text).collect::<Vec<_>>().join("+"))
         .collect::<Vec<_>>()
         .join(",")
 }
@@ -123,6 +153,21 @@ fn split_unescaped(s: &str, sep: char) -> Vec<String> {
     parts
 }
 
+/// An attribute type as RFC 4514 allows it: a name (`CN`, `emailAddress`) or a dotted
+/// numeric OID. Checked before x509-cert sees it: its OID parser overflows (a panic in
+/// checked builds) on an arc of more digits than fit 32 bits, which the `jwt_verify` fuzz
+/// target found.
+fn attribute_type_ok(k: &str) -> bool {
+    let name = k.len() <= 64
+        && k.starts_with(|c: char| c.is_ascii_alphabetic())
+        && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+    let oid = k.split('.').count() <= 32
+        && k.split('.').all(|arc| {
+            !arc.is_empty() && arc.len() <= 9 && arc.bytes().all(|b| b.is_ascii_digit())
+        });
+    name || oid
+}
+
 /// Parse and check a subject DN as registered (`CN=client-1,O=Example`, RFC 4514 order):
 /// attribute types are matched without regard to case (RFC 4512 2.5) and spaces around
 /// `,`, `+` and `=` are dropped. Returns the comparable RDNs.
@@ -138,6 +183,11 @@ pub fn parse_dn(dn: &str) -> Result<Vec<String>, CertError> {
             let (k, v) = (k.trim(), v.trim());
             if k.is_empty() || v.is_empty() {
                 return Err(bad("empty attribute type or value"));
+            }
+            if !attribute_type_ok(k) {
+                return Err(bad(&format!(
+                    "attribute type {k:?} is neither a name nor an OID"
+                )));
             }
             let atv = [k.to_owned(), k.to_ascii_uppercase(), k.to_ascii_lowercase()]
                 .iter()
@@ -187,6 +237,37 @@ mod tests {
         assert!(parse_dn("").is_err());
         assert!(parse_dn("not a dn").is_err());
         assert!(parse_dn("XX=1").is_err());
+        assert_eq!(
+            parse_dn("2.5.4.3=client").unwrap(),
+            parse_dn("CN=client").unwrap()
+        );
+    }
+
+    /// Found by the `jwt_verify` fuzz target: an attribute type of many digits made
+    /// x509-cert's OID parser overflow. The fuzzer's own input is kept as a fixture.
+    #[test]
+    fn issue_14_an_overlong_numeric_attribute_type_is_an_error_not_a_panic() {
+        let input = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/fuzz/dn-oid-overflow"
+        ))
+        .unwrap();
+        let dn = String::from_utf8_lossy(&input[1..]).into_owned();
+        let e = parse_dn(&dn).unwrap_err();
+        assert!(e.0.contains("neither a name nor an OID"), "{e}");
+        assert!(parse_dn(&format!("{}=x", "9".repeat(40))).is_err());
+        // Its second form: arcs that pass the OID parser but not const-oid's decoder.
+        let input = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/fuzz/dn-oid-arc-too-big"
+        ))
+        .unwrap();
+        let dn = String::from_utf8_lossy(&input[1..]).into_owned();
+        let parsed = parse_dn(&dn).unwrap();
+        assert!(
+            parsed[0].starts_with("0.9.2342.19200342.592003000=#"),
+            "{parsed:?}"
+        );
     }
 
     #[test]

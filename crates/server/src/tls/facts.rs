@@ -133,7 +133,7 @@ fn eku_name(oid: &x509_cert::der::asn1::ObjectIdentifier) -> String {
         r::ID_KP_EMAIL_PROTECTION => "emailProtection".into(),
         r::ID_KP_OCSP_SIGNING => "OCSPSigning".into(),
         r::ANY_EXTENDED_KEY_USAGE => "anyExtendedKeyUsage".into(),
-        other => other.to_string(),
+        other => crate::client_auth::mtls::oid_text(&other),
     }
 }
 
@@ -155,13 +155,13 @@ fn key_text(spki: &x509_cert::spki::SubjectPublicKeyInfoOwned) -> String {
             Some(rfc5912::SECP_256_R_1) => "ECDSA P-256".into(),
             Some(rfc5912::SECP_384_R_1) => "ECDSA P-384".into(),
             Some(rfc5912::SECP_521_R_1) => "ECDSA P-521".into(),
-            Some(c) => format!("ECDSA {c}"),
+            Some(c) => format!("ECDSA {}", crate::client_auth::mtls::oid_text(&c)),
             None => "ECDSA".into(),
         }
     } else if oid == rfc8410::ID_ED_25519 {
         "Ed25519".into()
     } else {
-        oid.to_string()
+        crate::client_auth::mtls::oid_text(&oid)
     }
 }
 
