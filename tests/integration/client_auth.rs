@@ -407,6 +407,8 @@ fn handshakes(metrics: &str, kind: &str) -> f64 {
 async fn issue_14_sessions_resume_with_tickets_on_tls13_and_tls12() {
     let h = https_server().await;
     let metrics = || h.s.server.app().metrics.render();
+    let stats = &h.s.server.app().stats.tls_handshakes;
+    let count = |i: usize| stats[i].load(std::sync::atomic::Ordering::Relaxed);
     for versions in [vec!["1.3"], vec!["1.2"]] {
         let raw = RawTls {
             ca: Some(h.ca.to_string_lossy().into()),
@@ -414,7 +416,8 @@ async fn issue_14_sessions_resume_with_tickets_on_tls13_and_tls12() {
             ..RawTls::default()
         };
         let spec = TlsSpec::from_raw(&raw, "127.0.0.1", &|p: &str| PathBuf::from(p)).unwrap();
-        let (full0, res0) = (
+        let (full0, res0) = (count(0), count(1));
+        let (mfull0, mres0) = (
             handshakes(&metrics(), "full"),
             handshakes(&metrics(), "resumed"),
         );
@@ -432,9 +435,16 @@ async fn issue_14_sessions_resume_with_tickets_on_tls13_and_tls12() {
         for _ in 0..2 {
             assert!(!h.post(&fresh, "/healthz", "").await.1.resumed);
         }
+        assert_eq!(
+            (count(0) - full0, count(1) - res0),
+            (3, 3),
+            "TLS {versions:?}"
+        );
+        // /metrics counts them too (at least these: other servers of this test process
+        // share the registry).
         let m = metrics();
-        assert_eq!(handshakes(&m, "full") - full0, 3.0, "TLS {versions:?}");
-        assert_eq!(handshakes(&m, "resumed") - res0, 3.0, "TLS {versions:?}");
+        assert!(handshakes(&m, "full") - mfull0 >= 3.0, "TLS {versions:?}");
+        assert!(handshakes(&m, "resumed") - mres0 >= 3.0, "TLS {versions:?}");
     }
     h.s.server.shutdown().await.unwrap();
 }
@@ -644,11 +654,13 @@ private_key = "{jwt}"
         jwt = jwt.key.display()
     );
     let scn = portcullis_lab::Scenario::parse(&text, None).unwrap();
-    let before = h.s.server.app().metrics.render();
+    let stats = &h.s.server.app().stats.tls_handshakes;
+    let count = |i: usize| stats[i].load(std::sync::atomic::Ordering::Relaxed);
+    let before = (count(0), count(1));
     let r = portcullis_lab::run_scenario(&scn, &portcullis_lab::RunOptions::default())
         .await
         .unwrap();
-    let after = h.s.server.app().metrics.render();
+    let after = (count(0), count(1));
     assert!(r.passed, "{:?}", r.failures);
     assert!(r.driver.contains("over https"), "{}", r.driver);
     let g = |n: &str| r.repeats[0].groups.iter().find(|g| g.name == n).unwrap();
@@ -671,15 +683,15 @@ private_key = "{jwt}"
     }
     assert_eq!(c("resume").resumed, g("resume").completed - 2);
     assert_eq!(c("full").resumed, 0);
-    // The server counted the same handshakes.
-    let delta = |k: &str| handshakes(&after, k) - handshakes(&before, k);
+    // This server counted the same handshakes (its own counters: the metrics registry
+    // is shared by every server of this test process).
     let lab_full = 2 + 2 + g("full").completed + 2;
-    assert_eq!(delta("resumed") as u64, c("resume").resumed);
+    assert_eq!(after.1 - before.1, c("resume").resumed);
     // (The lab's own JWKS and metrics fetches are full handshakes too.)
+    let full = after.0 - before.0;
     assert!(
-        delta("full") as u64 >= lab_full,
-        "{} < {lab_full}",
-        delta("full")
+        full >= lab_full && full <= lab_full + 20,
+        "{full} vs {lab_full}"
     );
     // Assertions: each call signed afresh (a replay would have failed the group).
     assert_eq!(h.s.server.app().verifier.snapshot().hashes_computed, 0);

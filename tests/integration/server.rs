@@ -339,9 +339,14 @@ async fn issue_5_discovery_metadata() {
             m["grant_types_supported"],
             serde_json::json!(["client_credentials", "password"])
         );
+        // Plain HTTP: no certificate methods (issue 14 adds private_key_jwt).
         assert_eq!(
             m["token_endpoint_auth_methods_supported"],
-            serde_json::json!(["client_secret_basic", "client_secret_post"])
+            serde_json::json!([
+                "client_secret_basic",
+                "client_secret_post",
+                "private_key_jwt"
+            ])
         );
         assert!(m["response_types_supported"].is_array());
     }

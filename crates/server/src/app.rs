@@ -47,6 +47,9 @@ pub struct Stats {
     pub tokens_issued: AtomicU64,
     /// Requests answered since start.
     pub requests: AtomicU64,
+    /// TLS handshakes completed since start: full, and resumed from a ticket or session
+    /// id (also on `/metrics`, which several servers in one process share).
+    pub tls_handshakes: [AtomicU64; 2],
 }
 
 /// Everything a request handler needs. One per server; shared behind an `Arc`.

@@ -37,12 +37,10 @@ pub const TLS_HANDSHAKE_FAILURES: &str = "portcullis_tls_handshake_failures_tota
 /// TLS connections that presented a client certificate (counter).
 pub const TLS_CLIENT_CERTS: &str = "portcullis_tls_client_certificates_total";
 
-/// Count a completed handshake of `conn`.
-pub fn tls_handshake(conn: &rustls::ServerConnection) {
-    let kind = match conn.handshake_kind() {
-        Some(rustls::HandshakeKind::Resumed) => "resumed",
-        _ => "full",
-    };
+/// Count a completed handshake of `conn`; whether it resumed a session.
+pub fn tls_handshake(conn: &rustls::ServerConnection) -> bool {
+    let resumed = conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
+    let kind = if resumed { "resumed" } else { "full" };
     let version = match conn.protocol_version() {
         Some(rustls::ProtocolVersion::TLSv1_2) => "1.2",
         _ => "1.3",
@@ -51,6 +49,7 @@ pub fn tls_handshake(conn: &rustls::ServerConnection) {
     if conn.peer_certificates().is_some_and(|c| !c.is_empty()) {
         metrics::counter!(TLS_CLIENT_CERTS).increment(1);
     }
+    resumed
 }
 
 /// Buckets for request and verification latencies: 100 µs to 10 s.

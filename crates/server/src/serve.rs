@@ -115,6 +115,7 @@ pub async fn run(
         let router = router.clone();
         let stop = stop.clone();
         let tls = tls.clone();
+        let stats_app = Arc::clone(&app);
         let header_timeout = app.config.header_timeout;
         let max_header_bytes = app.config.max_header_bytes;
         // PROXY protocol: only a trusted balancer's connections carry (and must carry)
@@ -149,7 +150,9 @@ pub async fn run(
                     match tokio::time::timeout(header_timeout, acceptor.accept(stream)).await {
                         Ok(Ok(s)) => {
                             let conn = s.get_ref().1;
-                            crate::metrics::tls_handshake(conn);
+                            let resumed = crate::metrics::tls_handshake(conn);
+                            stats_app.stats.tls_handshakes[usize::from(resumed)]
+                                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                             let certs = conn
                                 .peer_certificates()
                                 .filter(|c| !c.is_empty())

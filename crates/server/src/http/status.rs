@@ -59,6 +59,8 @@ pub async fn json(
             "in_flight": app.stats.in_flight.load(Ordering::Relaxed),
             "requests": app.stats.requests.load(Ordering::Relaxed),
             "tokens_issued": app.stats.tokens_issued.load(Ordering::Relaxed),
+            "tls_handshakes_full": app.stats.tls_handshakes[0].load(Ordering::Relaxed),
+            "tls_handshakes_resumed": app.stats.tls_handshakes[1].load(Ordering::Relaxed),
         },
         "verifier": {
             "calls": s.accepted + s.rejected + s.throttled + s.overloaded,
