@@ -79,6 +79,20 @@ fn apply(app: &App, old: &Config, new: &Config) {
         tracing::error!("log.level {:?} not applied: {e}", new.log.level);
     }
     let d = |x: &dyn std::fmt::Debug| format!("{x:?}");
+    // Certificate and key reload on every SIGHUP; the rest of [tls] needs a restart.
+    let tls_rest = |c: &Config| {
+        d(&c.tls.as_ref().map(|t| {
+            (
+                &t.versions,
+                &t.cipher_suites,
+                t.session_tickets,
+                t.ticket_key_rotation_secs,
+                t.session_cache_entries,
+                t.client_certificates,
+                &t.client_ca,
+            )
+        }))
+    };
     let sections: [(&str, String, String); 13] = [
         ("server.http", d(&old.http), d(&new.http)),
         ("server.issuer", d(&old.issuer), d(&new.issuer)),
@@ -108,28 +122,8 @@ fn apply(app: &App, old: &Config, new: &Config) {
         ),
         (
             "[tls] (other than cert and key)",
-            d(&old.tls.as_ref().map(|t| {
-                (
-                    &t.versions,
-                    &t.cipher_suites,
-                    t.session_tickets,
-                    t.ticket_key_rotation_secs,
-                    t.session_cache_entries,
-                    t.client_certificates,
-                    &t.client_ca,
-                )
-            })),
-            d(&new.tls.as_ref().map(|t| {
-                (
-                    &t.versions,
-                    &t.cipher_suites,
-                    t.session_tickets,
-                    t.ticket_key_rotation_secs,
-                    t.session_cache_entries,
-                    t.client_certificates,
-                    &t.client_ca,
-                )
-            })),
+            tls_rest(old),
+            tls_rest(new),
         ),
         ("[client_auth]", d(&old.client_auth), d(&new.client_auth)),
         (

@@ -102,6 +102,17 @@ impl Https {
         (parse_answer(&raw), phases)
     }
 
+    /// A `tls_client_auth` client for the CA-issued certificate (`CN=billing`) and a
+    /// `self_signed_tls_client_auth` client for the self-signed one.
+    async fn add_certificate_clients(&self, ca_issued: &str, self_signed: &str) {
+        let dn = "CN=billing, O=Portcullis test".to_owned();
+        self.add(ca_issued, ClientAuth::TlsClientAuth { subject_dn: dn })
+            .await;
+        let pem = std::fs::read_to_string(&self.self_signed.cert).unwrap();
+        let own = portcullis_server::client_auth::registration("self_signed_tls_client_auth", &pem);
+        self.add(self_signed, own.unwrap()).await;
+    }
+
     fn token_url(&self) -> String {
         format!("{}/oauth2/token", self.s.base())
     }
@@ -304,22 +315,7 @@ async fn issue_14_bad_signatures_count_as_failures_and_get_throttled() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_14_certificate_clients_get_tokens_bound_to_their_certificate() {
     let h = https_server().await;
-    h.add(
-        "billing",
-        ClientAuth::TlsClientAuth {
-            subject_dn: "CN=billing, O=Portcullis test".into(),
-        },
-    )
-    .await;
-    h.add(
-        "own",
-        portcullis_server::client_auth::registration(
-            "self_signed_tls_client_auth",
-            &std::fs::read_to_string(&h.self_signed.cert).unwrap(),
-        )
-        .unwrap(),
-    )
-    .await;
+    h.add_certificate_clients("billing", "own").await;
     let body = |id: &str| form(&[("grant_type", "client_credentials"), ("client_id", id)]);
     for (id, pair) in [("billing", &h.client), ("own", &h.self_signed)] {
         let tls = h.tls(Some(pair), ConnectionMode::PerRequest);
@@ -378,7 +374,7 @@ async fn issue_14_certificate_clients_get_tokens_bound_to_their_certificate() {
 }
 
 /// The DER of the first certificate in a PEM file.
-fn rustls_pemfile_der(pem: &[u8]) -> Vec<u8> {
+pub fn rustls_pemfile_der(pem: &[u8]) -> Vec<u8> {
     let text = std::str::from_utf8(pem).unwrap();
     let b64: String = text
         .lines()
@@ -504,22 +500,7 @@ async fn issue_14_authlib_private_key_jwt_and_requests_client_certificates() {
         h.add(&id, jwks_of(&pair.cert)).await;
         jwt.push(serde_json::json!([id, alg, pair.key]));
     }
-    h.add(
-        "py-mtls",
-        ClientAuth::TlsClientAuth {
-            subject_dn: "CN=billing,O=Portcullis test".into(),
-        },
-    )
-    .await;
-    h.add(
-        "py-own",
-        portcullis_server::client_auth::registration(
-            "self_signed_tls_client_auth",
-            &std::fs::read_to_string(&h.self_signed.cert).unwrap(),
-        )
-        .unwrap(),
-    )
-    .await;
+    h.add_certificate_clients("py-mtls", "py-own").await;
     let spec = serde_json::json!({
         "jwt": jwt,
         "mtls": [["py-mtls", h.client.cert, h.client.key], ["py-own", h.self_signed.cert, h.self_signed.key]],

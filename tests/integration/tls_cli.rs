@@ -133,23 +133,7 @@ fn served_cert(s: &Stream) -> Vec<u8> {
 }
 
 fn pem_der(path: &Path) -> Vec<u8> {
-    let pem = std::fs::read(path).unwrap();
-    let mut r = &pem[..];
-    rustls_pemfile_first(&mut r)
-}
-
-fn rustls_pemfile_first(r: &mut &[u8]) -> Vec<u8> {
-    let text = std::str::from_utf8(r).unwrap();
-    let b64: String = text
-        .lines()
-        .skip_while(|l| !l.starts_with("-----BEGIN CERTIFICATE"))
-        .skip(1)
-        .take_while(|l| !l.starts_with("-----END"))
-        .collect();
-    use base64::Engine;
-    base64::engine::general_purpose::STANDARD
-        .decode(b64)
-        .unwrap()
+    crate::client_auth::rustls_pemfile_der(&std::fs::read(path).unwrap())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

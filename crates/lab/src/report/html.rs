@@ -320,11 +320,11 @@ fn connections(o: &mut String, rep: &RepeatResult) {
         .map(|g| g.completed_per_s)
         .fold(0.0f64, f64::max)
         .max(1e-9);
-    let (w, row, label) = (560.0, 26.0, 150.0);
+    let (w, row, label) = (760.0, 26.0, 150.0);
     let h = row * groups.len() as f64 + 24.0;
     let _ = write!(
         o,
-        r##"<svg class="conn" viewBox="0 0 {w} {h}" width="100%" role="img" aria-label="calls per second and latency split by group">"##
+        r##"<svg class="conn" viewBox="0 0 {w} {h}" width="100%" style="max-width:{w}px" role="img" aria-label="calls per second and latency split by group">"##
     );
     for (i, g) in groups.iter().enumerate() {
         let Some(c) = &g.connections else { continue };
@@ -365,7 +365,7 @@ fn connections(o: &mut String, rep: &RepeatResult) {
     }
     let _ = write!(
         o,
-        r##"<text x="{label}" y="{:.1}" font-size="11"><tspan fill="#8e6cc0">&#9632; TCP connect</tspan> <tspan fill="#d9822b">&#9632; TLS handshake</tspan> <tspan fill="#2b7bb9">&#9632; request</tspan> (share of latency; bar length: calls/s)</text></svg>"##,
+        r##"<text x="0" y="{:.1}" font-size="11"><tspan fill="#8e6cc0">&#9632; TCP connect</tspan> <tspan fill="#d9822b">&#9632; TLS handshake</tspan> <tspan fill="#2b7bb9">&#9632; request</tspan> (share of each group's latency; bar length: calls/s)</text></svg>"##,
         h - 4.0
     );
     o.push_str("<table><tr><th>group</th><th>calls/s</th><th>connections</th><th>TCP connect</th><th>TLS handshakes</th><th>resumed</th><th>TLS handshake</th><th>latency in connect</th><th>in TLS</th><th>in request</th></tr>");
