@@ -87,6 +87,7 @@ fn apply(app: &App, old: &Config, new: &Config) {
                 &t.cipher_suites,
                 t.session_tickets,
                 t.ticket_key_rotation_secs,
+                t.shared_ticket_keys,
                 t.session_cache_entries,
                 t.client_certificates,
                 &t.client_ca,

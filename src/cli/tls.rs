@@ -86,7 +86,7 @@ fn check(a: CheckArgs) -> ExitCode {
     if let Some(f) = &facts {
         println!("{f}");
     }
-    match tls::server_config(&settings) {
+    match tls::server_config(&settings, None) {
         Ok(server) => {
             println!(
                 "suites:             {}",

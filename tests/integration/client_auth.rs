@@ -678,3 +678,72 @@ private_key = "{jwt}"
     assert_eq!(h.s.server.app().verifier.snapshot().hashes_computed, 0);
     h.s.server.shutdown().await.unwrap();
 }
+
+/// `[tls] shared_ticket_keys`: two instances with the same secrets file open each other's
+/// tickets, so a one-call client resumes whichever instance it lands on; with per-instance
+/// keys (the default) the second instance makes a full handshake.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_14_shared_ticket_keys_resume_across_instances() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new(dir.path(), "ca").unwrap();
+    let pair = ca.server("server", &["127.0.0.1"]).unwrap();
+    let data = portcullis_store::DataDir::open(&dir.path().join("data"))
+        .await
+        .unwrap();
+    let raw = RawTls {
+        ca: Some(ca.cert.to_string_lossy().into()),
+        ..RawTls::default()
+    };
+    let spec = TlsSpec::from_raw(&raw, "127.0.0.1", &|p: &str| PathBuf::from(p)).unwrap();
+    for shared in [true, false] {
+        let mut servers = Vec::new();
+        for _ in 0..2 {
+            let mut config = crate::server_support::test_config(&dir.path().join("data"));
+            config.tls = Some(TlsSettings {
+                shared_ticket_keys: shared,
+                ..TlsSettings::new(pair.cert.clone(), pair.key.clone())
+            });
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let app = portcullis_server::App::from_data_dir(
+                config,
+                &data,
+                listener.local_addr().unwrap(),
+            )
+            .await
+            .unwrap();
+            servers.push(portcullis_server::Server::spawn(
+                portcullis_server::Listeners {
+                    http: listener,
+                    radius: Vec::new(),
+                },
+                app,
+            ));
+        }
+        let client = spec.for_client(ConnectionMode::PerRequestResume);
+        let mut resumed = Vec::new();
+        for s in [&servers[0], &servers[1], &servers[0]] {
+            let (mut st, p) = conn::establish(s.local_addr(), None, Some(&client))
+                .await
+                .unwrap();
+            // Reading the answer also reads the tickets the server sends after the handshake.
+            st.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                .await
+                .unwrap();
+            let mut out = Vec::new();
+            let _ = st.read_to_end(&mut out).await;
+            assert_eq!(parse_answer(&out).status, 200);
+            resumed.push(p.resumed);
+        }
+        if shared {
+            assert_eq!(resumed, [false, true, true], "shared keys");
+        } else {
+            // Instance 1 cannot open instance 0's ticket, and back at instance 0 the client
+            // offers its newest ticket, instance 1's: every handshake is full.
+            assert_eq!(resumed, [false, false, false], "per-instance keys");
+        }
+        for s in servers {
+            s.shutdown().await.unwrap();
+        }
+    }
+    data.close().await;
+}

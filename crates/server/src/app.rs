@@ -132,9 +132,10 @@ impl App {
         bound: SocketAddr,
     ) -> Result<Arc<App>, ServerError> {
         let tls = match &config.tls {
-            Some(t) => {
-                Some(crate::tls::server_config(t).map_err(|e| ServerError::Config(e.to_string()))?)
-            }
+            Some(t) => Some(
+                crate::tls::server_config(t, Some(master_key.derive("tls session tickets")))
+                    .map_err(|e| ServerError::Config(e.to_string()))?,
+            ),
             None => None,
         };
         let metrics = crate::metrics::install();

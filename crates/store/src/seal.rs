@@ -43,6 +43,20 @@ impl MasterKey {
         &self.0
     }
 
+    /// A key for `purpose`, derived from this one (HMAC-SHA256 under the master key of a
+    /// domain-separated label): every instance holding the same secrets file derives the
+    /// same key, and no derived key reveals the master key or another purpose's key.
+    pub fn derive(&self, purpose: &str) -> Zeroizing<[u8; 32]> {
+        use hmac::{Hmac, Mac};
+        let mut mac = <Hmac<sha2::Sha256> as Mac>::new_from_slice(&self.0[..])
+            .unwrap_or_else(|_| unreachable!("HMAC takes keys of any length"));
+        mac.update(b"portcullis derived key v1\0");
+        mac.update(purpose.as_bytes());
+        let mut out = Zeroizing::new([0u8; 32]);
+        out.copy_from_slice(&mac.finalize().into_bytes());
+        out
+    }
+
     /// Encrypt and authenticate `plaintext`, binding it to `aad` (e.g. the key id, so a
     /// sealed blob cannot be moved to another row unnoticed).
     pub fn seal(&self, plaintext: &[u8], aad: &[u8]) -> Result<Vec<u8>, StoreError> {
@@ -90,6 +104,22 @@ impl MasterKey {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn derived_keys_are_stable_per_purpose_and_apart_from_the_master() {
+        use hmac::{Hmac, Mac};
+        let k = MasterKey::new([3u8; 32]);
+        let same = MasterKey::new([3u8; 32]);
+        let a = k.derive("tls session tickets");
+        assert_eq!(*a, *same.derive("tls session tickets"), "instances agree");
+        assert_ne!(*a, *k.derive("something else"));
+        assert_ne!(*a, *MasterKey::new([4u8; 32]).derive("tls session tickets"));
+        assert_ne!(&a[..], &k.bytes()[..]);
+        // HMAC-SHA256(master, label || purpose), computed independently.
+        let mut mac = <Hmac<sha2::Sha256> as Mac>::new_from_slice(&[3u8; 32]).unwrap();
+        mac.update(b"portcullis derived key v1\0tls session tickets");
+        assert_eq!(&a[..], &mac.finalize().into_bytes()[..]);
+    }
 
     #[test]
     fn round_trip_and_binding() {

@@ -28,6 +28,9 @@ pub struct FileTls {
     /// Ticket key rotation period in seconds.
     #[serde(default = "default_rotation")]
     pub ticket_key_rotation_secs: u32,
+    /// Derive ticket keys from the secrets file, shared by every instance.
+    #[serde(default)]
+    pub shared_ticket_keys: bool,
     /// TLS 1.2 session-id cache entries.
     #[serde(default = "default_cache")]
     pub session_cache_entries: usize,
@@ -95,6 +98,7 @@ pub fn validate(t: FileTls) -> Result<TlsSettings, ConfigError> {
         cipher_suites: t.cipher_suites,
         session_tickets: t.session_tickets,
         ticket_key_rotation_secs: t.ticket_key_rotation_secs,
+        shared_ticket_keys: t.shared_ticket_keys,
         session_cache_entries: t.session_cache_entries,
         client_certificates: t.client_certificates,
         client_ca: t.client_ca,
@@ -125,10 +129,15 @@ pub const EXAMPLE: &str = r#"# [tls]
 # Session resumption: clients that reconnect per call resume with a ticket (TLS 1.3 and
 # TLS 1.2) instead of a full handshake. Tickets are sealed under a random key made every
 # ticket_key_rotation_secs (60-21600); the previous key still opens tickets for one more
-# period. Keys never leave the process: a client landing on another instance makes a full
-# handshake there. /metrics counts full and resumed handshakes.
+# period. Keys never leave the process (unless shared_ticket_keys): a client landing on
+# another instance makes a full handshake there. /metrics counts full and resumed handshakes.
 # session_tickets = true
 # ticket_key_rotation_secs = 21600
+# Several instances behind one balancer: derive each period's ticket key from the secrets
+# file's master key, so every instance sharing that file resumes every other's sessions.
+# The cost: whoever holds the secrets file can derive the ticket keys of every period, past
+# ones included (random keys are gone once rotated out), and so open recorded tickets.
+# shared_ticket_keys = false
 # Sessions remembered for TLS 1.2 session-id resumption.
 # session_cache_entries = 16384
 # Ask every client for a certificate, without requiring one (RFC 8705 client

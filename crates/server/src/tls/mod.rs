@@ -59,6 +59,9 @@ pub struct TlsSettings {
     /// A new ticket key this often (seconds); the previous one keeps opening tickets for
     /// one more period.
     pub ticket_key_rotation_secs: u32,
+    /// Derive ticket keys from the secrets file's master key, so every instance sharing it
+    /// opens every other's tickets (default: random keys per instance).
+    pub shared_ticket_keys: bool,
     /// Sessions kept in memory for TLS 1.2 session-id resumption (and TLS 1.3 when
     /// tickets are off).
     pub session_cache_entries: usize,
@@ -78,6 +81,7 @@ impl TlsSettings {
             cipher_suites: Vec::new(),
             session_tickets: true,
             ticket_key_rotation_secs: DEFAULT_TICKET_ROTATION_SECS,
+            shared_ticket_keys: false,
             session_cache_entries: DEFAULT_SESSION_CACHE,
             client_certificates: true,
             client_ca: None,
@@ -229,7 +233,12 @@ fn key_name(alg: SignatureAlgorithm) -> &'static str {
 }
 
 /// Build the rustls server configuration, checking certificate against settings.
-pub fn server_config(s: &TlsSettings) -> Result<TlsServer, TlsError> {
+/// `ticket_secret`: with `shared_ticket_keys`, the secret ticket keys derive from (the
+/// secrets file's master key's `tls session tickets` key); without it keys are random.
+pub fn server_config(
+    s: &TlsSettings,
+    ticket_secret: Option<zeroize::Zeroizing<[u8; 32]>>,
+) -> Result<TlsServer, TlsError> {
     let loaded = load_certified(&s.cert, &s.key)?;
     let suites = enabled_suites(s, loaded.key_alg)?;
     let versions: Vec<&'static rustls::SupportedProtocolVersion> = s
@@ -270,7 +279,13 @@ pub fn server_config(s: &TlsSettings) -> Result<TlsServer, TlsError> {
     config.session_storage =
         rustls::server::ServerSessionMemoryCache::new(s.session_cache_entries.max(1));
     if s.session_tickets {
-        config.ticketer = tickets::ticketer(s.ticket_key_rotation_secs)?;
+        config.ticketer = match ticket_secret.filter(|_| s.shared_ticket_keys) {
+            Some(secret) => Arc::new(tickets::SharedTickets::new(
+                secret,
+                s.ticket_key_rotation_secs,
+            )),
+            None => tickets::ticketer(s.ticket_key_rotation_secs)?,
+        };
     } else {
         // Without tickets TLS 1.3 resumes from the session cache; with both off, no
         // resumption at all.

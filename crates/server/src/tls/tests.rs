@@ -17,7 +17,7 @@ fn settings(name: &str, versions: &[TlsVersion], suites: &[&str]) -> TlsSettings
 const BOTH: &[TlsVersion] = &[TlsVersion::Tls12, TlsVersion::Tls13];
 
 fn err(s: &TlsSettings) -> String {
-    match server_config(s) {
+    match server_config(s, None) {
         Ok(_) => panic!("accepted {s:?}"),
         Err(e) => e.to_string(),
     }
@@ -25,7 +25,7 @@ fn err(s: &TlsSettings) -> String {
 
 #[test]
 fn defaults_pick_the_suites_that_fit_the_key() {
-    let cfg = server_config(&settings("rsa_server", BOTH, &[]))
+    let cfg = server_config_of(&settings("rsa_server", BOTH, &[]))
         .unwrap()
         .config;
     let names: Vec<String> = cfg
@@ -41,7 +41,7 @@ fn defaults_pick_the_suites_that_fit_the_key() {
     );
     assert!(names.iter().all(|n| !n.contains("ECDSA")), "{names:?}");
     assert!(names.iter().any(|n| n.starts_with("TLS13_")));
-    let cfg = server_config(&settings("ec_server", BOTH, &[]))
+    let cfg = server_config_of(&settings("ec_server", BOTH, &[]))
         .unwrap()
         .config;
     assert!(
@@ -107,4 +107,8 @@ fn mismatched_key_and_missing_files() {
     assert!(err(&s).contains("does not match"));
     s.key = PathBuf::from("/nonexistent/key.pem");
     assert!(err(&s).contains("cannot read"));
+}
+
+fn server_config_of(s: &TlsSettings) -> Result<TlsServer, TlsError> {
+    server_config(s, None)
 }
