@@ -298,25 +298,82 @@ fn ed25519(k: Vec<u8>) -> Result<Material, KeyError> {
 }
 
 fn parse_json(text: &str) -> Result<Vec<VerifyKey>, KeyError> {
+    parse_json_noting(text).map(|(keys, _)| keys)
+}
+
+/// The keys of a JWKS this server cannot use for client assertions (encryption keys,
+/// other curves or algorithms, RSA under 2048 bits), each with why; `client add` prints
+/// them. A JWKS's usable keys are registered without them.
+pub fn skipped(text: &str) -> Vec<String> {
+    if !text.trim_start().starts_with('{') {
+        return Vec::new();
+    }
+    parse_json_noting(text).map_or_else(|_| Vec::new(), |(_, skipped)| skipped)
+}
+
+/// A JWKS published for several purposes may hold keys we cannot use: those are skipped
+/// (and named), while private or symmetric material anywhere refuses the whole document.
+fn parse_json_noting(text: &str) -> Result<(Vec<VerifyKey>, Vec<String>), KeyError> {
     let v: Value = serde_json::from_str(text).map_err(|e| bad(format!("invalid JSON: {e}")))?;
     let Value::Object(obj) = v else {
         return Err(bad("expected a JSON object"));
     };
     match obj.get("keys") {
-        Some(Value::Array(keys)) => keys
-            .iter()
-            .map(|k| match k {
-                Value::Object(m) => from_jwk(m),
-                _ => Err(bad("every member of \"keys\" must be a JWK object")),
-            })
-            .collect(),
+        Some(Value::Array(keys)) => {
+            let (mut usable, mut skipped) = (Vec::new(), Vec::new());
+            for (i, k) in keys.iter().enumerate() {
+                let Value::Object(m) = k else {
+                    return Err(bad("every member of \"keys\" must be a JWK object"));
+                };
+                match from_jwk(m) {
+                    Ok(key) => usable.push(key),
+                    Err(Problem::Unusable(e)) => skipped.push(format!(
+                        "key {i}{}: {}",
+                        m.get("kid")
+                            .and_then(Value::as_str)
+                            .map_or_else(String::new, |k| format!(" ({k:?})")),
+                        e.0
+                    )),
+                    Err(Problem::Refused(e)) => return Err(e),
+                }
+            }
+            if usable.is_empty()
+                && let Some(first) = skipped.first()
+            {
+                return Err(bad(format!("no usable signing key; {first}")));
+            }
+            Ok((usable, skipped))
+        }
         Some(_) => Err(bad("\"keys\" must be an array")),
-        None if obj.contains_key("kty") => Ok(vec![from_jwk(&obj)?]),
+        None if obj.contains_key("kty") => {
+            let key = from_jwk(&obj).map_err(|p| match p {
+                Problem::Unusable(e) | Problem::Refused(e) => e,
+            })?;
+            Ok((vec![key], Vec::new()))
+        }
         None => Err(bad("expected a JWKS (\"keys\") or a JWK (\"kty\")")),
     }
 }
 
-fn from_jwk(m: &Map<String, Value>) -> Result<VerifyKey, KeyError> {
+/// Why a JWK is not registered: not one we can use, or one that must not be stored.
+enum Problem {
+    /// Another purpose, algorithm or curve, or too weak: skipped in a JWKS.
+    Unusable(KeyError),
+    /// Private or symmetric material, or malformed: the registration is refused.
+    Refused(KeyError),
+}
+
+impl From<KeyError> for Problem {
+    fn from(e: KeyError) -> Self {
+        Problem::Refused(e)
+    }
+}
+
+fn unusable(msg: impl Into<String>) -> Problem {
+    Problem::Unusable(bad(msg))
+}
+
+fn from_jwk(m: &Map<String, Value>) -> Result<VerifyKey, Problem> {
     let s = |k: &str| m.get(k).and_then(Value::as_str);
     let b = |k: &str| -> Result<Vec<u8>, KeyError> {
         let v = s(k).ok_or_else(|| bad(format!("JWK member \"{k}\" is missing")))?;
@@ -326,21 +383,21 @@ fn from_jwk(m: &Map<String, Value>) -> Result<VerifyKey, KeyError> {
     };
     for private in ["d", "p", "q", "dp", "dq", "qi", "oth", "k"] {
         if m.contains_key(private) {
-            return Err(bad(format!(
+            return Err(Problem::Refused(bad(format!(
                 "the JWK holds private or symmetric key material (\"{private}\"); register \
                  the public key only"
-            )));
+            ))));
         }
     }
     if let Some(u) = m.get("use")
         && u.as_str() != Some("sig")
     {
-        return Err(bad("JWK \"use\" must be \"sig\""));
+        return Err(unusable("JWK \"use\" must be \"sig\""));
     }
     let alg = match m.get("alg") {
         None => None,
         Some(a) => Some(a.as_str().and_then(Alg::parse).ok_or_else(|| {
-            bad(format!(
+            unusable(format!(
                 "JWK \"alg\" {a} is not one of RS256, PS256, ES256, EdDSA"
             ))
         })?),
@@ -348,37 +405,41 @@ fn from_jwk(m: &Map<String, Value>) -> Result<VerifyKey, KeyError> {
     let kid = match m.get("kid") {
         None => None,
         Some(Value::String(k)) if !k.is_empty() && k.len() <= 256 => Some(k.clone()),
-        Some(_) => return Err(bad("JWK \"kid\" must be a string of 1-256 characters")),
+        Some(_) => {
+            return Err(Problem::Refused(bad(
+                "JWK \"kid\" must be a string of 1-256 characters",
+            )));
+        }
     };
     let material = match (s("kty"), s("crv")) {
-        (Some("RSA"), _) => rsa(b("n")?, b("e")?)?,
+        (Some("RSA"), _) => rsa(b("n")?, b("e")?).map_err(Problem::Unusable)?,
         (Some("EC"), Some("P-256")) => {
             let (x, y) = (b("x")?, b("y")?);
             if x.len() != 32 || y.len() != 32 {
-                return Err(bad("P-256 coordinates are 32 bytes each"));
+                return Err(Problem::Refused(bad("P-256 coordinates are 32 bytes each")));
             }
             p256([&[4u8][..], &x, &y].concat())?
         }
         (Some("OKP"), Some("Ed25519")) => ed25519(b("x")?)?,
         (Some("EC" | "OKP"), crv) => {
-            return Err(bad(format!(
+            return Err(Problem::Unusable(bad(format!(
                 "unsupported curve {crv:?}; use P-256 or Ed25519"
-            )));
+            ))));
         }
         (kty, _) => {
-            return Err(bad(format!(
+            return Err(Problem::Unusable(bad(format!(
                 "unsupported key type {kty:?}; use RSA, EC or OKP"
-            )));
+            ))));
         }
     };
     let key = VerifyKey { kid, alg, material };
     if let Some(a) = alg
         && !key.allows(a)
     {
-        return Err(bad(format!(
+        return Err(Problem::Unusable(bad(format!(
             "JWK \"alg\" {} does not fit its key type",
             a.name()
-        )));
+        ))));
     }
     Ok(key)
 }

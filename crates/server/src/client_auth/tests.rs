@@ -297,3 +297,48 @@ fn ed25519_pkcs8_pem() -> String {
         STANDARD.encode(doc.as_ref())
     )
 }
+
+#[test]
+fn issue_14_a_jwks_for_several_purposes_registers_its_signing_keys_only() {
+    let ec = Signer::new(Alg::Es256);
+    let rsa = Signer::new(Alg::Rs256);
+    let mut enc = rsa.jwk("enc-key");
+    enc["use"] = "enc".into();
+    let p384 = json!({"kty": "EC", "crv": "P-384", "kid": "p384", "x": "AA", "y": "AA"});
+    let text = json!({"keys": [enc, p384, ec.jwk("sig-key")]}).to_string();
+    let keys = keys::parse(&text).unwrap();
+    assert_eq!(keys.len(), 1);
+    assert_eq!(keys[0].kid.as_deref(), Some("sig-key"));
+    let skipped = keys::skipped(&text);
+    assert_eq!(skipped.len(), 2, "{skipped:?}");
+    assert!(
+        skipped[0].contains("enc-key") && skipped[0].contains("use"),
+        "{skipped:?}"
+    );
+    assert!(
+        skipped[1].contains("p384") && skipped[1].contains("curve"),
+        "{skipped:?}"
+    );
+    // Stored: the usable key only.
+    let stored = keys::normalize(&text).unwrap();
+    assert!(stored.contains("sig-key") && !stored.contains("enc-key"));
+    // Nothing usable: refused, naming why; private material anywhere: refused.
+    let only_enc = json!({"keys": [rsa.jwk("x")]})
+        .to_string()
+        .replace("\"kty\"", "\"use\":\"enc\",\"kty\"");
+    assert!(
+        keys::parse(&only_enc)
+            .unwrap_err()
+            .0
+            .contains("no usable signing key")
+    );
+    let mut private = ec.jwk("p");
+    private["d"] = "AAAA".into();
+    let with_private = json!({"keys": [ec.jwk("ok"), private]}).to_string();
+    assert!(
+        keys::parse(&with_private)
+            .unwrap_err()
+            .0
+            .contains("private")
+    );
+}
