@@ -649,6 +649,17 @@ private_key = "{jwt}"
         assert_eq!(g(n).success_rate, 1.0, "{n}");
         assert!(g(n).completed > 20, "{n}: {}", g(n).completed);
     }
+    // Groups one after another: the merged rate is over the 4 s they span together.
+    let all: u64 = ["keep-alive", "resume", "full", "jwt"]
+        .iter()
+        .map(|n| g(n).completed)
+        .sum();
+    let merged = r.repeats[0].legitimate.as_ref().unwrap();
+    assert!(
+        (merged.throughput - all as f64 / 4.0).abs() < 1e-6,
+        "{}",
+        merged.throughput
+    );
     let c = |n: &str| g(n).connections.clone().unwrap();
     // Keep-alive: one connection and one full handshake per client.
     assert_eq!(
