@@ -366,6 +366,22 @@ pub async fn run(servers: &[&dyn DemoServer], opts: &DemoOptions) -> Result<Repo
             clients.len()
         ),
     ];
+    let over_tls: Vec<&str> = scns
+        .iter()
+        .filter(|s| s.demo.tls)
+        .map(|s| s.raw.name.as_str())
+        .collect();
+    if !over_tls.is_empty() {
+        notes.push(format!(
+            "{} runs over HTTPS (a throwaway CA made for this demo; servers without TLS sit it out){}: each virtual client keeps its own TLS session cache, and the section's bars split each group's latency into TCP connect, TLS handshake and request.",
+            over_tls.join(", "),
+            if scns.iter().any(|s| s.demo.tls && s.demo.generated_secrets) {
+                ", with the clients' secrets stored as generated secrets are (peppered HMAC, microseconds), so the handshake is not hidden behind a KDF"
+            } else {
+                ""
+            }
+        ));
+    }
     for s in servers {
         notes.push(s.about());
     }
