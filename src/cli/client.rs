@@ -210,16 +210,7 @@ async fn add(args: AddArgs) -> Result<ExitCode, String> {
         created_at: now(),
     };
     // Validate before anything is printed, so a refused client never shows a secret.
-    client.validate().map_err(|e| e.to_string())?;
-    dir.store()
-        .put_client(&client)
-        .await
-        .map_err(|e| e.to_string())?;
-    let created = dir.created().then(|| created_note(&dir));
-    dir.close().await;
-    if let Some(note) = created {
-        eprintln!("{note}");
-    }
+    put_new_client(dir, &client).await?;
     if let Some(secret) = shown {
         println!("{}", secret.as_str());
         eprintln!(
@@ -528,6 +519,20 @@ async fn open_store(arg: &DataDirArg, create: bool) -> Result<Backend, String> {
 
 /// What to tell the operator when a command created the store's secrets: a wrong
 /// working directory or path would otherwise go unnoticed, and the file must be backed up.
+/// Validate and insert a new client, close the store, and say if the data directory was
+/// created just now.
+pub(crate) async fn put_new_client(dir: Backend, client: &ClientRecord) -> Result<(), String> {
+    client.validate().map_err(|e| e.to_string())?;
+    let stored = dir.store().put_client(client).await;
+    let created = dir.created().then(|| created_note(&dir));
+    dir.close().await;
+    stored.map_err(|e| e.to_string())?;
+    if let Some(note) = created {
+        eprintln!("{note}");
+    }
+    Ok(())
+}
+
 pub(crate) fn created_note(b: &Backend) -> String {
     match b.data_dir() {
         Some(dir) => format!(

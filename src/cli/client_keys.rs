@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use portcullis_server::client_auth;
 use portcullis_store::{ClientAuth, ClientRecord, StoreError};
 
-use super::client::{DataDirArg, created_note, open, open_or_create};
+use super::client::{DataDirArg, open, open_or_create, put_new_client};
 
 /// The key options of `client add`.
 #[derive(Debug, clap::Args)]
@@ -101,16 +101,7 @@ impl KeyArgs {
 /// Store a client that has no secret (nothing to show once).
 pub async fn add_keyed(client: ClientRecord, dir: &DataDirArg) -> Result<ExitCode, String> {
     client.validate().map_err(|e| e.to_string())?;
-    let dir = open_or_create(dir).await?;
-    dir.store()
-        .put_client(&client)
-        .await
-        .map_err(|e| e.to_string())?;
-    let created = dir.created().then(|| created_note(&dir));
-    dir.close().await;
-    if let Some(note) = created {
-        eprintln!("{note}");
-    }
+    put_new_client(open_or_create(dir).await?, &client).await?;
     eprintln!(
         "portcullis: client {:?} added; it authenticates with {} (no secret).",
         client.id,

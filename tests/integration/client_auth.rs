@@ -191,35 +191,25 @@ async fn issue_14_private_key_jwt_issues_tokens_refuses_replays_and_spends_no_ha
         );
     }
     // Another audience, and an assertion signed by a key the client did not register.
-    let (s, _) = signer(
+    let elsewhere = signer(
         &h.pki,
         "elsewhere",
         "ES256",
         "https://other.example/token".into(),
     );
-    let (bad_aud, _) = h
-        .post(
-            &tls,
-            "/oauth2/token",
-            &assertion_body(&s.assertion("signer-1").unwrap()),
-        )
-        .await;
-    assert_eq!(
-        (bad_aud.status, bad_aud.error()),
-        (401, "invalid_client".into())
-    );
-    let (s, _) = signer(&h.pki, "imposter", "ES256", h.token_url());
-    let (forged, _) = h
-        .post(
-            &tls,
-            "/oauth2/token",
-            &assertion_body(&s.assertion("signer-1").unwrap()),
-        )
-        .await;
-    assert_eq!(
-        (forged.status, forged.error()),
-        (401, "invalid_client".into())
-    );
+    let imposter = signer(&h.pki, "imposter", "ES256", h.token_url());
+    for (what, (s, _)) in [
+        ("other audience", elsewhere),
+        ("unregistered key", imposter),
+    ] {
+        let body = assertion_body(&s.assertion("signer-1").unwrap());
+        let (a, _) = h.post(&tls, "/oauth2/token", &body).await;
+        assert_eq!(
+            (a.status, a.error()),
+            (401, "invalid_client".into()),
+            "{what}"
+        );
+    }
     // Introspection authenticates the same way (aud: the introspection endpoint).
     let (s, public) = signer(
         &h.pki,
@@ -491,7 +481,6 @@ async fn issue_14_curl_presents_a_client_certificate() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_14_authlib_private_key_jwt_and_requests_client_certificates() {
-    let py = crate::server_interop::python();
     let h = https_server().await;
     let mut jwt = Vec::new();
     for (i, alg) in ["RS256", "PS256", "ES256", "EdDSA"].iter().enumerate() {
@@ -507,29 +496,8 @@ async fn issue_14_authlib_private_key_jwt_and_requests_client_certificates() {
     });
     let spec_path = h.pki.join("spec.json");
     std::fs::write(&spec_path, spec.to_string()).unwrap();
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/interop/client_auth_interop.py"
-    );
-    let (base, ca) = (h.s.base(), h.ca.clone());
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(&py)
-            .arg(script)
-            .arg(base)
-            .arg(ca)
-            .arg(spec_path)
-            .output()
-    })
-    .await
-    .unwrap()
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "interop script failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    let args = vec![h.s.base().into(), h.ca.clone().into(), spec_path.into()];
+    let r = crate::server_interop::run_python("client_auth_interop.py", args).await;
     for i in 0..4 {
         let c = &r["jwt"][format!("py-jwt-{i}")];
         assert_eq!(c["sub"], format!("py-jwt-{i}"), "{c}");

@@ -103,34 +103,22 @@ async fn issue_12_radclient_accept_reject_status_and_silence_without_message_aut
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_12_pyrad_accept_reject_status_and_silence_without_message_authenticator() {
-    let py = std::env::var("PORTCULLIS_PYTHON").unwrap_or_else(|_| {
-        panic!("PORTCULLIS_PYTHON is not set: run ./scripts/test (it installs pyrad in .venv)")
-    });
     let r = start_radius("127.0.0.1:0", "127.0.0.0/8", |c| {
         c.radius.reject_delay = Duration::from_millis(100);
     })
     .await;
     r.s.add_user("wilma", "w1lma pass").await;
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/radius_pyrad.py");
-    let args = [
+    let args: Vec<std::ffi::OsString> = [
         "127.0.0.1".to_owned(),
         r.addr.port().to_string(),
         secret(),
         "wilma".into(),
         "w1lma pass".into(),
-    ];
-    let out =
-        tokio::task::spawn_blocking(move || Command::new(&py).arg(script).args(&args).output())
-            .await
-            .unwrap()
-            .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "pyrad script failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    ]
+    .into_iter()
+    .map(Into::into)
+    .collect();
+    let v = crate::server_interop::run_python("radius_pyrad.py", args).await;
     assert_eq!(v["right"]["code"], 2, "Access-Accept: {v}");
     assert_eq!(v["right"]["has_ma"], true);
     assert_eq!(

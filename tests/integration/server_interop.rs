@@ -18,6 +18,30 @@ pub fn python() -> String {
     }
 }
 
+/// Run `tests/interop/SCRIPT` with `args` under the project's Python (off the runtime, so
+/// an in-process server keeps its workers); it must exit 0 and print one JSON document.
+#[allow(clippy::unwrap_used)]
+pub async fn run_python(script: &str, args: Vec<std::ffi::OsString>) -> serde_json::Value {
+    let py = python();
+    let path = format!("{}/tests/interop/{script}", env!("CARGO_MANIFEST_DIR"));
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(&py)
+            .arg(path)
+            .args(&args)
+            .output()
+    })
+    .await
+    .unwrap()
+    .unwrap_or_else(|e| panic!("cannot run {}: {e}", python()));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{script} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.trim()).unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_5_authlib_token_verified_by_pyjwt() {
     let py = python();

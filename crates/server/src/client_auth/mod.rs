@@ -31,35 +31,62 @@ use keys::VerifyKey;
 /// method (answered like a bad proof: existence is not revealed).
 pub const UNKNOWN: &str = "unknown_principal";
 
-/// Registered key text parsed into keys, per client, so a busy client's assertions do not
-/// parse its JWKS every time. Entries are replaced when the stored text changes (a key
-/// rotation), and the whole map is dropped when it reaches its bound.
+/// Registered key material parsed once per client, so a busy client's assertions do not
+/// parse its JWKS (nor its certificates) every time. Entries are replaced when the stored
+/// text changes (a key rotation), and a map is dropped whole when it reaches its bound.
 #[derive(Debug, Default)]
 pub struct KeyCache {
-    parsed: Mutex<HashMap<String, Parsed>>,
+    /// `private_key_jwt` clients' verification keys.
+    keys: Parsed<Vec<VerifyKey>>,
+    /// `self_signed_tls_client_auth` clients' certificate thumbprints.
+    thumbprints: Parsed<Vec<String>>,
 }
 
-/// The stored key text and the keys parsed from it.
-type Parsed = (String, Arc<Vec<VerifyKey>>);
+/// Per client: the stored text and what was parsed from it.
+#[derive(Debug)]
+struct Parsed<T>(Mutex<HashMap<String, (String, Arc<T>)>>);
 
-/// Clients whose parsed keys are kept.
+impl<T> Default for Parsed<T> {
+    fn default() -> Self {
+        Parsed(Mutex::new(HashMap::new()))
+    }
+}
+
+/// Clients whose parsed material is kept.
 const KEY_CACHE_ENTRIES: usize = 16_384;
 
-impl KeyCache {
-    fn keys(&self, client: &str, text: &str) -> Option<Arc<Vec<VerifyKey>>> {
-        if let Some((t, k)) = self.parsed.lock().get(client)
+impl<T> Parsed<T> {
+    /// What `text` parses to for `client`; `None` if it does not parse (material edited
+    /// by hand into something unusable authenticates no one).
+    fn get(
+        &self,
+        client: &str,
+        text: &str,
+        parse: impl FnOnce(&str) -> Option<T>,
+    ) -> Option<Arc<T>> {
+        if let Some((t, v)) = self.0.lock().get(client)
             && t == text
         {
-            return Some(Arc::clone(k));
+            return Some(Arc::clone(v));
         }
-        // A stored key that no longer parses (edited by hand) authenticates no one.
-        let parsed = Arc::new(keys::parse(text).ok()?);
-        let mut map = self.parsed.lock();
+        let parsed = Arc::new(parse(text)?);
+        let mut map = self.0.lock();
         if map.len() >= KEY_CACHE_ENTRIES {
             map.clear();
         }
         map.insert(client.to_owned(), (text.to_owned(), Arc::clone(&parsed)));
         Some(parsed)
+    }
+}
+
+impl KeyCache {
+    fn keys(&self, client: &str, jwks: &str) -> Option<Arc<Vec<VerifyKey>>> {
+        self.keys.get(client, jwks, |t| keys::parse(t).ok())
+    }
+
+    fn thumbprints(&self, client: &str, pem: &str) -> Option<Arc<Vec<String>>> {
+        self.thumbprints
+            .get(client, pem, |t| mtls::registered_thumbprints(t).ok())
     }
 }
 
@@ -159,15 +186,15 @@ pub async fn check_certificate(
     match &record.auth {
         ClientAuth::SelfSignedTlsClientAuth { certs } => {
             let presented = mtls::thumbprint(leaf);
-            match mtls::registered_thumbprints(certs) {
-                Ok(t)
+            match app.key_cache.thumbprints(id, certs) {
+                Some(t)
                     if t.iter()
                         .any(|r| bool::from(r.as_bytes().ct_eq(presented.as_bytes()))) =>
                 {
                     ProofCheck::Valid
                 }
-                Ok(_) => ProofCheck::Invalid("certificate_not_registered"),
-                Err(_) => ProofCheck::Invalid("registered_key_unusable"),
+                Some(_) => ProofCheck::Invalid("certificate_not_registered"),
+                None => ProofCheck::Invalid("registered_key_unusable"),
             }
         }
         ClientAuth::TlsClientAuth { subject_dn } => {
