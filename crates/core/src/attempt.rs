@@ -30,6 +30,11 @@ pub enum Protocol {
     OAuthClientAssertion,
     /// OAuth 2.0 client authentication with a TLS client certificate (RFC 8705).
     OAuthClientTls,
+    /// 802.1X EAP-TLS over RADIUS: the client certificate, checked by the TLS handshake
+    /// (a proof, never hashed).
+    RadiusEapTls,
+    /// 802.1X EAP-TTLS over RADIUS: the inner PAP password.
+    RadiusEapTtls,
 }
 
 impl Protocol {
@@ -42,6 +47,8 @@ impl Protocol {
             Protocol::Other => "other",
             Protocol::OAuthClientAssertion => "oauth_client_assertion",
             Protocol::OAuthClientTls => "oauth_client_tls",
+            Protocol::RadiusEapTls => "radius_eap_tls",
+            Protocol::RadiusEapTtls => "radius_eap_ttls",
         }
     }
 }
@@ -95,6 +102,22 @@ pub struct AuditContext {
     pub request_id: String,
     /// The OAuth client of a password grant (the principal is then the user).
     pub client_id: Option<String>,
+    /// An 802.1X login: its EAP method, outer identity and whether it resumed.
+    pub eap: Option<EapDetail>,
+}
+
+/// The EAP side of an 802.1X login's audit event.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EapDetail {
+    /// `tls` or `ttls` (or the refused method, `peap`...).
+    pub method: &'static str,
+    /// The EAP-Response/Identity (may be anonymous; the principal is the inner or
+    /// certificate identity).
+    pub outer_identity: String,
+    /// The TLS session was resumed (no inner password asked).
+    pub resumed: bool,
+    /// Round trips the conversation took.
+    pub rounds: u32,
 }
 
 /// The verdict of a proof the front end checks itself ([`crate::Verifier::verify_proof`]):

@@ -72,7 +72,7 @@ pub mod throttle;
 mod timer;
 pub mod verifier;
 
-pub use attempt::{Attempt, Class, Outcome, PrincipalKind, ProofCheck, Protocol};
+pub use attempt::{Attempt, Class, EapDetail, Outcome, PrincipalKind, ProofCheck, Protocol};
 pub use audit::{AuditContext, AuditEvent, AuditOutcome, AuditSink};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{

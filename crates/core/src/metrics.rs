@@ -68,13 +68,15 @@ pub(crate) struct AttemptMetrics {
 
 const OUTCOMES: [&str; 4] = ["accepted", "rejected", "throttled", "overloaded"];
 const CLASSES: [Class; 3] = [Class::Trusted, Class::Unknown, Class::Suspect];
-const PROTOCOLS: [Protocol; 6] = [
+const PROTOCOLS: [Protocol; 8] = [
     Protocol::OAuthClient,
     Protocol::OAuthPassword,
     Protocol::RadiusPap,
     Protocol::Other,
     Protocol::OAuthClientAssertion,
     Protocol::OAuthClientTls,
+    Protocol::RadiusEapTls,
+    Protocol::RadiusEapTtls,
 ];
 
 impl AttemptMetrics {
@@ -114,6 +116,8 @@ impl AttemptMetrics {
             Protocol::Other => 3,
             Protocol::OAuthClientAssertion => 4,
             Protocol::OAuthClientTls => 5,
+            Protocol::RadiusEapTls => 6,
+            Protocol::RadiusEapTtls => 7,
         };
         self.attempts[oi][ci][pi].increment(1);
         if oi == 2 {

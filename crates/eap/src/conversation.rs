@@ -225,6 +225,8 @@ pub struct Conversation {
     fragment_size: usize,
     binding: [u8; 16],
     identity: Option<String>,
+    /// The method the peer accepted (kept after the conversation ends, for audit).
+    method: Option<u8>,
 }
 
 impl std::fmt::Debug for Conversation {
@@ -277,6 +279,7 @@ impl Conversation {
             fragment_size,
             binding: start.binding,
             identity: None,
+            method: None,
         };
         if eap.is_empty() {
             c.id = start.binding[0];
@@ -352,6 +355,7 @@ impl Conversation {
                 tag[0] = proposed;
                 tag[1..].copy_from_slice(&self.binding);
                 conn.set_resumption_data(&tag);
+                self.method = Some(proposed);
                 let t = TlsMethod {
                     conn,
                     method: proposed,
@@ -412,12 +416,9 @@ impl Conversation {
         &self.outer_identity
     }
 
-    /// The method in use, once the peer accepted one.
+    /// The method in use, once the peer accepted one (also after the end).
     pub fn method(&self) -> Option<u8> {
-        match &self.state {
-            State::Tls(t) => Some(t.method),
-            _ => None,
-        }
+        self.method
     }
 
     /// Whether the TLS handshake has been completed (a conversation past it is the

@@ -4,7 +4,6 @@
 //! TLS secrets the client logs (PRF and exporter computed here with HMAC-SHA256).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 

@@ -5,6 +5,7 @@
 //!
 //! Module map:
 //! - [`packet`]: codes, attribute numbers, the strict parser ([`Packet::parse`]).
+//! - [`mppe`]: MS-MPPE-Send/Recv-Key hiding (RFC 2548), for EAP keys in Access-Accept.
 //! - [`auth`]: User-Password hiding, Message-Authenticator, Response Authenticator, and
 //!   the request/reply encoders (Message-Authenticator always first).
 //!
@@ -13,6 +14,7 @@
 //! [`hide_user_password`] → [`encode_request`] → [`verify_response`].
 
 pub mod auth;
+pub mod mppe;
 pub mod packet;
 
 pub use auth::{

@@ -27,6 +27,8 @@ pub mod attr {
     pub const NAS_PORT: u8 = 5;
     /// RFC 2865 §5.6.
     pub const SERVICE_TYPE: u8 = 6;
+    /// RFC 2865 §5.12: the NAS's link MTU (bounds EAP fragments).
+    pub const FRAMED_MTU: u8 = 12;
     /// RFC 2865 §5.18.
     pub const REPLY_MESSAGE: u8 = 18;
     /// RFC 2865 §5.24.
@@ -51,6 +53,8 @@ pub mod attr {
     pub const MESSAGE_AUTHENTICATOR: u8 = 80;
     /// RFC 3162 §2.1.
     pub const NAS_IPV6_ADDRESS: u8 = 95;
+    /// RFC 4072 §6.2: the EAP Session-Id, sent when the NAS asks for it.
+    pub const EAP_KEY_NAME: u8 = 102;
     /// Microsoft's vendor id: MS-CHAP attributes live in Vendor-Specific under it
     /// (RFC 2548).
     pub const VENDOR_MICROSOFT: u32 = 311;

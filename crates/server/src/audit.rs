@@ -421,6 +421,12 @@ pub fn event_json(e: &AuditEvent) -> serde_json::Value {
         "reason": e.reason,
         "latency_ms": (e.latency.as_secs_f64() * 1e6).round() / 1e3,
         "class": e.class.map(|c| c.label()),
+        "eap": e.context.eap.as_ref().map(|d| serde_json::json!({
+            "method": d.method,
+            "outer_identity": d.outer_identity,
+            "resumed": d.resumed,
+            "round_trips": d.rounds,
+        })),
     })
 }
 
@@ -439,6 +445,9 @@ fn log_event(e: &AuditEvent) {
         reason = e.reason,
         latency_ms = (e.latency.as_secs_f64() * 1e6).round() / 1e3,
         class = e.class.map_or("none", |c| c.label()),
+        eap_method = e.context.eap.as_ref().map_or("none", |d| d.method),
+        eap_outer_identity = ?e.context.eap.as_ref().map(|d| &d.outer_identity),
+        eap_resumed = e.context.eap.as_ref().is_some_and(|d| d.resumed),
         "authentication {}",
         e.outcome.label()
     );

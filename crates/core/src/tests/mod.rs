@@ -241,6 +241,7 @@ impl Harness {
             context: crate::audit::AuditContext {
                 request_id: crate::audit::request_id(),
                 client_id: None,
+                eap: None,
             },
         }
     }

@@ -27,6 +27,15 @@ impl Verifier {
         d.outcome
     }
 
+    /// Like [`Verifier::verify_proof`] but returns the failure delay instead of waiting
+    /// it out (for front ends that answer on a timer, like RADIUS).
+    pub async fn verify_proof_deferred<F>(&self, attempt: Attempt, check: F) -> Deferred
+    where
+        F: Future<Output = ProofCheck>,
+    {
+        self.answer(attempt, Some(check)).await
+    }
+
     pub(super) async fn run_proof<F>(
         &self,
         mut adm: Admitted,

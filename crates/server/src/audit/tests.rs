@@ -18,6 +18,7 @@ fn event(source: &str, outcome: AuditOutcome, principal: &str) -> AuditEvent {
         context: AuditContext {
             request_id: portcullis_core::audit::request_id(),
             client_id: None,
+            eap: None,
         },
         source: source.parse::<IpAddr>().unwrap(),
         station: None,

@@ -169,6 +169,7 @@ async fn authenticate(
         context: AuditContext {
             request_id: request_id_of(parts),
             client_id: None,
+            eap: None,
         },
     };
     let failed = || OAuthError::invalid_client("client authentication failed");
@@ -341,6 +342,7 @@ async fn token_inner(app: &App, req: Request) -> Result<Response, OAuthError> {
                     context: AuditContext {
                         request_id: request_id_of(&parts),
                         client_id: Some(client.id.clone()),
+                        eap: None,
                     },
                 })
                 .await;

@@ -44,7 +44,24 @@ fn radius_json(view: &RadiusView) -> serde_json::Value {
             }),
         );
     }
-    serde_json::json!({ "nas": nas })
+    let eap = stats.eap.get().map(|d| {
+        let e = &d.stats;
+        serde_json::json!({
+            "conversations": d.conversations(),
+            "started": load(&e.started),
+            "tls_full": load(&e.tls_full),
+            "tls_resumed": load(&e.tls_resumed),
+            "ttls_full": load(&e.ttls_full),
+            "ttls_resumed": load(&e.ttls_resumed),
+            "failures": load(&e.failures),
+            "round_trips": load(&e.round_trips),
+            "refused_new": load(&e.refused_new),
+            "unknown_state": load(&e.unknown_state),
+            "other_nas": load(&e.other_nas),
+            "expired": load(&e.expired),
+        })
+    });
+    serde_json::json!({ "nas": nas, "eap": eap })
 }
 
 /// `GET /status.json`

@@ -29,6 +29,8 @@ pub struct FileRadius {
     pub receive_queue: usize,
     /// How often the NAS table is reloaded from the store, in seconds.
     pub nas_refresh_secs: u64,
+    /// `[radius.eap]`: 802.1X.
+    pub eap: super::eap::config::FileEap,
 }
 
 impl Default for FileRadius {
@@ -42,6 +44,7 @@ impl Default for FileRadius {
             duplicate_ttl_secs: 30,
             receive_queue: 4096,
             nas_refresh_secs: 5,
+            eap: super::eap::config::FileEap::default(),
         }
     }
 }
@@ -66,6 +69,8 @@ pub struct RadiusConfig {
     pub receive_queue: usize,
     /// NAS table reload period.
     pub nas_refresh: Duration,
+    /// 802.1X, when configured.
+    pub eap: Option<super::eap::config::EapConfig>,
 }
 
 impl Default for RadiusConfig {
@@ -140,6 +145,7 @@ impl RadiusConfig {
             duplicate_ttl: Duration::from_secs(f.duplicate_ttl_secs),
             receive_queue: f.receive_queue,
             nas_refresh: Duration::from_secs(f.nas_refresh_secs),
+            eap: super::eap::config::EapConfig::from_file(f.eap)?,
         })
     }
 }

@@ -41,9 +41,13 @@ pub(super) struct Request {
 }
 
 /// What to do with a request.
-enum Verdict {
-    /// Reply with `code`, no earlier than `not_before`.
-    Reply { code: Code, not_before: Instant },
+pub(super) enum Verdict {
+    /// Reply with `code` and `attrs`, no earlier than `not_before`.
+    Reply {
+        code: Code,
+        not_before: Instant,
+        attrs: Vec<(u8, Vec<u8>)>,
+    },
     /// Send nothing (the NAS retransmits or fails over).
     Drop(DropReason),
 }
@@ -63,11 +67,16 @@ pub(super) async fn answer(
     };
     let verdict = decide(&radius, &req, &packet).await;
     drop(permit);
-    let (code, not_before) = match verdict {
-        Verdict::Reply { code, not_before } => (code, not_before),
+    let (code, not_before, attrs) = match verdict {
+        Verdict::Reply {
+            code,
+            not_before,
+            attrs,
+        } => (code, not_before, attrs),
         Verdict::Drop(why) => return drop_request(&radius, &req, why),
     };
-    let reply = match encode_response(code, &packet, &[], req.nas.secret()) {
+    let attrs: Vec<(u8, &[u8])> = attrs.iter().map(|(t, v)| (*t, v.as_slice())).collect();
+    let reply = match encode_response(code, &packet, &attrs, req.nas.secret()) {
         Ok(r) => Arc::<[u8]>::from(r),
         // Only a request with Proxy-State octets filling the packet could overflow.
         Err(_) => return drop_request(&radius, &req, DropReason::Malformed),
@@ -111,7 +120,13 @@ async fn decide(radius: &Radius, req: &Request, packet: &Packet<'_>) -> Verdict 
         return Verdict::Reply {
             code: Code::AccessAccept,
             not_before: req.arrived,
+            attrs: Vec::new(),
         };
+    }
+    if packet.attr(attr::EAP_MESSAGE).is_some()
+        && let Some(eap) = &radius.eap
+    {
+        return super::eap::answer(radius, eap, req, packet).await;
     }
     let door = |user: Option<&[u8]>, outcome, reason| {
         radius.audit_door(req.peer.ip(), Some(&req.nas.name), user, outcome, reason);
@@ -165,6 +180,7 @@ async fn decide(radius: &Radius, req: &Request, packet: &Packet<'_>) -> Verdict 
             context: AuditContext {
                 request_id: req.request_id.clone(),
                 client_id: Some(req.nas.name.clone()),
+                eap: None,
             },
         })
         .await;
@@ -172,6 +188,7 @@ async fn decide(radius: &Radius, req: &Request, packet: &Packet<'_>) -> Verdict 
         Outcome::Accepted { .. } => Verdict::Reply {
             code: Code::AccessAccept,
             not_before: req.arrived,
+            attrs: Vec::new(),
         },
         Outcome::Rejected | Outcome::Throttled { .. } => {
             reject(radius, req.arrived, deferred.answer_after)
@@ -182,7 +199,7 @@ async fn decide(radius: &Radius, req: &Request, packet: &Packet<'_>) -> Verdict 
 
 /// An Access-Reject, sent no earlier than the reject delay plus jitter after arrival, nor
 /// before the core's own `answer_after` (the unknown-user mimic delay) from now.
-fn reject(radius: &Radius, arrived: Instant, answer_after: Duration) -> Verdict {
+pub(super) fn reject(radius: &Radius, arrived: Instant, answer_after: Duration) -> Verdict {
     let c = &radius.config;
     let jitter_ms = u64::try_from(c.reject_jitter.as_millis()).unwrap_or(u64::MAX);
     let jitter = if jitter_ms == 0 {
@@ -194,6 +211,7 @@ fn reject(radius: &Radius, arrived: Instant, answer_after: Duration) -> Verdict 
     Verdict::Reply {
         code: Code::AccessReject,
         not_before,
+        attrs: Vec::new(),
     }
 }
 
@@ -208,9 +226,9 @@ fn log_unsupported(radius: &Radius, nas: &Nas, method: &str) {
         tracing::warn!(
             nas = %nas.name,
             "NAS {:?} sent a {method} Access-Request: refused with Access-Reject. Portcullis \
-             checks PAP only (CHAP, MS-CHAP and EAP need the plaintext password or its NT \
-             hash, which are never stored); configure the NAS for PAP. (Logged at most once \
-             a minute per NAS.)",
+             checks PAP, and EAP-TLS/EAP-TTLS when [radius.eap] is configured (CHAP and \
+             MS-CHAP need the plaintext password or its NT hash, which are never stored); \
+             configure the NAS for PAP or 802.1X. (Logged at most once a minute per NAS.)",
             nas.name
         );
     }

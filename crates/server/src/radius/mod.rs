@@ -26,6 +26,7 @@
 
 pub mod config;
 pub mod dedup;
+pub mod eap;
 mod handle;
 pub mod nas;
 pub mod socket;
@@ -87,6 +88,8 @@ pub struct Radius {
     unsupported_logged: Mutex<HashMap<String, Instant>>,
     /// Reject-delay jitter.
     rng: Mutex<SmallRng>,
+    /// 802.1X, when `[radius.eap]` is configured.
+    pub eap: Option<Arc<eap::EapDoor>>,
 }
 
 impl std::fmt::Debug for Radius {
@@ -122,6 +125,7 @@ impl Radius {
             context: AuditContext {
                 request_id: portcullis_core::audit::request_id(),
                 client_id: nas.map(str::to_owned),
+                eap: None,
             },
             source: peer,
             station: None,
@@ -146,7 +150,16 @@ impl Radius {
                  (add one with `portcullis nas add NAME --address CIDR`)"
             );
         }
+        let eap = match config.eap.clone() {
+            Some(c) => {
+                let door = Arc::new(eap::EapDoor::new(&app, c)?);
+                let _ = stats.eap.set(Arc::clone(&door));
+                Some(door)
+            }
+            None => None,
+        };
         Ok(Arc::new(Radius {
+            eap,
             unknown: stats.get(UNKNOWN_NAS),
             nas: RwLock::new(Arc::new(table)),
             stats,
@@ -305,9 +318,17 @@ pub async fn run(radius: Arc<Radius>, sockets: Vec<RadiusSocket>, stop: Cancella
     let mut tick = tokio::time::interval(radius.config.nas_refresh);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tick.tick().await;
+    // Idle EAP conversations are forgotten once a second.
+    let mut sweep = tokio::time::interval(std::time::Duration::from_secs(1));
+    sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             _ = tick.tick() => radius.refresh().await,
+            _ = sweep.tick() => {
+                if let Some(eap) = &radius.eap {
+                    eap.sweep();
+                }
+            }
             () = stop.cancelled() => break,
         }
     }

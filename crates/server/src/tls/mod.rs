@@ -147,13 +147,15 @@ impl CertStore {
 }
 
 /// A certificate chain and key, read and checked.
-struct Loaded {
-    chain: Vec<CertificateDer<'static>>,
-    certified: CertifiedKey,
-    key_alg: SignatureAlgorithm,
+pub(crate) struct Loaded {
+    pub(crate) chain: Vec<CertificateDer<'static>>,
+    pub(crate) certified: CertifiedKey,
+    pub(crate) key_alg: SignatureAlgorithm,
 }
 
-fn load_certified(cert: &Path, key: &Path) -> Result<Loaded, TlsError> {
+/// Read `cert` and `key` and check them like at start-up (key matches, usage fits a TLS
+/// server); the RADIUS door's EAP certificate goes through it too.
+pub(crate) fn load_certified(cert: &Path, key: &Path) -> Result<Loaded, TlsError> {
     let cert_pem = read(cert)?;
     let key_pem = read(key)?;
     let chain: Vec<CertificateDer<'static>> = rustls_pemfile::certs(&mut &cert_pem[..])
@@ -300,7 +302,7 @@ pub fn server_config(
 
 /// The suites to enable: the named ones (each must fit the key and an enabled version),
 /// or every suite fit for the key; every enabled version must keep at least one.
-fn enabled_suites(
+pub(crate) fn enabled_suites(
     s: &TlsSettings,
     key_alg: SignatureAlgorithm,
 ) -> Result<Vec<SupportedCipherSuite>, TlsError> {

@@ -1,0 +1,632 @@
+//! 802.1X on the RADIUS door: EAP-TLS and EAP-TTLS/PAP (RFC 3579 over RFC 2865), driven
+//! by the pure machine of `portcullis_eap`. This module owns what the machine leaves to
+//! its caller: the conversation [`table`] (State attribute, NAS binding, bounds, expiry),
+//! the decisions (inner PAP through the same `Verifier` as every password; client
+//! certificates and resumed sessions through the core's proof path, so throttling and
+//! charging are the same as for any credential), the keys to the NAS (MS-MPPE-*-Key,
+//! RFC 2548), the TTLS identities that resumed sessions carry over ([`table::Proven`]),
+//! counters, metrics and audit events.
+//!
+//! One login's path: Access-Request with EAP-Message → [`answer`] → new conversation
+//! (admitted only below 7/8 of the table, so logins in progress are never the ones
+//! refused) or the one its State names (same NAS only) → `Conversation::step` →
+//! Access-Challenge with State and the next EAP-Request, or a decision, then
+//! Access-Accept with EAP-Success and keys, or Access-Reject with EAP-Failure after the
+//! reject delay. Retransmissions are answered by the door's duplicate cache before they
+//! get here, so a round trip never advances a conversation twice.
+
+pub mod config;
+pub mod table;
+pub mod tls;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use portcullis_core::{
+    Attempt, AuditContext, EapDetail, Outcome, PrincipalKind, ProofCheck, Protocol,
+};
+use portcullis_eap::{Conversation, Decision, Pending, Reason, Start, Step, method};
+use portcullis_radius::{Packet, attr, mppe};
+use rand::Rng;
+use zeroize::Zeroizing;
+
+use self::config::EapConfig;
+use self::table::{Miss, Proven, Table};
+use super::Radius;
+use super::handle::{Request, Verdict};
+use super::nas::DropReason;
+use crate::app::App;
+
+/// Counters of the EAP door (status page, tests; `/metrics` has the same by label).
+#[derive(Debug, Default)]
+pub struct EapStats {
+    /// Conversations started.
+    pub started: AtomicU64,
+    /// EAP-TLS logins with a full handshake.
+    pub tls_full: AtomicU64,
+    /// EAP-TLS logins resumed.
+    pub tls_resumed: AtomicU64,
+    /// TTLS logins with a full handshake (inner password checked).
+    pub ttls_full: AtomicU64,
+    /// TTLS logins resumed (no password asked).
+    pub ttls_resumed: AtomicU64,
+    /// Logins that ended in EAP-Failure.
+    pub failures: AtomicU64,
+    /// Round trips of finished logins.
+    pub round_trips: AtomicU64,
+    /// New conversations refused (table or receive queue near full).
+    pub refused_new: AtomicU64,
+    /// Requests naming an unknown or expired State.
+    pub unknown_state: AtomicU64,
+    /// Requests naming another NAS's State.
+    pub other_nas: AtomicU64,
+    /// Conversations forgotten idle.
+    pub expired: AtomicU64,
+}
+
+/// The EAP side of the RADIUS door.
+pub struct EapDoor {
+    /// `[radius.eap]`.
+    pub config: EapConfig,
+    /// What every conversation shares (rustls configurations, bounds).
+    settings: portcullis_eap::Settings,
+    /// Client certificate checks (EAP-TLS offered).
+    check: Option<tls::ClientCheck>,
+    /// Conversations between round trips.
+    table: Table,
+    /// TTLS identities by session binding.
+    proven: Proven,
+    /// Counters.
+    pub stats: EapStats,
+}
+
+impl std::fmt::Debug for EapDoor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EapDoor")
+            .field("table", &self.table)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a decision came to.
+enum Decided {
+    /// Go on with this decision; a refusal waits `answer_after` more; a resumed TTLS
+    /// login carries the first session's end (`Some`).
+    Done(Decision, Duration, Option<Instant>),
+    /// The core could not decide now (overloaded): keep the question for the retransmit.
+    Unavailable,
+}
+
+impl EapDoor {
+    /// Build from `[radius.eap]`: certificates are read and checked now.
+    pub fn new(app: &App, config: EapConfig) -> Result<EapDoor, crate::ServerError> {
+        let (settings, check) = tls::build(&config, &app.master_key, config.max_conversations)
+            .map_err(|e| crate::ServerError::Config(format!("radius.eap: {e}")))?;
+        Ok(EapDoor {
+            table: Table::new(
+                config.max_conversations,
+                config.max_conversations_per_nas,
+                config.conversation_timeout,
+            ),
+            proven: Proven::new(config.max_conversations, config.resumption_lifetime),
+            settings,
+            check,
+            stats: EapStats::default(),
+            config,
+        })
+    }
+
+    /// Conversations in progress.
+    pub fn conversations(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Forget idle conversations (called every second by the door).
+    pub fn sweep(&self) {
+        let n = self.table.sweep(Instant::now());
+        if n > 0 {
+            self.stats.expired.fetch_add(n as u64, Ordering::Relaxed);
+            metrics::counter!("portcullis_eap_expired_total").increment(n as u64);
+        }
+        metrics::gauge!("portcullis_eap_conversations").set(self.table.len() as f64);
+    }
+}
+
+fn station(packet: &Packet<'_>) -> Option<String> {
+    packet
+        .attr(attr::CALLING_STATION_ID)
+        .map(|s| String::from_utf8_lossy(s).chars().take(64).collect())
+}
+
+fn state_key(v: &[u8]) -> Option<[u8; 16]> {
+    v.try_into().ok()
+}
+
+/// Answer an Access-Request that carries EAP-Message.
+pub(super) async fn answer(
+    radius: &Radius,
+    door: &EapDoor,
+    req: &Request,
+    packet: &Packet<'_>,
+) -> Verdict {
+    use portcullis_radius::{MessageAuthenticator, check_request_message_authenticator};
+    // RFC 3579 §3.3: an Access-Request with EAP-Message must carry Message-Authenticator,
+    // whatever the NAS's PAP policy.
+    if check_request_message_authenticator(packet, req.nas.secret()) != MessageAuthenticator::Valid
+    {
+        return Verdict::Drop(DropReason::BadAuthenticator);
+    }
+    let parts = packet
+        .attributes()
+        .filter(|(t, _)| *t == attr::EAP_MESSAGE)
+        .map(|(_, v)| v);
+    let Ok(eap) = portcullis_eap::radius::join(parts, portcullis_radius::MAX_PACKET) else {
+        return Verdict::Drop(DropReason::Malformed);
+    };
+    let now = Instant::now();
+    match packet.attr(attr::STATE) {
+        Some(s) => {
+            let Some(key) = state_key(s) else {
+                return failure_for_unknown(radius, door, req, &eap);
+            };
+            match door.table.checkout(&key, &req.nas.name) {
+                Ok((conv, pending)) => {
+                    let step = match pending {
+                        Some(p) => Step::Verify(p),
+                        None => {
+                            let mut conv = conv;
+                            let step = conv.step(&door.settings, &eap);
+                            return drive(radius, door, req, packet, key, conv, step, now).await;
+                        }
+                    };
+                    drive(radius, door, req, packet, key, conv, step, now).await
+                }
+                Err(Miss::Unknown) => {
+                    door.stats.unknown_state.fetch_add(1, Ordering::Relaxed);
+                    failure_for_unknown(radius, door, req, &eap)
+                }
+                Err(Miss::OtherNas) => {
+                    door.stats.other_nas.fetch_add(1, Ordering::Relaxed);
+                    metrics::counter!("portcullis_eap_refused_total", "reason" => "state_other_nas").increment(1);
+                    radius.audit_door(
+                        req.peer.ip(),
+                        Some(&req.nas.name),
+                        packet.attr(attr::USER_NAME),
+                        portcullis_core::AuditOutcome::Dropped,
+                        "eap_state_other_nas",
+                    );
+                    Verdict::Drop(DropReason::Malformed)
+                }
+                Err(Miss::Busy) => Verdict::Drop(DropReason::InProgress),
+            }
+        }
+        None => {
+            let queue_low =
+                radius.in_progress.available_permits() < radius.config.receive_queue / 8;
+            if queue_low || !door.table.admit(&req.nas.name) {
+                door.stats.refused_new.fetch_add(1, Ordering::Relaxed);
+                metrics::counter!("portcullis_eap_refused_total", "reason" => "new_conversation_overload").increment(1);
+                return Verdict::Drop(DropReason::Overload);
+            }
+            let (key, binding): ([u8; 16], [u8; 16]) = {
+                let mut rng = rand::rng();
+                (rng.random(), rng.random())
+            };
+            let framed_mtu = packet
+                .attr(attr::FRAMED_MTU)
+                .and_then(|v| <[u8; 4]>::try_from(v).ok())
+                .map(|b| u32::from_be_bytes(b) as usize);
+            let start = Start {
+                methods: door.config.methods_for(&req.nas.name),
+                framed_mtu,
+                binding,
+            };
+            let (conv, step) = Conversation::start(&door.settings, &eap, &start);
+            door.stats.started.fetch_add(1, Ordering::Relaxed);
+            match conv {
+                Some(c) => drive(radius, door, req, packet, key, Box::new(c), step, now).await,
+                None => finish_without_conversation(radius, door, req, packet, step),
+            }
+        }
+    }
+}
+
+/// A State we do not know (expired, or from before a restart): EAP-Failure, so the
+/// peer starts over instead of waiting out its timeouts.
+fn failure_for_unknown(radius: &Radius, door: &EapDoor, req: &Request, eap: &[u8]) -> Verdict {
+    let id = portcullis_eap::Packet::parse(eap).map_or(0, |p| p.identifier);
+    door.stats.failures.fetch_add(1, Ordering::Relaxed);
+    metrics::counter!("portcullis_eap_refused_total", "reason" => "unknown_state").increment(1);
+    radius.audit_door(
+        req.peer.ip(),
+        Some(&req.nas.name),
+        None,
+        portcullis_core::AuditOutcome::Rejected,
+        "eap_unknown_state",
+    );
+    reject_with(
+        radius,
+        req.arrived,
+        Duration::ZERO,
+        portcullis_eap::packet::failure(id),
+    )
+}
+
+fn finish_without_conversation(
+    radius: &Radius,
+    door: &EapDoor,
+    req: &Request,
+    packet: &Packet<'_>,
+    step: Step,
+) -> Verdict {
+    match step {
+        Step::Reject { eap, reason } => {
+            door.stats.failures.fetch_add(1, Ordering::Relaxed);
+            metrics::counter!("portcullis_eap_refused_total", "reason" => reason.label())
+                .increment(1);
+            radius.audit_door(
+                req.peer.ip(),
+                Some(&req.nas.name),
+                packet.attr(attr::USER_NAME),
+                portcullis_core::AuditOutcome::Rejected,
+                reason.label(),
+            );
+            reject_with(radius, req.arrived, Duration::ZERO, eap)
+        }
+        _ => Verdict::Drop(DropReason::Malformed),
+    }
+}
+
+fn reject_with(radius: &Radius, arrived: Instant, after: Duration, eap: Vec<u8>) -> Verdict {
+    let mut v = super::handle::reject(radius, arrived, after);
+    if let Verdict::Reply { attrs, .. } = &mut v {
+        attrs.extend(portcullis_eap::radius::split(&eap).map(|c| (attr::EAP_MESSAGE, c.to_vec())));
+    }
+    v
+}
+
+fn eap_detail(conv: &Conversation, m: Option<u8>, resumed: bool) -> EapDetail {
+    EapDetail {
+        method: method::name(m.or(conv.method()).unwrap_or(0)),
+        outer_identity: conv.outer_identity().to_owned(),
+        resumed,
+        rounds: conv.rounds(),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn drive(
+    radius: &Radius,
+    door: &EapDoor,
+    req: &Request,
+    packet: &Packet<'_>,
+    key: [u8; 16],
+    mut conv: Box<Conversation>,
+    mut step: Step,
+    now: Instant,
+) -> Verdict {
+    let mut answer_after = Duration::ZERO;
+    let mut proven_until = None;
+    loop {
+        match step {
+            Step::Challenge(eap) => {
+                if !door.table.checkin(key, &req.nas.name, conv, None, now) {
+                    door.stats.refused_new.fetch_add(1, Ordering::Relaxed);
+                    return Verdict::Drop(DropReason::Overload);
+                }
+                let mut attrs = vec![(attr::STATE, key.to_vec())];
+                attrs.extend(
+                    portcullis_eap::radius::split(&eap).map(|c| (attr::EAP_MESSAGE, c.to_vec())),
+                );
+                return Verdict::Reply {
+                    code: portcullis_radius::Code::AccessChallenge,
+                    not_before: req.arrived,
+                    attrs,
+                };
+            }
+            Step::Verify(p) => match decide(radius, door, req, packet, &conv, &p).await {
+                Decided::Done(d, after, until) => {
+                    answer_after = after;
+                    proven_until = until;
+                    step = conv.resolve(d);
+                }
+                Decided::Unavailable => {
+                    door.table.checkin(key, &req.nas.name, conv, Some(p), now);
+                    return Verdict::Drop(DropReason::Overload);
+                }
+            },
+            Step::Accept(a) => {
+                door.table.remove(&key);
+                let rounds = u64::from(conv.rounds());
+                door.stats.round_trips.fetch_add(rounds, Ordering::Relaxed);
+                let counter = match (a.method, a.resumed) {
+                    (method::TLS, false) => &door.stats.tls_full,
+                    (method::TLS, true) => &door.stats.tls_resumed,
+                    (_, false) => &door.stats.ttls_full,
+                    (_, true) => &door.stats.ttls_resumed,
+                };
+                counter.fetch_add(1, Ordering::Relaxed);
+                metrics::counter!(
+                    "portcullis_eap_logins_total",
+                    "method" => method::name(a.method),
+                    "handshake" => if a.resumed { "resumed" } else { "full" },
+                    "outcome" => "success"
+                )
+                .increment(1);
+                metrics::counter!("portcullis_eap_round_trips_total", "method" => method::name(a.method)).increment(rounds);
+                if let Some(b) = a.binding {
+                    door.proven
+                        .remember(b, a.identity.clone(), Instant::now(), proven_until);
+                }
+                let secret = req.nas.secret();
+                let mut salt: [u8; 2] = rand::rng().random();
+                let recv = mppe::encode_key_attribute(
+                    mppe::MS_MPPE_RECV_KEY,
+                    a.keys.recv_key(),
+                    secret,
+                    &packet.authenticator,
+                    salt,
+                );
+                salt[1] = salt[1].wrapping_add(1);
+                let send = mppe::encode_key_attribute(
+                    mppe::MS_MPPE_SEND_KEY,
+                    a.keys.send_key(),
+                    secret,
+                    &packet.authenticator,
+                    salt,
+                );
+                let mut attrs = vec![(attr::VENDOR_SPECIFIC, recv), (attr::VENDOR_SPECIFIC, send)];
+                if !a.identity.is_empty() && a.identity.len() <= 253 {
+                    attrs.push((attr::USER_NAME, a.identity.as_bytes().to_vec()));
+                }
+                if packet.attr(attr::EAP_KEY_NAME).is_some()
+                    && let Some(id) = &a.keys.session_id
+                {
+                    attrs.push((attr::EAP_KEY_NAME, id.clone()));
+                }
+                attrs.extend(
+                    portcullis_eap::radius::split(&a.eap).map(|c| (attr::EAP_MESSAGE, c.to_vec())),
+                );
+                return Verdict::Reply {
+                    code: portcullis_radius::Code::AccessAccept,
+                    not_before: req.arrived,
+                    attrs,
+                };
+            }
+            Step::Reject { eap, reason } => {
+                door.table.remove(&key);
+                door.stats.failures.fetch_add(1, Ordering::Relaxed);
+                door.stats
+                    .round_trips
+                    .fetch_add(u64::from(conv.rounds()), Ordering::Relaxed);
+                metrics::counter!("portcullis_eap_refused_total", "reason" => reason.label())
+                    .increment(1);
+                let m = conv.method();
+                metrics::counter!(
+                    "portcullis_eap_logins_total",
+                    "method" => method::name(m.unwrap_or(0)),
+                    "handshake" => "full",
+                    "outcome" => "failure"
+                )
+                .increment(1);
+                match (&reason, m) {
+                    // A failed EAP-TLS handshake is charged like a wrong password.
+                    (Reason::Tls(_), Some(method::TLS)) => {
+                        let who = conv.outer_identity().to_owned();
+                        let d = radius
+                            .app
+                            .verifier
+                            .verify_proof_deferred(
+                                attempt(
+                                    radius,
+                                    req,
+                                    packet,
+                                    &who,
+                                    Protocol::RadiusEapTls,
+                                    Some(eap_detail(&conv, m, false)),
+                                ),
+                                std::future::ready(ProofCheck::Invalid("tls_handshake")),
+                            )
+                            .await;
+                        answer_after = answer_after.max(d.answer_after);
+                    }
+                    // Decisions were audited by the core; the rest here.
+                    (Reason::Denied(_), _) => {}
+                    _ => audit_failure(radius, req, packet, &conv, &reason),
+                }
+                return reject_with(radius, req.arrived, answer_after, eap);
+            }
+            Step::Discard(_) => {
+                door.table.checkin(key, &req.nas.name, conv, None, now);
+                return Verdict::Drop(DropReason::Malformed);
+            }
+        }
+    }
+}
+
+fn audit_failure(
+    radius: &Radius,
+    req: &Request,
+    packet: &Packet<'_>,
+    conv: &Conversation,
+    reason: &Reason,
+) {
+    let Some(sink) = radius.app.verifier.audit_sink() else {
+        return;
+    };
+    let method = match reason {
+        Reason::NtHashMethod => "peap_or_mschapv2",
+        _ => method::name(conv.method().unwrap_or(0)),
+    };
+    sink.record(portcullis_core::AuditEvent {
+        time: std::time::SystemTime::now(),
+        protocol: if conv.method() == Some(method::TLS) {
+            Protocol::RadiusEapTls
+        } else {
+            Protocol::RadiusEapTtls
+        },
+        kind: PrincipalKind::User,
+        principal: conv.outer_identity().to_owned(),
+        context: AuditContext {
+            request_id: req.request_id.clone(),
+            client_id: Some(req.nas.name.clone()),
+            eap: Some(EapDetail {
+                method,
+                outer_identity: conv.outer_identity().to_owned(),
+                resumed: false,
+                rounds: conv.rounds(),
+            }),
+        },
+        source: req.peer.ip(),
+        station: station(packet),
+        outcome: portcullis_core::AuditOutcome::Rejected,
+        reason: reason.label(),
+        latency: req.arrived.elapsed(),
+        class: None,
+    });
+}
+
+fn attempt(
+    radius: &Radius,
+    req: &Request,
+    packet: &Packet<'_>,
+    principal: &str,
+    protocol: Protocol,
+    eap: Option<EapDetail>,
+) -> Attempt {
+    Attempt {
+        kind: PrincipalKind::User,
+        principal: principal.to_owned(),
+        secret: Zeroizing::new(Vec::new()),
+        source: req.peer.ip(),
+        station: Some(station(packet).unwrap_or_else(|| principal.chars().take(64).collect())),
+        protocol,
+        deadline: req.arrived + radius.config.answer_timeout,
+        context: AuditContext {
+            request_id: req.request_id.clone(),
+            client_id: Some(req.nas.name.clone()),
+            eap,
+        },
+    }
+}
+
+fn outcome_to_decision(
+    o: Outcome,
+    identity: String,
+    after: Duration,
+    deny: &'static str,
+) -> Decided {
+    match o {
+        Outcome::Accepted { .. } => {
+            Decided::Done(Decision::Allow { identity }, Duration::ZERO, None)
+        }
+        Outcome::Rejected => Decided::Done(Decision::Deny(deny), after, None),
+        Outcome::Throttled { .. } => Decided::Done(Decision::Deny("throttled"), after, None),
+        Outcome::Overloaded { .. } => Decided::Unavailable,
+    }
+}
+
+async fn decide(
+    radius: &Radius,
+    door: &EapDoor,
+    req: &Request,
+    packet: &Packet<'_>,
+    conv: &Conversation,
+    p: &Pending,
+) -> Decided {
+    let app = &radius.app;
+    match p {
+        Pending::Password { user, password } => {
+            let mut a = attempt(
+                radius,
+                req,
+                packet,
+                user,
+                Protocol::RadiusEapTtls,
+                Some(eap_detail(conv, Some(method::TTLS), false)),
+            );
+            a.secret = password.clone();
+            let d = app.verifier.verify_deferred(a).await;
+            outcome_to_decision(d.outcome, user.clone(), d.answer_after, "wrong_password")
+        }
+        Pending::Certificate { chain, resumed } => {
+            let identity = chain
+                .first()
+                .and_then(|leaf| tls::identity(leaf, door.config.tls_identity))
+                .unwrap_or_default();
+            let refuse = door
+                .check
+                .as_ref()
+                .map_or(Some("no_client_ca"), |c| c.refuse(chain, *resumed));
+            let who = if identity.is_empty() {
+                conv.outer_identity().to_owned()
+            } else {
+                identity.clone()
+            };
+            let check = user_check(
+                app,
+                who.clone(),
+                refuse,
+                identity.is_empty(),
+                door.config.require_user,
+            );
+            let a = attempt(
+                radius,
+                req,
+                packet,
+                &who,
+                Protocol::RadiusEapTls,
+                Some(eap_detail(conv, Some(method::TLS), *resumed)),
+            );
+            let d = app.verifier.verify_proof_deferred(a, check).await;
+            outcome_to_decision(d.outcome, who, d.answer_after, "certificate_refused")
+        }
+        Pending::Resumption { binding } => {
+            let Some((identity, until)) = door.proven.recall(binding, Instant::now()) else {
+                return Decided::Done(Decision::Deny("resumption_unknown"), Duration::ZERO, None);
+            };
+            let check = user_check(app, identity.clone(), None, false, true);
+            let a = attempt(
+                radius,
+                req,
+                packet,
+                &identity,
+                Protocol::RadiusEapTtls,
+                Some(eap_detail(conv, Some(method::TTLS), true)),
+            );
+            let d = app.verifier.verify_proof_deferred(a, check).await;
+            match outcome_to_decision(d.outcome, identity, d.answer_after, "user_refused") {
+                Decided::Done(dec, after, _) => Decided::Done(dec, after, Some(until)),
+                other => other,
+            }
+        }
+    }
+}
+
+/// The proof check of a certificate or resumed login: not revoked, and the user (when
+/// one exists, or always with `require`) enabled.
+async fn user_check(
+    app: &App,
+    identity: String,
+    refuse: Option<&'static str>,
+    no_identity: bool,
+    require: bool,
+) -> ProofCheck {
+    if let Some(r) = refuse {
+        return ProofCheck::Invalid(r);
+    }
+    if no_identity {
+        return ProofCheck::Invalid("no_certificate_identity");
+    }
+    match app.store.get_user(&identity).await {
+        Ok(Some(u)) if u.disabled => ProofCheck::Invalid("user_disabled"),
+        Ok(Some(_)) => ProofCheck::Valid,
+        Ok(None) if require => ProofCheck::Invalid("unknown_user"),
+        Ok(None) => ProofCheck::Valid,
+        Err(_) => ProofCheck::Unavailable("store"),
+    }
+}
+
+/// Shared with the door: `Arc` so the sweeper task can hold it.
+pub type Door = Arc<EapDoor>;

@@ -1,0 +1,240 @@
+//! Where EAP conversations live between round trips: keyed by the random State attribute
+//! the server chose, bound to the NAS that started it, bounded in all and per NAS,
+//! forgotten when idle. Sharded so conversations do not queue behind one lock (the
+//! weakness of a single global tree); a conversation is checked out while a round trip
+//! works on it, so two requests can never advance it at once.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use portcullis_eap::{Conversation, Pending};
+
+const SHARDS: usize = 16;
+
+/// One conversation's slot.
+struct Entry {
+    /// The NAS that started it: only it may continue it.
+    nas: String,
+    /// The machine; `None` while a round trip works on it.
+    conv: Option<Box<Conversation>>,
+    /// A decision that could not be made (core overloaded): retried on the retransmit.
+    pending: Option<Pending>,
+    /// Last activity, for expiry.
+    last: Instant,
+}
+
+/// Why a State found no conversation to continue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Miss {
+    /// Unknown or expired.
+    Unknown,
+    /// It belongs to another NAS.
+    OtherNas,
+    /// A round trip is working on it.
+    Busy,
+}
+
+/// The conversation table.
+pub struct Table {
+    shards: Vec<Mutex<HashMap<[u8; 16], Entry>>>,
+    /// Conversations per NAS, and in all (the sum), kept with the shards' entries.
+    per_nas: Mutex<(HashMap<String, usize>, usize)>,
+    max: usize,
+    max_per_nas: usize,
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table")
+            .field("len", &self.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a checkout hands to a round trip.
+pub type Checkout = (Box<Conversation>, Option<Pending>);
+
+impl Table {
+    /// An empty table with these bounds.
+    pub fn new(max: usize, max_per_nas: usize, timeout: Duration) -> Table {
+        Table {
+            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            per_nas: Mutex::new((HashMap::new(), 0)),
+            max,
+            max_per_nas,
+            timeout,
+        }
+    }
+
+    fn shard(&self, key: &[u8; 16]) -> &Mutex<HashMap<[u8; 16], Entry>> {
+        &self.shards[usize::from(key[0]) % SHARDS]
+    }
+
+    /// Conversations in the table.
+    pub fn len(&self) -> usize {
+        self.per_nas.lock().1
+    }
+
+    /// Whether no conversation is in progress.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether a new conversation from `nas` may start: it must fit the per-NAS bound,
+    /// and only 7/8 of the global bound is open to new conversations, so those in
+    /// progress are never the ones refused.
+    pub fn admit(&self, nas: &str) -> bool {
+        let g = self.per_nas.lock();
+        g.1 < self.max - self.max / 8 && g.0.get(nas).copied().unwrap_or(0) < self.max_per_nas
+    }
+
+    /// Take the conversation under `key` for one round trip.
+    pub fn checkout(&self, key: &[u8; 16], nas: &str) -> Result<Checkout, Miss> {
+        let mut shard = self.shard(key).lock();
+        let Some(e) = shard.get_mut(key) else {
+            return Err(Miss::Unknown);
+        };
+        if e.nas != nas {
+            return Err(Miss::OtherNas);
+        }
+        let conv = e.conv.take().ok_or(Miss::Busy)?;
+        Ok((conv, e.pending.take()))
+    }
+
+    /// Put a conversation (back) after a round trip. A new one is refused (false) when
+    /// the table is full.
+    pub fn checkin(
+        &self,
+        key: [u8; 16],
+        nas: &str,
+        conv: Box<Conversation>,
+        pending: Option<Pending>,
+        now: Instant,
+    ) -> bool {
+        let mut shard = self.shard(&key).lock();
+        if let Some(e) = shard.get_mut(&key) {
+            e.conv = Some(conv);
+            e.pending = pending;
+            e.last = now;
+            return true;
+        }
+        let mut g = self.per_nas.lock();
+        if g.1 >= self.max || g.0.get(nas).copied().unwrap_or(0) >= self.max_per_nas {
+            return false;
+        }
+        g.1 += 1;
+        *g.0.entry(nas.to_owned()).or_insert(0) += 1;
+        shard.insert(
+            key,
+            Entry {
+                nas: nas.to_owned(),
+                conv: Some(conv),
+                pending,
+                last: now,
+            },
+        );
+        true
+    }
+
+    /// Forget a conversation (finished).
+    pub fn remove(&self, key: &[u8; 16]) {
+        let removed = self.shard(key).lock().remove(key);
+        if let Some(e) = removed {
+            self.forget_count(&e.nas);
+        }
+    }
+
+    fn forget_count(&self, nas: &str) {
+        let mut g = self.per_nas.lock();
+        g.1 = g.1.saturating_sub(1);
+        if let Some(n) = g.0.get_mut(nas) {
+            *n -= 1;
+            if *n == 0 {
+                g.0.remove(nas);
+            }
+        }
+    }
+
+    /// Forget conversations idle longer than the timeout; returns how many.
+    pub fn sweep(&self, now: Instant) -> usize {
+        let mut gone = Vec::new();
+        for shard in &self.shards {
+            shard.lock().retain(|_, e| {
+                let keep = e.conv.is_none() || now.saturating_duration_since(e.last) < self.timeout;
+                if !keep {
+                    gone.push(e.nas.clone());
+                }
+                keep
+            });
+        }
+        for nas in &gone {
+            self.forget_count(nas);
+        }
+        gone.len()
+    }
+}
+
+/// Binding to (identity, end of its carry-over).
+type ProvenMap = HashMap<[u8; 16], (String, Instant)>;
+
+/// TTLS identities proven in a session, by the session's binding, until they expire:
+/// what a resumed TTLS login (which skips the inner password) is accepted as. Bounded:
+/// the oldest entry goes when full.
+pub struct Proven {
+    inner: Mutex<(ProvenMap, std::collections::VecDeque<[u8; 16]>)>,
+    cap: usize,
+    ttl: Duration,
+}
+
+impl std::fmt::Debug for Proven {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Proven")
+            .field("cap", &self.cap)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Proven {
+    /// At most `cap` identities, each for `ttl`.
+    pub fn new(cap: usize, ttl: Duration) -> Proven {
+        Proven {
+            inner: Mutex::new((HashMap::new(), std::collections::VecDeque::new())),
+            cap: cap.max(1),
+            ttl,
+        }
+    }
+
+    /// Remember that `identity` proved itself in the session `binding`, until `until`
+    /// (`None`: the full lifetime from `now`; a resumed session's new tickets keep the
+    /// first session's end, so resuming never extends it).
+    pub fn remember(
+        &self,
+        binding: [u8; 16],
+        identity: String,
+        now: Instant,
+        until: Option<Instant>,
+    ) {
+        let mut g = self.inner.lock();
+        let (map, order) = &mut *g;
+        let until = until.unwrap_or(now + self.ttl);
+        if map.insert(binding, (identity, until)).is_none() {
+            order.push_back(binding);
+        }
+        while map.len() > self.cap {
+            match order.pop_front() {
+                Some(old) => {
+                    map.remove(&old);
+                }
+                None => break,
+            }
+        }
+    }
+
+    /// Who proved themselves in `binding`, and until when, if still within the lifetime.
+    pub fn recall(&self, binding: &[u8; 16], now: Instant) -> Option<(String, Instant)> {
+        let g = self.inner.lock();
+        g.0.get(binding).filter(|(_, until)| *until > now).cloned()
+    }
+}

@@ -1,0 +1,272 @@
+//! The TLS side of 802.1X: the rustls configurations of EAP-TLS (client certificate
+//! required, checked against `client_ca` and the CRLs) and EAP-TTLS (none), each with
+//! its own ticket keys and session cache so a session of one method never resumes the
+//! other; the identity read from a client certificate; revocation, checked again on
+//! every resumed login (rustls does not re-verify a resumed session's chain).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use portcullis_store::MasterKey;
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::{CertificateDer, CertificateRevocationListDer, UnixTime};
+use rustls::server::danger::ClientCertVerifier;
+use rustls::server::{ResolvesServerCert, WebPkiClientVerifier};
+use x509_cert::Certificate;
+use x509_cert::der::Decode;
+use x509_cert::der::asn1::ObjectIdentifier;
+
+use super::config::{EapConfig, TlsIdentity};
+use crate::tls::{TlsError, TlsSettings};
+
+const ID_AT_COMMON_NAME: ObjectIdentifier = ObjectIdentifier::new_unwrap("2.5.4.3");
+const ID_CE_SUBJECT_ALT_NAME: ObjectIdentifier = ObjectIdentifier::new_unwrap("2.5.29.17");
+
+/// What the EAP door checks client certificates with.
+pub struct ClientCheck {
+    /// The handshake's verifier (also re-run on resumed chains).
+    verifier: Arc<dyn ClientCertVerifier>,
+    /// (issuer DER, serial) of every revoked certificate in the CRLs.
+    revoked: HashSet<(Vec<u8>, Vec<u8>)>,
+}
+
+impl std::fmt::Debug for ClientCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientCheck")
+            .field("revoked", &self.revoked.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClientCheck {
+    /// Whether `chain` is revoked, or (for a resumed session) no longer valid now.
+    pub fn refuse(&self, chain: &[CertificateDer<'static>], resumed: bool) -> Option<&'static str> {
+        let (leaf, rest) = chain.split_first()?;
+        let Ok(cert) = Certificate::from_der(leaf) else {
+            return Some("certificate_unreadable");
+        };
+        let tbs = &cert.tbs_certificate;
+        let issuer = x509_cert::der::Encode::to_der(&tbs.issuer).unwrap_or_default();
+        if self
+            .revoked
+            .contains(&(issuer, tbs.serial_number.as_bytes().to_vec()))
+        {
+            return Some("certificate_revoked");
+        }
+        if resumed
+            && self
+                .verifier
+                .verify_client_cert(leaf, rest, UnixTime::now())
+                .is_err()
+        {
+            return Some("certificate_invalid");
+        }
+        None
+    }
+}
+
+/// The EAP settings and the client-certificate check built from `[radius.eap]`.
+pub fn build(
+    c: &EapConfig,
+    master_key: &MasterKey,
+    max_conversations: usize,
+) -> Result<(portcullis_eap::Settings, Option<ClientCheck>), TlsError> {
+    let loaded = crate::tls::load_certified(&c.cert, &c.key)?;
+    let mut s = TlsSettings::new(c.cert.clone(), c.key.clone());
+    s.versions.clone_from(&c.versions);
+    s.cipher_suites.clone_from(&c.cipher_suites);
+    let suites = crate::tls::enabled_suites(&s, loaded.key_alg)?;
+    let provider = Arc::new(CryptoProvider {
+        cipher_suites: suites,
+        ..rustls::crypto::aws_lc_rs::default_provider()
+    });
+    let versions: Vec<&'static rustls::SupportedProtocolVersion> = c
+        .versions
+        .iter()
+        .map(|v| match v {
+            crate::tls::TlsVersion::Tls12 => &rustls::version::TLS12,
+            crate::tls::TlsVersion::Tls13 => &rustls::version::TLS13,
+        })
+        .collect();
+    let certified = Arc::new(loaded.certified);
+    let offers = |m: u8| c.methods.contains(&m) || c.nas_methods.values().any(|l| l.contains(&m));
+    let rotation =
+        u32::try_from(c.resumption_lifetime.as_secs().clamp(60, 21_600)).unwrap_or(21_600);
+    let make = |verifier: Option<Arc<dyn ClientCertVerifier>>,
+                label: &str|
+     -> Result<Arc<rustls::ServerConfig>, TlsError> {
+        let b = rustls::ServerConfig::builder_with_provider(Arc::clone(&provider))
+            .with_protocol_versions(&versions)?;
+        let b = match verifier {
+            Some(v) => b.with_client_cert_verifier(v),
+            None => b.with_no_client_auth(),
+        };
+        let mut config = b.with_cert_resolver(Arc::new(Fixed(Arc::clone(&certified))));
+        config.key_log = Arc::new(portcullis_eap::SessionDigest);
+        config.session_storage =
+            rustls::server::ServerSessionMemoryCache::new(max_conversations.clamp(256, 1 << 20));
+        if c.resumption {
+            config.ticketer = if c.shared_ticket_keys {
+                Arc::new(crate::tls::tickets::SharedTickets::new(
+                    master_key.derive(label),
+                    rotation,
+                ))
+            } else {
+                crate::tls::tickets::ticketer(rotation)?
+            };
+            config.send_tls13_tickets = 1;
+        } else {
+            config.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
+            config.send_tls13_tickets = 0;
+        }
+        Ok(Arc::new(config))
+    };
+    let mut check = None;
+    let tls = if offers(portcullis_eap::method::TLS) {
+        let Some(ca) = &c.client_ca else {
+            return Err(TlsError::Mismatch(
+                "radius.eap.client_ca is required for EAP-TLS".into(),
+            ));
+        };
+        let (roots, n) = load_roots(ca)?;
+        if n == 0 {
+            return Err(TlsError::Pem(format!(
+                "{}: no CERTIFICATE block (radius.eap.client_ca)",
+                ca.display()
+            )));
+        }
+        let mut crls = Vec::new();
+        let mut revoked = HashSet::new();
+        for path in &c.crl {
+            for der in read_crls(path)? {
+                let list = x509_cert::crl::CertificateList::from_der(der.as_ref())
+                    .map_err(|e| TlsError::Pem(format!("{}: {e}", path.display())))?;
+                let issuer =
+                    x509_cert::der::Encode::to_der(&list.tbs_cert_list.issuer).unwrap_or_default();
+                for r in list.tbs_cert_list.revoked_certificates.iter().flatten() {
+                    revoked.insert((issuer.clone(), r.serial_number.as_bytes().to_vec()));
+                }
+                crls.push(der);
+            }
+        }
+        let mut vb =
+            WebPkiClientVerifier::builder_with_provider(Arc::new(roots), Arc::clone(&provider));
+        if !crls.is_empty() {
+            vb = vb.with_crls(crls).allow_unknown_revocation_status();
+        }
+        let verifier = vb
+            .build()
+            .map_err(|e| TlsError::Pem(format!("{}: {e}", ca.display())))?;
+        check = Some(ClientCheck {
+            verifier: Arc::clone(&verifier),
+            revoked,
+        });
+        Some(make(Some(verifier), "eap-tls session tickets")?)
+    } else {
+        None
+    };
+    let ttls = if offers(portcullis_eap::method::TTLS) {
+        Some(make(None, "eap-ttls session tickets")?)
+    } else {
+        None
+    };
+    Ok((
+        portcullis_eap::Settings {
+            tls,
+            ttls,
+            fragment_size: c.fragment_size,
+            max_message: 64 * 1024,
+            max_fragments: 128,
+            max_rounds: c.max_round_trips,
+        },
+        check,
+    ))
+}
+
+/// Serves the one EAP certificate.
+#[derive(Debug)]
+struct Fixed(Arc<rustls::sign::CertifiedKey>);
+
+impl ResolvesServerCert for Fixed {
+    fn resolve(
+        &self,
+        _hello: rustls::server::ClientHello<'_>,
+    ) -> Option<Arc<rustls::sign::CertifiedKey>> {
+        Some(Arc::clone(&self.0))
+    }
+}
+
+fn load_roots(path: &std::path::Path) -> Result<(rustls::RootCertStore, usize), TlsError> {
+    let pem = crate::tls::read(path)?;
+    let mut roots = rustls::RootCertStore::empty();
+    let mut n = 0;
+    for cert in rustls_pemfile::certs(&mut &pem[..]) {
+        let cert = cert.map_err(|e| TlsError::Pem(format!("{}: {e}", path.display())))?;
+        roots
+            .add(cert)
+            .map_err(|e| TlsError::Pem(format!("{}: {e}", path.display())))?;
+        n += 1;
+    }
+    Ok((roots, n))
+}
+
+fn read_crls(
+    path: &std::path::Path,
+) -> Result<Vec<CertificateRevocationListDer<'static>>, TlsError> {
+    let pem = crate::tls::read(path)?;
+    let crls: Vec<_> = rustls_pemfile::crls(&mut &pem[..])
+        .collect::<Result<_, _>>()
+        .map_err(|e| TlsError::Pem(format!("{}: {e}", path.display())))?;
+    if crls.is_empty() {
+        return Err(TlsError::Pem(format!(
+            "{}: no X509 CRL block (radius.eap.crl)",
+            path.display()
+        )));
+    }
+    Ok(crls)
+}
+
+/// The identity of an EAP-TLS login, read from the leaf certificate.
+pub fn identity(leaf: &[u8], how: TlsIdentity) -> Option<String> {
+    let cert = Certificate::from_der(leaf).ok()?;
+    let tbs = &cert.tbs_certificate;
+    match how {
+        TlsIdentity::SubjectDn => Some(crate::client_auth::mtls::rfc4514(&tbs.subject)),
+        TlsIdentity::SubjectCn => tbs
+            .subject
+            .0
+            .iter()
+            .rev()
+            .flat_map(|rdn| rdn.0.iter())
+            .find(|a| a.oid == ID_AT_COMMON_NAME)
+            .and_then(|a| any_string(&a.value)),
+        TlsIdentity::SanEmail | TlsIdentity::SanDns => {
+            use x509_cert::ext::pkix::name::GeneralName;
+            let ext = tbs
+                .extensions
+                .iter()
+                .flatten()
+                .find(|e| e.extn_id == ID_CE_SUBJECT_ALT_NAME)?;
+            let san =
+                x509_cert::ext::pkix::SubjectAltName::from_der(ext.extn_value.as_bytes()).ok()?;
+            san.0.iter().find_map(|n| match (n, how) {
+                (GeneralName::Rfc822Name(s), TlsIdentity::SanEmail) => Some(s.to_string()),
+                (GeneralName::DnsName(s), TlsIdentity::SanDns) => Some(s.to_string()),
+                _ => None,
+            })
+        }
+    }
+}
+
+fn any_string(v: &x509_cert::der::Any) -> Option<String> {
+    use x509_cert::der::asn1::{Ia5StringRef, PrintableStringRef, Utf8StringRef};
+    if let Ok(s) = v.decode_as::<Utf8StringRef<'_>>() {
+        return Some(s.as_str().to_owned());
+    }
+    if let Ok(s) = v.decode_as::<PrintableStringRef<'_>>() {
+        return Some(s.as_str().to_owned());
+    }
+    v.decode_as::<Ia5StringRef<'_>>()
+        .ok()
+        .map(|s| s.as_str().to_owned())
+}
