@@ -6,6 +6,8 @@ mod audit;
 mod client_auth;
 mod crash;
 mod dashboards;
+mod eap;
+mod eap_support;
 mod enumeration;
 mod formats_cli;
 mod hash_cli;
