@@ -396,3 +396,141 @@ async fn malformed_exchange(nas: &Nas, mut salt: u64, i: u32) -> u32 {
     }
     answered
 }
+
+/// Two instances on one data directory and secrets file, EAP ticket keys derived from it,
+/// the NAS table shared. `redis`: TTLS identities in Redis under a fresh prefix.
+async fn two_instances(
+    pki: &Pki,
+    redis: bool,
+) -> (tempfile::TempDir, Vec<portcullis_server::Server>) {
+    use portcullis_store::{NasRecord, Store};
+    let dir = tempfile::tempdir().unwrap();
+    let data = portcullis_store::DataDir::open(&dir.path().join("data"))
+        .await
+        .unwrap();
+    let nas = NasRecord {
+        name: "lab".into(),
+        cidr: portcullis_store::nas::parse_nas_cidr("127.0.0.0/8").unwrap(),
+        secret_sealed: NasRecord::seal_secret(
+            data.master_key(),
+            "lab",
+            crate::radius_support::SECRET,
+        )
+        .unwrap(),
+        require_message_authenticator: true,
+        created_at: 0,
+    };
+    data.store().put_nas(&nas).await.unwrap();
+    let prefix = format!("eap-roam-{}-{}", std::process::id(), rand_tag());
+    let mut servers = Vec::new();
+    for _ in 0..2 {
+        let mut config = crate::server_support::test_config(&dir.path().join("data"));
+        config.radius.listen = vec!["127.0.0.1:0".parse().unwrap()];
+        config.radius.reject_delay = Duration::from_millis(100);
+        config.radius.eap = Some(pki.eap_config(|f| f.shared_ticket_keys = true));
+        config.verifier.initial_hash_estimate_ms = 5;
+        if redis {
+            config.throttle_redis = Some(portcullis_store::RedisThrottleConfig {
+                url: portcullis_store::testing::shared_redis_url(),
+                key_prefix: prefix.clone(),
+                timeout: Duration::from_millis(500),
+                retry: Duration::from_millis(100),
+            });
+        }
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let radius = portcullis_server::radius::bind(&config.radius).unwrap();
+        let app =
+            portcullis_server::App::from_data_dir(config, &data, listener.local_addr().unwrap())
+                .await
+                .unwrap();
+        servers.push(portcullis_server::Server::spawn(
+            portcullis_server::Listeners {
+                http: listener,
+                radius,
+            },
+            app,
+        ));
+    }
+    (dir, servers)
+}
+
+fn rand_tag() -> u64 {
+    use std::hash::BuildHasher;
+    std::collections::hash_map::RandomState::new().hash_one(0u8)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_25_a_device_roaming_to_another_instance_resumes() {
+    let pki = Pki::new(&["frank"]);
+    for redis in [true, false] {
+        let (_dir, servers) = two_instances(&pki, redis).await;
+        servers[0]
+            .app()
+            .store
+            .put_user(&portcullis_store::UserRecord {
+                username: "grace".into(),
+                password_hash: crate::server_support::test_policy()
+                    .hash(b"graces password")
+                    .unwrap(),
+                disabled: false,
+                created_at: 0,
+            })
+            .await
+            .unwrap();
+        let a = Nas::bind("127.0.0.1:0", servers[0].radius_addrs()[0]).await;
+        let b = Nas::bind("127.0.0.1:0", servers[1].radius_addrs()[0]).await;
+        let mut salt = 0;
+        // EAP-TLS resumes on the other instance through the shared ticket keys alone.
+        let tls = client_config(&pki, Some(pki.client("frank")));
+        let first = login(
+            &a,
+            &mut peer_for(&tls, Credentials::Tls),
+            "02-00-00-00-00-0f",
+            &mut salt,
+        )
+        .await;
+        assert!(matches!(first, Login::Accepted { resumed: false, .. }));
+        let roamed = login(
+            &b,
+            &mut peer_for(&tls, Credentials::Tls),
+            "02-00-00-00-00-0f",
+            &mut salt,
+        )
+        .await;
+        assert!(
+            matches!(roamed, Login::Accepted { resumed: true, .. }),
+            "redis {redis}: {roamed:?}"
+        );
+        // TTLS needs the identity proven at the first instance: shared through Redis.
+        let ttls = client_config(&pki, None);
+        let creds = Credentials::TtlsPap {
+            user: "grace".into(),
+            password: Zeroizing::new(b"graces password".to_vec()),
+        };
+        let first = login(
+            &a,
+            &mut peer_for(&ttls, creds.clone()),
+            "02-00-00-00-00-10",
+            &mut salt,
+        )
+        .await;
+        assert!(matches!(first, Login::Accepted { resumed: false, .. }));
+        let roamed = login(
+            &b,
+            &mut peer_for(&ttls, creds),
+            "02-00-00-00-00-10",
+            &mut salt,
+        )
+        .await;
+        if redis {
+            assert!(
+                matches!(roamed, Login::Accepted { resumed: true, .. }),
+                "{roamed:?}"
+            );
+        } else {
+            // Without the shared store the other instance cannot know who proved
+            // themselves: the resumed session is refused rather than trusted.
+            assert_eq!(roamed, Login::Rejected);
+        }
+    }
+}

@@ -83,6 +83,9 @@ pub struct App {
     /// Used `private_key_jwt` assertion ids until they expire: Redis when the budgets
     /// are there (so replays to another instance fail), else this process's memory.
     pub nonces: Arc<dyn portcullis_store::NonceStore>,
+    /// 802.1X: identities proven in TTLS sessions, for resumed logins (Redis when the
+    /// budgets are there, so a device roaming to another instance resumes; else memory).
+    pub sessions: Arc<dyn portcullis_store::SessionStore>,
     /// Parsed client public keys (`private_key_jwt`).
     pub key_cache: crate::client_auth::KeyCache,
     /// `tokens_issued_total` for the client_credentials and password grants, registered
@@ -162,7 +165,7 @@ impl App {
         )
         .await?;
         let source: Arc<dyn CredentialSource> = clients.clone();
-        let (throttle, nonces) = shared_state(&config)?;
+        let (throttle, nonces, sessions) = shared_state(&config)?;
         let verifier = Verifier::new(
             config.verifier.clone(),
             source,
@@ -187,6 +190,7 @@ impl App {
             started: Instant::now(),
             tls,
             nonces,
+            sessions,
             key_cache: crate::client_auth::KeyCache::default(),
             tokens_issued: [Grant::ClientCredentials, Grant::Password].map(
                 |g| metrics::counter!(crate::metrics::TOKENS_ISSUED, "grant_type" => g.as_str()),
@@ -197,13 +201,14 @@ impl App {
     }
 }
 
-/// Where failure budgets and used assertion ids live: Redis shared by every instance when
+/// Where failure budgets, used assertion ids and 802.1X session identities live: Redis shared by every instance when
 /// configured (one connection for both), else this process's memory. The core keeps a
 /// per-instance fallback for budgets either way; assertion ids have none (see
 /// `portcullis_store::nonce`).
 type SharedState = (
     Arc<dyn ThrottleStore>,
     Arc<dyn portcullis_store::NonceStore>,
+    Arc<dyn portcullis_store::SessionStore>,
 );
 
 fn shared_state(config: &Config) -> Result<SharedState, ServerError> {
@@ -213,12 +218,19 @@ fn shared_state(config: &Config) -> Result<SharedState, ServerError> {
                 portcullis_store::RedisThrottleStore::new(r)
                     .map_err(|e| ServerError::Config(e.to_string()))?,
             );
-            (redis.clone(), redis)
+            (redis.clone(), redis.clone(), redis)
         }
         None => (
             Arc::new(MemoryThrottleStore::default()),
             Arc::new(portcullis_store::MemoryNonceStore::new(
                 config.client_auth.replay_cache_entries,
+            )),
+            Arc::new(portcullis_store::MemorySessionStore::new(
+                config
+                    .radius
+                    .eap
+                    .as_ref()
+                    .map_or(1, |e| e.max_conversations.max(65_536)),
             )),
         ),
     })

@@ -32,6 +32,7 @@ mod queries;
 pub mod record;
 mod rows;
 pub mod seal;
+pub mod sessions;
 pub mod sqlite;
 pub mod store;
 #[cfg(any(test, feature = "conformance"))]
@@ -51,6 +52,7 @@ pub use record::{
     ClientAuth, ClientRecord, DEFAULT_TOKEN_LIFETIME, Grant, SigningKeyRecord, UserRecord,
 };
 pub use seal::MasterKey;
+pub use sessions::{MemorySessionStore, SessionStore};
 pub use sqlite::SqliteStore;
 pub use store::{Change, ChangeFeed, Store};
 pub use throttle_redis::{RedisThrottleConfig, RedisThrottleStore};

@@ -329,6 +329,41 @@ impl crate::nonce::NonceStore for RedisThrottleStore {
     }
 }
 
+impl RedisThrottleStore {
+    /// The key of an 802.1X session binding ([`crate::SessionStore`]).
+    pub(crate) fn session_key(&self, binding: &[u8; 16]) -> String {
+        let hex: String = binding.iter().map(|b| format!("{b:02x}")).collect();
+        format!("{}s:{hex}", self.prefix)
+    }
+
+    /// `SET key value PX ttl_ms`.
+    pub(crate) async fn set_px(
+        &self,
+        key: String,
+        value: String,
+        ttl_ms: i64,
+    ) -> Result<(), crate::StoreError> {
+        self.call(|mut c| async move {
+            redis::cmd("SET")
+                .arg(&key)
+                .arg(&value)
+                .arg("PX")
+                .arg(ttl_ms)
+                .query_async::<()>(&mut c)
+                .await
+        })
+        .await
+        .map_err(|e| crate::StoreError::Backend(e.0))
+    }
+
+    /// `GET key`.
+    pub(crate) async fn get(&self, key: String) -> Result<Option<String>, crate::StoreError> {
+        self.call(|mut c| async move { redis::cmd("GET").arg(&key).query_async(&mut c).await })
+            .await
+            .map_err(|e| crate::StoreError::Backend(e.0))
+    }
+}
+
 impl ThrottleStore for RedisThrottleStore {
     fn acquire<'a>(
         &'a self,

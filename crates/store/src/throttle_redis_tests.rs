@@ -214,6 +214,24 @@ fn the_url_and_prefix_are_validated() {
 }
 
 #[tokio::test]
+async fn issue_25_redis_session_store_conforms_and_is_shared_by_instances() {
+    use crate::sessions::SessionStore;
+    let prefix = unique_prefix("sessions");
+    let url = shared_redis_url();
+    let (a, b) = (store(&url, &prefix), store(&url, &prefix));
+    let now = 1_900_000_000_000i64;
+    crate::sessions::conformance(&a, now).await;
+    a.remember(&[9; 16], "roamer", now + 60_000, now)
+        .await
+        .unwrap();
+    assert_eq!(
+        b.recall(&[9; 16], now).await.unwrap(),
+        Some(("roamer".to_owned(), now + 60_000)),
+        "another instance recalls the session"
+    );
+}
+
+#[tokio::test]
 async fn issue_14_redis_nonce_store_conforms_and_is_shared_by_instances() {
     use crate::nonce::NonceStore;
     let prefix = unique_prefix("nonce");

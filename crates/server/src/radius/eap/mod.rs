@@ -4,7 +4,8 @@
 //! the decisions (inner PAP through the same `Verifier` as every password; client
 //! certificates and resumed sessions through the core's proof path, so throttling and
 //! charging are the same as for any credential), the keys to the NAS (MS-MPPE-*-Key,
-//! RFC 2548), the TTLS identities that resumed sessions carry over ([`table::Proven`]),
+//! RFC 2548), the TTLS identities that resumed sessions carry over (the app's
+//! `SessionStore`: Redis when configured, so roaming devices resume on any instance),
 //! counters, metrics and audit events.
 //!
 //! One login's path: Access-Request with EAP-Message → [`answer`] → new conversation
@@ -32,7 +33,7 @@ use rand::Rng;
 use zeroize::Zeroizing;
 
 use self::config::EapConfig;
-use self::table::{Miss, Proven, Table};
+use self::table::{Miss, Table};
 use super::Radius;
 use super::handle::{Request, Verdict};
 use super::nas::DropReason;
@@ -75,8 +76,6 @@ pub struct EapDoor {
     check: Option<tls::ClientCheck>,
     /// Conversations between round trips.
     table: Table,
-    /// TTLS identities by session binding.
-    proven: Proven,
     /// Counters.
     pub stats: EapStats,
 }
@@ -92,8 +91,8 @@ impl std::fmt::Debug for EapDoor {
 /// What a decision came to.
 enum Decided {
     /// Go on with this decision; a refusal waits `answer_after` more; a resumed TTLS
-    /// login carries the first session's end (`Some`).
-    Done(Decision, Duration, Option<Instant>),
+    /// login carries the first session's end (`Some`, unix ms).
+    Done(Decision, Duration, Option<i64>),
     /// The core could not decide now (overloaded): keep the question for the retransmit.
     Unavailable,
 }
@@ -109,7 +108,6 @@ impl EapDoor {
                 config.max_conversations_per_nas,
                 config.conversation_timeout,
             ),
-            proven: Proven::new(config.max_conversations, config.resumption_lifetime),
             settings,
             check,
             stats: EapStats::default(),
@@ -130,6 +128,18 @@ impl EapDoor {
             metrics::counter!("portcullis_eap_expired_total").increment(n as u64);
         }
         metrics::gauge!("portcullis_eap_conversations").set(self.table.len() as f64);
+    }
+}
+
+fn unix_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+impl EapDoor {
+    fn lifetime_ms(&self) -> i64 {
+        i64::try_from(self.config.resumption_lifetime.as_millis()).unwrap_or(i64::MAX)
     }
 }
 
@@ -356,8 +366,16 @@ async fn drive(
                 .increment(1);
                 metrics::counter!("portcullis_eap_round_trips_total", "method" => method::name(a.method)).increment(rounds);
                 if let Some(b) = a.binding {
-                    door.proven
-                        .remember(b, a.identity.clone(), Instant::now(), proven_until);
+                    let now = unix_ms();
+                    let until = proven_until.unwrap_or(now + door.lifetime_ms());
+                    if let Err(e) = radius
+                        .app
+                        .sessions
+                        .remember(&b, &a.identity, until, now)
+                        .await
+                    {
+                        crate::metrics::store_failure("remembering an 802.1X session", &e);
+                    }
                 }
                 let secret = req.nas.secret();
                 let mut salt: [u8; 2] = rand::rng().random();
@@ -583,8 +601,23 @@ async fn decide(
             outcome_to_decision(d.outcome, who, d.answer_after, "certificate_refused")
         }
         Pending::Resumption { binding } => {
-            let Some((identity, until)) = door.proven.recall(binding, Instant::now()) else {
-                return Decided::Done(Decision::Deny("resumption_unknown"), Duration::ZERO, None);
+            let (identity, until) = match app.sessions.recall(binding, unix_ms()).await {
+                Ok(Some(found)) => found,
+                Ok(None) => {
+                    return Decided::Done(
+                        Decision::Deny("resumption_unknown"),
+                        Duration::ZERO,
+                        None,
+                    );
+                }
+                Err(e) => {
+                    crate::metrics::store_failure("recalling an 802.1X session", &e);
+                    return Decided::Done(
+                        Decision::Deny("resumption_unavailable"),
+                        Duration::ZERO,
+                        None,
+                    );
+                }
             };
             let check = user_check(app, identity.clone(), None, false, true);
             let a = attempt(
