@@ -9,7 +9,6 @@ use std::collections::BTreeSet;
 
 use portcullis_store::Grant;
 
-use crate::radius_support::start_radius;
 use crate::server_support::*;
 
 /// Every metric name in a PromQL text: identifiers with one of our prefixes.
@@ -80,8 +79,10 @@ fn alert_exprs() -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_18_dashboard_and_alerts_reference_only_exported_metrics() {
-    // RADIUS on (per-NAS series), and one KDF verification (the pool's histograms).
-    let r = start_radius("127.0.0.1:0", "127.0.0.0/8", |_| {}).await;
+    // RADIUS on (per-NAS series) with 802.1X (EAP series), and one KDF verification (the
+    // pool's histograms).
+    let pki = crate::eap_support::Pki::new(&[]);
+    let r = crate::eap_support::start_eap(&pki, |_| {}).await;
     let s = &r.s;
     let app_secret = s.add_client("app", &[Grant::Password], &[]).await;
     s.add_user("alice", "alice-password").await;

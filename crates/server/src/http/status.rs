@@ -203,6 +203,10 @@ td.l,th.l{text-align:left} svg{width:100%;height:140px;display:block}
 <h2 class="k" id="rh" hidden>RADIUS, per NAS (totals)</h2>
 <table id="rt" hidden><thead><tr><th>NAS</th><th>requests</th><th>accepts</th><th>rejects</th>
 <th>duplicates</th><th>dropped</th></tr></thead><tbody></tbody></table>
+<h2 class="k" id="eh" hidden>802.1X (totals)</h2>
+<table id="et" hidden><thead><tr><th>conversations open</th><th>EAP-TLS full</th>
+<th>EAP-TLS resumed</th><th>TTLS full</th><th>TTLS resumed</th><th>failures</th>
+<th>round trips / login</th><th>new refused</th><th>expired</th></tr></thead><tbody></tbody></table>
 <script>
 const cards=[["calls_s","verifications / s"],["tokens_s","tokens issued / s"],
 ["outstanding","verifications outstanding"],["in_flight","HTTP requests in flight"],
@@ -276,7 +280,12 @@ async function poll(){
   if(s.radius){const rs=Object.entries(s.radius.nas).map(([n,c])=>({n,req:c.requests,a:c.accepts,
     rj:c.rejects,du:c.duplicates,dr:Object.entries(c.dropped).filter(([k,x])=>x>0).map(([k,x])=>k+" "+x).join(", ")||"0"}));
    rows("#rt tbody",rs,[["n"],["req"],["a"],["rj"],["du"],["dr"]]);
-   document.getElementById("rt").hidden=false; document.getElementById("rh").hidden=false;}
+   document.getElementById("rt").hidden=false; document.getElementById("rh").hidden=false;
+   const e=s.radius.eap;
+   if(e){const done=e.tls_full+e.tls_resumed+e.ttls_full+e.ttls_resumed+e.failures;
+    rows("#et tbody",[{...e,rt:done?(e.round_trips/done).toFixed(1):"-"}],[["conversations"],["tls_full"],
+     ["tls_resumed"],["ttls_full"],["ttls_resumed"],["failures"],["rt"],["refused_new"],["expired"]]);
+    document.getElementById("et").hidden=false; document.getElementById("eh").hidden=false;}}
   set("err",""); prev=s; document.body.setAttribute("data-polled",(+document.body.getAttribute("data-polled")||0)+1);
  }catch(e){set("err","(status unavailable)");}
 }

@@ -102,6 +102,7 @@ impl EapDoor {
     pub fn new(app: &App, config: EapConfig) -> Result<EapDoor, crate::ServerError> {
         let (settings, check) = tls::build(&config, &app.master_key, config.max_conversations)
             .map_err(|e| crate::ServerError::Config(format!("radius.eap: {e}")))?;
+        register_series();
         Ok(EapDoor {
             table: Table::new(
                 config.max_conversations,
@@ -129,6 +130,40 @@ impl EapDoor {
         }
         metrics::gauge!("portcullis_eap_conversations").set(self.table.len() as f64);
     }
+}
+
+/// Refusal reasons registered at zero (the dashboard's series exist before the first).
+const REFUSALS: [&str; 12] = [
+    "new_conversation_overload",
+    "unknown_state",
+    "state_other_nas",
+    "nt_hash_method",
+    "no_common_method",
+    "protocol",
+    "tls_handshake",
+    "too_many_rounds",
+    "inner_method",
+    "wrong_password",
+    "throttled",
+    "resumption_unknown",
+];
+
+/// Every EAP series at zero, so dashboards and alerts see them before the first login.
+fn register_series() {
+    for m in ["tls", "ttls"] {
+        for h in ["full", "resumed"] {
+            for o in ["success", "failure"] {
+                metrics::counter!("portcullis_eap_logins_total", "method" => m, "handshake" => h, "outcome" => o)
+                    .increment(0);
+            }
+        }
+        metrics::counter!("portcullis_eap_round_trips_total", "method" => m).increment(0);
+    }
+    for r in REFUSALS {
+        metrics::counter!("portcullis_eap_refused_total", "reason" => r).increment(0);
+    }
+    metrics::counter!("portcullis_eap_expired_total").increment(0);
+    metrics::gauge!("portcullis_eap_conversations").set(0.0);
 }
 
 fn unix_ms() -> i64 {
