@@ -13,6 +13,7 @@ mod formats_cli;
 mod hash_cli;
 mod hostile;
 mod lab;
+mod lab_eap;
 mod nas_cli;
 mod process_support;
 mod radius;

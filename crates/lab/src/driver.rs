@@ -42,6 +42,8 @@ pub struct Identity {
     pub connection: ConnectionMode,
     /// This client's TLS (own session cache), for `https://` targets.
     pub tls: Option<crate::tls::Tls>,
+    /// RADIUS: this client is an 802.1X station (its method and own TLS).
+    pub eap: Option<crate::eap::Station>,
     /// Its group's own client authentication, when it differs from the driver's.
     pub auth: Option<GroupAuth>,
 }
@@ -69,6 +71,8 @@ pub struct AttemptResult {
     pub retransmits: u32,
     /// The attempt opened a connection: how its connect and TLS handshake went.
     pub conn: Option<conn::Phases>,
+    /// The attempt was an 802.1X login: its round trips, resumption and key check.
+    pub eap: Option<crate::eap::EapLogin>,
 }
 
 impl AttemptResult {
@@ -80,6 +84,7 @@ impl AttemptResult {
             misdelivered: false,
             retransmits: 0,
             conn: None,
+            eap: None,
         }
     }
 }

@@ -8,6 +8,8 @@
 //!   `http-get` implementations; [`conn`] opens source-bound hyper connections.
 //! - [`radius`]: the RADIUS driver (PAP over UDP, NAS-like retransmits, every reply
 //!   verified against its own request).
+//! - [`eap`]: the 802.1X driver (whole EAP-TLS and EAP-TTLS/PAP logins inside RADIUS,
+//!   each client a station with its own TLS session cache; keys of every accept checked).
 //! - [`jwt`]: JWKS parsing and RFC 9068 token checks (Ed25519), bound to the asking client.
 //! - [`record`]: outcomes, HdrHistograms, per-second series.
 //! - [`scrape`]: the server's Prometheus `/metrics`, as per-second figures.
@@ -24,6 +26,7 @@ pub mod certs;
 pub mod conn;
 pub mod demo;
 pub mod driver;
+pub mod eap;
 pub mod fingerprint;
 pub mod jwt;
 pub mod radius;

@@ -93,21 +93,12 @@ impl Driver for RadiusDriver {
                 who.id
             )));
         }
-        let n = self.stations.fetch_add(1, Ordering::Relaxed).to_be_bytes();
-        let station = format!(
-            "02-{:02X}-{:02X}-{:02X}-{:02X}-{:02X}",
-            n[3], n[4], n[5], n[6], n[7]
-        );
-        let nas_ip = match who.source {
-            Some(IpAddr::V4(a)) => Some(a.octets()),
-            _ => None,
-        };
         Ok(RadiusClient {
             source: who.source,
             user: who.id.as_bytes().to_vec(),
             password,
-            station: station.into_bytes(),
-            nas_ip,
+            station: self.next_station(),
+            nas_ip: nas_ip(who.source),
         })
     }
 
@@ -135,27 +126,110 @@ impl Driver for RadiusDriver {
     }
 }
 
+/// The NAS-IP-Address of a client bound to `source` (IPv4 only).
+pub(crate) fn nas_ip(source: Option<IpAddr>) -> Option<[u8; 4]> {
+    match source {
+        Some(IpAddr::V4(a)) => Some(a.octets()),
+        _ => None,
+    }
+}
+
 impl RadiusDriver {
+    /// The next client's Calling-Station-Id: a locally administered MAC address.
+    pub(crate) fn next_station(&self) -> Vec<u8> {
+        let n = self.stations.fetch_add(1, Ordering::Relaxed).to_be_bytes();
+        format!(
+            "02-{:02X}-{:02X}-{:02X}-{:02X}-{:02X}",
+            n[3], n[4], n[5], n[6], n[7]
+        )
+        .into_bytes()
+    }
+
+    /// Bind the session's socket (the client's own source address) if not yet bound.
+    pub(crate) async fn bind(&self, source: Option<IpAddr>, session: &mut RadiusSession) -> bool {
+        if session.sock.is_some() {
+            return true;
+        }
+        let local = match (source, self.target) {
+            (Some(ip), _) => SocketAddr::new(ip, 0),
+            (None, SocketAddr::V4(_)) => SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0),
+            (None, SocketAddr::V6(_)) => SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), 0),
+        };
+        match UdpSocket::bind(local).await {
+            Ok(s) => {
+                session.sock = Some(s);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// A fresh (identifier, Request Authenticator) for the session's next request, noted
+    /// among its recent ones so a late reply to it is recognised.
+    pub(crate) fn next_request(&self, session: &mut RadiusSession) -> (u8, [u8; 16]) {
+        let id = session.next_id;
+        session.next_id = id.wrapping_add(1);
+        let authenticator: [u8; 16] = session.rng.random();
+        if session.recent.len() == REMEMBERED {
+            session.recent.pop_front();
+        }
+        session.recent.push_back((id, authenticator));
+        (id, authenticator)
+    }
+
+    /// A random octet from the session's generator (EAP identifiers).
+    pub(crate) fn random_u8(&self, session: &mut RadiusSession) -> u8 {
+        session.rng.random()
+    }
+
+    /// Send `packet` (made with `id` and `authenticator`) like a NAS, retransmitting the
+    /// same datagram after `retransmit`, and wait for the reply that verifies against it.
+    /// On [`Trip::Reply`] the reply is the first `len` octets of `buf`.
+    pub(crate) async fn round_trip(
+        &self,
+        session: &RadiusSession,
+        packet: &[u8],
+        (id, authenticator): (u8, &[u8; 16]),
+        buf: &mut [u8],
+    ) -> Trip {
+        let Some(sock) = session.sock.as_ref() else {
+            return Trip::Failed(Outcome::ConnectionError, false, 0);
+        };
+        for attempt in 0..=self.spec.retries {
+            if sock.send_to(packet, self.target).await.is_err() {
+                return Trip::Failed(Outcome::ConnectionError, false, attempt);
+            }
+            let deadline = tokio::time::Instant::now() + self.spec.retransmit;
+            loop {
+                let got = tokio::time::timeout_at(deadline, sock.recv_from(buf)).await;
+                let Ok(got) = got else { break };
+                let Ok((n, from)) = got else {
+                    // e.g. ICMP port unreachable reported on the socket
+                    return Trip::Failed(Outcome::ConnectionError, false, attempt);
+                };
+                match self.judge(&buf[..n], from, id, authenticator, &session.recent) {
+                    Judged::Answer => return Trip::Reply(n, attempt),
+                    Judged::Stale => continue,
+                    Judged::Misdelivered => {
+                        return Trip::Failed(Outcome::WrongResponse, true, attempt);
+                    }
+                    Judged::Wrong => return Trip::Failed(Outcome::WrongResponse, false, attempt),
+                }
+            }
+        }
+        Trip::Failed(Outcome::Timeout, false, self.spec.retries)
+    }
+
     /// (outcome, a reply for another request arrived, retransmissions).
     async fn exchange(
         &self,
         client: &RadiusClient,
         session: &mut RadiusSession,
     ) -> (Outcome, bool, u32) {
-        if session.sock.is_none() {
-            let local = match (client.source, self.target) {
-                (Some(ip), _) => SocketAddr::new(ip, 0),
-                (None, SocketAddr::V4(_)) => SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0),
-                (None, SocketAddr::V6(_)) => SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), 0),
-            };
-            match UdpSocket::bind(local).await {
-                Ok(s) => session.sock = Some(s),
-                Err(_) => return (Outcome::ConnectionError, false, 0),
-            }
+        if !self.bind(client.source, session).await {
+            return (Outcome::ConnectionError, false, 0);
         }
-        let id = session.next_id;
-        session.next_id = id.wrapping_add(1);
-        let authenticator: [u8; 16] = session.rng.random();
+        let (id, authenticator) = self.next_request(session);
         let Ok(hidden) = hide_user_password(&client.password, &self.spec.secret, &authenticator)
         else {
             return (Outcome::WrongResponse, false, 0);
@@ -178,35 +252,25 @@ impl RadiusDriver {
         ) else {
             return (Outcome::WrongResponse, false, 0);
         };
-        if session.recent.len() == REMEMBERED {
-            session.recent.pop_front();
-        }
-        session.recent.push_back((id, authenticator));
-        let Some(sock) = session.sock.as_ref() else {
-            return (Outcome::ConnectionError, false, 0);
-        };
         let mut buf = vec![0u8; 4096];
-        for attempt in 0..=self.spec.retries {
-            if sock.send_to(&packet, self.target).await.is_err() {
-                return (Outcome::ConnectionError, false, attempt);
-            }
-            let deadline = tokio::time::Instant::now() + self.spec.retransmit;
-            loop {
-                let got = tokio::time::timeout_at(deadline, sock.recv_from(&mut buf)).await;
-                let Ok(got) = got else { break };
-                let Ok((n, from)) = got else {
-                    // e.g. ICMP port unreachable reported on the socket
-                    return (Outcome::ConnectionError, false, attempt);
+        match self
+            .round_trip(session, &packet, (id, &authenticator), &mut buf)
+            .await
+        {
+            Trip::Reply(n, retransmits) => {
+                let code = Packet::parse(&buf[..n]).map(|p| p.code);
+                let outcome = match code {
+                    Ok(Code::AccessAccept) => Outcome::Success,
+                    Ok(Code::AccessReject) => Outcome::AuthFailure,
+                    // A challenge to a PAP request, or anything else: not a PAP answer.
+                    _ => Outcome::WrongResponse,
                 };
-                match self.judge(&buf[..n], from, id, &authenticator, &session.recent) {
-                    Judged::Answer(outcome) => return (outcome, false, attempt),
-                    Judged::Stale => continue,
-                    Judged::Misdelivered => return (Outcome::WrongResponse, true, attempt),
-                    Judged::Wrong => return (Outcome::WrongResponse, false, attempt),
-                }
+                (outcome, false, retransmits)
+            }
+            Trip::Failed(outcome, misdelivered, retransmits) => {
+                (outcome, misdelivered, retransmits)
             }
         }
-        (Outcome::Timeout, false, self.spec.retries)
     }
 
     fn judge(
@@ -225,15 +289,8 @@ impl RadiusDriver {
         let Ok(p) = Packet::parse(raw) else {
             return Judged::Wrong;
         };
-        if p.identifier == id
-            && let Ok(reply) = verify_response(raw, authenticator, secret, require)
-        {
-            return Judged::Answer(match reply.code {
-                Code::AccessAccept => Outcome::Success,
-                Code::AccessReject => Outcome::AuthFailure,
-                // A challenge to a PAP request, or anything else: not a PAP answer.
-                _ => Outcome::WrongResponse,
-            });
+        if p.identifier == id && verify_response(raw, authenticator, secret, require).is_ok() {
+            return Judged::Answer;
         }
         // A late answer to one of this socket's earlier requests (we retransmitted or gave
         // up on it) is harmless: keep waiting for ours.
@@ -251,8 +308,19 @@ impl RadiusDriver {
     }
 }
 
+/// What one request's round trip came to.
+#[derive(Debug)]
+pub(crate) enum Trip {
+    /// A reply that verifies against the request: its length in the buffer, and the
+    /// retransmissions it took.
+    Reply(usize, u32),
+    /// No usable reply: the outcome, whether a reply for another request arrived, and the
+    /// retransmissions.
+    Failed(Outcome, bool, u32),
+}
+
 enum Judged {
-    Answer(Outcome),
+    Answer,
     Stale,
     Misdelivered,
     Wrong,

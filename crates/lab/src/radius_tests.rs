@@ -31,6 +31,7 @@ fn who(id: &str, secret: &str) -> Identity {
         connection: ConnectionMode::KeepAlive,
         tls: None,
         auth: None,
+        eap: None,
     }
 }
 

@@ -67,7 +67,7 @@ impl Outcome {
 
 const HIGHEST_US: u64 = 3_600_000_000;
 
-fn hist(sigfig: u8) -> Histogram<u64> {
+pub(crate) fn hist(sigfig: u8) -> Histogram<u64> {
     // Bounds are constants within hdrhistogram's limits, so construction cannot fail;
     // fall back to an auto-resizing histogram rather than panic.
     Histogram::new_with_bounds(1, HIGHEST_US, sigfig).unwrap_or_else(|_| {
@@ -250,6 +250,8 @@ pub struct GroupRecorder {
     pub skipped: AtomicU64,
     /// Connections opened and how their set-up went (HTTP drivers).
     pub conns: ConnStats,
+    /// 802.1X logins: full and resumed, round trips, key checks (RADIUS EAP driver).
+    pub eap: crate::eap::EapStats,
     /// Requests in flight sampled at the end of each second.
     outstanding_series: Mutex<Vec<i64>>,
     shards: Vec<Mutex<Data>>,
@@ -268,6 +270,7 @@ impl GroupRecorder {
             breaches: AtomicU64::new(0),
             skipped: AtomicU64::new(0),
             conns: ConnStats::default(),
+            eap: crate::eap::EapStats::default(),
             outstanding_series: Mutex::new(Vec::new()),
             shards: (0..SHARDS).map(|_| Mutex::new(Data::new())).collect(),
         }
@@ -360,6 +363,7 @@ impl GroupRecorder {
         r.skipped_retry_after = self.skipped.load(Ordering::Relaxed);
         r.series = series;
         r.connections = self.conns.summary(r.mean_ms * r.completed as f64);
+        r.eap = self.eap.summary(self.active);
         r
     }
 
@@ -377,7 +381,7 @@ fn second_mut(seconds: &mut Vec<Second>, i: usize) -> &mut Second {
     &mut seconds[i]
 }
 
-fn pct_ms(h: &Histogram<u64>, p: f64) -> f64 {
+pub(crate) fn pct_ms(h: &Histogram<u64>, p: f64) -> f64 {
     if h.is_empty() {
         0.0
     } else {
@@ -431,6 +435,7 @@ pub fn summarize(
         skipped_retry_after: 0,
         series: Vec::new(),
         connections: None,
+        eap: None,
     }
 }
 
@@ -509,6 +514,9 @@ pub struct GroupResult {
     /// Connection set-up (HTTP drivers; `None` when no attempt opened a connection).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connections: Option<ConnectionSummary>,
+    /// 802.1X logins (RADIUS EAP driver; `None` for other groups).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eap: Option<crate::eap::EapSummary>,
 }
 
 /// The run's clock: second index of an instant.

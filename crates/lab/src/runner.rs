@@ -144,6 +144,17 @@ pub async fn run_scenario(scn: &Scenario, opts: &RunOptions) -> Result<ScenarioR
     if mis > 0 {
         failures.push(format!("{mis} token(s) delivered to the wrong client"));
     }
+    let wrong_keys: u64 = repeats
+        .iter()
+        .flat_map(|r| &r.groups)
+        .filter_map(|g| g.eap.as_ref())
+        .map(|e| e.wrong_keys)
+        .sum();
+    if wrong_keys > 0 {
+        failures.push(format!(
+            "{wrong_keys} Access-Accept(s) carried MS-MPPE keys other than the station's own"
+        ));
+    }
     let br: u64 = repeats.iter().map(|r| r.breaches).sum();
     if br > 0 {
         failures.push(format!("{br} token(s) issued for wrong credentials"));
@@ -160,7 +171,7 @@ pub async fn run_scenario(scn: &Scenario, opts: &RunOptions) -> Result<ScenarioR
         driver: match &scn.target.tls {
             Some(t) => format!(
                 "{} over https (TLS {}{})",
-                driver_summary(&scn.driver),
+                driver_summary(scn),
                 t.versions,
                 if t.client_cert {
                     ", client certificate"
@@ -168,7 +179,7 @@ pub async fn run_scenario(scn: &Scenario, opts: &RunOptions) -> Result<ScenarioR
                     ""
                 }
             ),
-            None => driver_summary(&scn.driver),
+            None => driver_summary(scn),
         },
         scenario_toml: toml_text,
         seed: scn.run.seed,
@@ -179,8 +190,8 @@ pub async fn run_scenario(scn: &Scenario, opts: &RunOptions) -> Result<ScenarioR
     })
 }
 
-fn driver_summary(d: &DriverSpec) -> String {
-    match d {
+fn driver_summary(scn: &Scenario) -> String {
+    match &scn.driver {
         DriverSpec::OAuth2 { grant, auth, .. } => format!(
             "oauth2 {} {}",
             serde_json::to_value(grant)
@@ -193,6 +204,20 @@ fn driver_summary(d: &DriverSpec) -> String {
                 .unwrap_or_default()
         ),
         DriverSpec::HttpGet { path } => format!("http-get {path}"),
+        DriverSpec::Radius(_) if scn.uses_eap() => {
+            let mut kinds: Vec<&str> = Vec::new();
+            for g in &scn.groups {
+                let k = match &g.eap {
+                    None => "pap",
+                    Some(e) if e.method == crate::scenario::EapMethod::Tls => "eap-tls",
+                    Some(_) => "eap-ttls/pap",
+                };
+                if !kinds.contains(&k) {
+                    kinds.push(k);
+                }
+            }
+            format!("radius {}", kinds.join(", "))
+        }
         DriverSpec::Radius(_) => "radius pap".to_string(),
     }
 }
@@ -350,6 +375,10 @@ async fn run_once(
             };
             drive(scn, Arc::new(d), addr, repeat, opts).await
         }
+        DriverSpec::Radius(spec) if scn.uses_eap() => {
+            let d = crate::eap::EapDriver::new(addr, spec.clone());
+            drive(scn, Arc::new(d), addr, repeat, opts).await
+        }
         DriverSpec::Radius(spec) => {
             let d = crate::radius::RadiusDriver::new(addr, spec.clone());
             drive(scn, Arc::new(d), addr, repeat, opts).await
@@ -369,6 +398,18 @@ pub fn identities(scn: &Scenario, gi: usize, g: &GroupSpec) -> Result<Vec<Identi
                 .map(|s| crate::assertion::Signer::load(s, &token_url).map(Arc::new))
                 .transpose()?,
         }),
+    };
+    let eap = match &g.eap {
+        None => None,
+        Some(e) => Some((
+            e,
+            e.tls.as_ref().ok_or_else(|| {
+                LabError::Scenario(format!(
+                    "group {:?}: eap needs ca (and for EAP-TLS cert and key)",
+                    g.name
+                ))
+            })?,
+        )),
     };
     Ok((0..g.size)
         .map(|i| {
@@ -400,6 +441,12 @@ pub fn identities(scn: &Scenario, gi: usize, g: &GroupSpec) -> Result<Vec<Identi
                 connection: g.connection,
                 tls: g.tls.as_ref().map(|t| t.for_client(g.connection)),
                 auth: auth.clone(),
+                // Each station its own configuration, so its own session cache.
+                eap: eap.map(|(e, tls)| crate::eap::Station {
+                    method: e.method,
+                    tls: tls.for_eap(e.resume),
+                    anonymous_identity: e.anonymous_identity.clone(),
+                }),
             }
         })
         .collect())

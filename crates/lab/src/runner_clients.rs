@@ -127,6 +127,9 @@ impl<D: Driver> ClosedVu<D> {
             }
             g.retransmits
                 .fetch_add(u64::from(res.retransmits), Ordering::Relaxed);
+            if let Some(e) = &res.eap {
+                g.eap.record(e, res.outcome, done - sent);
+            }
             let mut pause = self.think;
             if self.honour
                 && let Some(ra) = res.retry_after
@@ -232,6 +235,9 @@ impl<D: Driver> OpenGroup<D> {
                 }
                 g.retransmits
                     .fetch_add(u64::from(res.retransmits), Ordering::Relaxed);
+                if let Some(e) = &res.eap {
+                    g.eap.record(e, res.outcome, done - intended);
+                }
                 if honour && let Some(ra) = res.retry_after {
                     let until = (done + ra - start).as_micros() as u64;
                     not_before[ci].fetch_max(until, Ordering::Relaxed);

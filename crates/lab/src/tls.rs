@@ -198,4 +198,22 @@ impl TlsSpec {
             name: self.server_name.clone(),
         }
     }
+
+    /// One 802.1X station's TLS (no ALPN: EAP carries TLS itself): its own session cache
+    /// kept across logins with `resume`, else resumption off, so every login is a full
+    /// handshake (what a fresh configuration per login would give, without rebuilding
+    /// one).
+    pub fn for_eap(&self, resume: bool) -> Tls {
+        let mut c = (*self.base).clone();
+        c.alpn_protocols = Vec::new();
+        c.resumption = if resume {
+            Resumption::store(Arc::new(ClientSessionMemoryCache::new(4)))
+        } else {
+            Resumption::disabled()
+        };
+        Tls {
+            config: Arc::new(c),
+            name: self.server_name.clone(),
+        }
+    }
 }

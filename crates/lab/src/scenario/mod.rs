@@ -382,6 +382,32 @@ pub struct GroupSpec {
     pub sources: Vec<IpAddr>,
     /// Whether Retry-After is honoured.
     pub honour_retry_after: bool,
+    /// RADIUS driver: 802.1X logins instead of PAP requests.
+    pub eap: Option<EapSpec>,
+}
+
+/// The EAP method a group's stations log in with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EapMethod {
+    /// EAP-TLS (RFC 5216, RFC 9190): a client certificate.
+    Tls,
+    /// EAP-TTLS with inner PAP (RFC 5281, RFC 9427): the group's credentials.
+    Ttls,
+}
+
+/// A group's validated 802.1X settings.
+#[derive(Debug, Clone)]
+pub struct EapSpec {
+    /// The method.
+    pub method: EapMethod,
+    /// Stations keep their TLS session cache across logins (later logins resume).
+    pub resume: bool,
+    /// Server verification and, for EAP-TLS, the client certificate. `None` only while
+    /// the demo has still to make the certificates (`[demo] eap_pki`).
+    pub tls: Option<crate::tls::TlsSpec>,
+    /// TTLS outer identity (default the user name).
+    pub anonymous_identity: Option<String>,
 }
 
 impl GroupSpec {
@@ -443,6 +469,8 @@ pub struct DemoSpec {
     pub tls: bool,
     /// Clients' secrets stored as generated ones (no KDF).
     pub generated_secrets: bool,
+    /// The demo makes the EAP certificates.
+    pub eap_pki: bool,
 }
 
 fn bad(msg: impl Into<String>) -> LabError {
@@ -483,7 +511,52 @@ impl Scenario {
         self.target.port = port;
         self.raw.target.url = url.to_string();
         self.retls(https)?;
+        self.reeap()?;
         Ok(self)
+    }
+
+    /// Use these certificates for the EAP groups (the demo's throwaway PKI): `ca` for
+    /// every group, the client certificate for the EAP-TLS groups without one.
+    pub fn with_eap_pki(
+        mut self,
+        ca: &Path,
+        client: &crate::certs::Pair,
+    ) -> Result<Scenario, LabError> {
+        let path = |p: &Path| Some(p.to_string_lossy().into_owned());
+        let base = self.raw.driver.eap.get_or_insert_with(Default::default);
+        base.ca = path(ca);
+        let base = base.clone();
+        for g in &mut self.raw.groups {
+            let merged = g.eap.clone().unwrap_or_default().over(&base);
+            if merged.method.as_deref() == Some("tls") && merged.cert.is_none() {
+                let own = g.eap.get_or_insert_with(Default::default);
+                own.cert = path(&client.cert);
+                own.key = path(&client.key);
+            }
+        }
+        self.reeap()?;
+        Ok(self)
+    }
+
+    /// Rebuild every group's EAP settings from the file's (after the target or the
+    /// certificates changed).
+    fn reeap(&mut self) -> Result<(), LabError> {
+        let base = self.base_dir.clone();
+        for (gi, g) in self.groups.iter_mut().enumerate() {
+            g.eap = validate::eap_spec(
+                &self.raw,
+                gi,
+                &self.target.host,
+                base.as_deref(),
+                self.demo.eap_pki,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Whether any group logs in with EAP.
+    pub fn uses_eap(&self) -> bool {
+        self.groups.iter().any(|g| g.eap.is_some())
     }
 
     /// Trust this CA bundle for the HTTPS target (`lab run --tls-ca`), for every group.

@@ -144,6 +144,60 @@ pub struct RawDriver {
     /// `radius`: NAS-Identifier sent in every request (default `portcullis-lab`).
     #[serde(default)]
     pub nas_identifier: Option<String>,
+    /// `radius`: 802.1X logins (EAP-TLS or EAP-TTLS/PAP) instead of PAP requests, for
+    /// every group (a group's own `eap` overrides it key by key).
+    #[serde(default)]
+    pub eap: Option<RawEap>,
+}
+
+/// `eap = { ... }` on `[driver]` (every group) or on a group (its own, key by key over the
+/// driver's): each virtual client is a station running whole EAP logins.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct RawEap {
+    /// `"tls"` (EAP-TLS, a client certificate) or `"ttls"` (EAP-TTLS, inner PAP with the
+    /// group's credentials).
+    #[serde(default)]
+    pub method: Option<String>,
+    /// Each station keeps its TLS session cache across logins, so logins after its first
+    /// resume (default false: a full handshake every login).
+    #[serde(default)]
+    pub resume: Option<bool>,
+    /// PEM bundle of the CAs the server's certificate must chain to (required).
+    #[serde(default)]
+    pub ca: Option<String>,
+    /// Name the server's certificate must carry (default: the target's host).
+    #[serde(default)]
+    pub server_name: Option<String>,
+    /// `["1.2"]`, `["1.3"]` or both (default both; the server picks).
+    #[serde(default)]
+    pub versions: Option<Vec<String>>,
+    /// EAP-TLS: the client certificate chain (PEM) every station of the group presents.
+    #[serde(default)]
+    pub cert: Option<String>,
+    /// EAP-TLS: its private key (PEM).
+    #[serde(default)]
+    pub key: Option<String>,
+    /// EAP-TTLS: the outer identity (e.g. `"anonymous"`; default the user name).
+    #[serde(default)]
+    pub anonymous_identity: Option<String>,
+}
+
+impl RawEap {
+    /// `self`'s keys over `base`'s.
+    pub fn over(&self, base: &RawEap) -> RawEap {
+        let pick = |a: &Option<String>, b: &Option<String>| a.clone().or_else(|| b.clone());
+        RawEap {
+            method: pick(&self.method, &base.method),
+            resume: self.resume.or(base.resume),
+            ca: pick(&self.ca, &base.ca),
+            server_name: pick(&self.server_name, &base.server_name),
+            versions: self.versions.clone().or_else(|| base.versions.clone()),
+            cert: pick(&self.cert, &base.cert),
+            key: pick(&self.key, &base.key),
+            anonymous_identity: pick(&self.anonymous_identity, &base.anonymous_identity),
+        }
+    }
 }
 
 /// `[principals]`: either generated (`prefix` + n, secret `secret_prefix` + n) or a file.
@@ -292,6 +346,9 @@ pub struct RawGroup {
     /// Whether clients wait out a `Retry-After` on 429/503 (default true).
     #[serde(default = "default_true", alias = "honor_retry_after")]
     pub honour_retry_after: bool,
+    /// `radius`: this group's own EAP settings, key by key over `[driver] eap`.
+    #[serde(default)]
+    pub eap: Option<RawEap>,
 }
 
 fn default_valid() -> String {
@@ -345,6 +402,10 @@ pub struct RawDemo {
     /// behind the hash.
     #[serde(default)]
     pub generated_secrets: Option<bool>,
+    /// EAP scenarios: the demo makes a throwaway CA, server and client certificates and
+    /// fills in `eap.ca`, `eap.cert` and `eap.key` (the file may then leave them out).
+    #[serde(default)]
+    pub eap_pki: Option<bool>,
 }
 
 fn bad(msg: impl Into<String>) -> LabError {

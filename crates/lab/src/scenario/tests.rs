@@ -332,3 +332,140 @@ private_key = "{}"
     let e = bad(&https.replace("ca.crt", "c.key"));
     assert!(e.contains("no CERTIFICATE"), "{e}");
 }
+
+/// An EAP scenario over `dir`'s certificates with `driver_eap` and one group's `group_eap`.
+fn eap_text(driver_eap: &str, group: &str) -> String {
+    format!(
+        r#"
+name = "eap"
+[target]
+url = "radius://127.0.0.1:1812"
+[driver]
+kind = "radius"
+secret = "s"
+{driver_eap}
+[principals]
+count = 8
+[run]
+timeout = "10s"
+[[group]]
+name = "g"
+size = 2
+{group}
+"#
+    )
+}
+
+#[test]
+fn issue_25_eap_groups_merge_the_drivers_settings_and_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = crate::certs::TestCa::new(dir.path(), "ca").unwrap();
+    let client = ca.client("station", "lab-client-0").unwrap();
+    let (ca, cert, key) = (
+        ca.cert.display().to_string(),
+        client.cert.display().to_string(),
+        client.key.display().to_string(),
+    );
+    // The driver's eap is every group's; a group overrides it key by key.
+    let text = eap_text(
+        &format!(r#"eap = {{ method = "ttls", ca = "{ca}", versions = ["1.2"] }}"#),
+        &format!(r#"eap = {{ method = "tls", resume = true, cert = "{cert}", key = "{key}" }}"#),
+    );
+    let s = Scenario::parse(&text, None).unwrap();
+    let e = s.groups[0].eap.as_ref().unwrap();
+    assert_eq!((e.method, e.resume), (EapMethod::Tls, true));
+    let tls = e.tls.as_ref().unwrap();
+    assert!(tls.client_cert);
+    assert_eq!(tls.versions, "1.2");
+    assert!(s.uses_eap());
+    // Inherited as is: TTLS, no resumption by default, an anonymous outer identity.
+    let text = eap_text(
+        &format!(r#"eap = {{ method = "ttls", ca = "{ca}", anonymous_identity = "anonymous" }}"#),
+        r#"credentials = "wrong_secret""#,
+    );
+    let e = Scenario::parse(&text, None).unwrap().groups[0]
+        .eap
+        .clone()
+        .unwrap();
+    assert_eq!((e.method, e.resume), (EapMethod::Ttls, false));
+    assert_eq!(e.anonymous_identity.as_deref(), Some("anonymous"));
+
+    let cases = [
+        (
+            String::new(),
+            r#"eap = { ca = "x" }"#.to_string(),
+            "method is required",
+        ),
+        (
+            String::new(),
+            format!(r#"eap = {{ method = "peap", ca = "{ca}" }}"#),
+            "\"tls\" or \"ttls\"",
+        ),
+        (
+            String::new(),
+            r#"eap = { method = "ttls" }"#.into(),
+            "ca is required",
+        ),
+        (
+            String::new(),
+            format!(r#"eap = {{ method = "tls", ca = "{ca}" }}"#),
+            "needs cert and key",
+        ),
+        (
+            String::new(),
+            format!(r#"eap = {{ method = "ttls", ca = "{ca}", cert = "{cert}", key = "{key}" }}"#),
+            "cert and key are for method = \"tls\"",
+        ),
+        (
+            String::new(),
+            format!(
+                "credentials = \"wrong_secret\"\neap = {{ method = \"tls\", ca = \"{ca}\", cert = \"{cert}\", key = \"{key}\" }}"
+            ),
+            "guessing stations use method = \"ttls\"",
+        ),
+        (
+            String::new(),
+            format!(r#"eap = {{ method = "ttls", ca = "{ca}", anonymous_identity = "" }}"#),
+            "1-253 octets",
+        ),
+        (
+            String::new(),
+            format!(r#"eap = {{ method = "ttls", ca = "{ca}", cipher = "x" }}"#),
+            "cipher",
+        ),
+        (
+            String::new(),
+            r#"eap = { method = "ttls", ca = "/nonexistent/ca.pem" }"#.into(),
+            "/nonexistent/ca.pem",
+        ),
+    ];
+    for (driver, group, want) in cases {
+        let e = err(&eap_text(&driver, &group));
+        assert!(e.contains(want), "{group}: {e}");
+    }
+    // eap is a RADIUS setting.
+    let http = MINIMAL.replace("size = 2", "size = 2\neap = { method = \"ttls\" }");
+    assert!(
+        err(&http).contains("only for kind = \"radius\""),
+        "{}",
+        err(&http)
+    );
+}
+
+#[test]
+fn issue_25_the_demo_fills_in_the_eap_certificates() {
+    let text = eap_text(
+        r#"eap = { method = "ttls" }"#,
+        "eap = { method = \"tls\", resume = true }\n[demo]\neap_pki = true",
+    );
+    let s = Scenario::parse(&text, None).unwrap();
+    assert!(s.groups[0].eap.as_ref().unwrap().tls.is_none());
+    let dir = tempfile::tempdir().unwrap();
+    let ca = crate::certs::TestCa::new(dir.path(), "ca").unwrap();
+    let client = ca.client("station", "lab-client-0").unwrap();
+    let s = s.with_eap_pki(&ca.cert, &client).unwrap();
+    let e = s.groups[0].eap.as_ref().unwrap();
+    assert!(e.tls.as_ref().unwrap().client_cert);
+    let s = s.with_target_url("radius://127.0.0.1:1999").unwrap();
+    assert!(s.groups[0].eap.as_ref().unwrap().tls.is_some());
+}

@@ -80,6 +80,98 @@ fn radius_spec(d: &raw::RawDriver) -> Result<RadiusSpec, LabError> {
     })
 }
 
+/// Group `gi`'s EAP settings: its own `eap` key by key over `[driver] eap`, checked;
+/// `None` for a PAP group. With `eap_pki` (the demo makes the certificates) missing
+/// `ca`, `cert` and `key` are allowed, and no TLS is built until they are filled in.
+pub(super) fn eap_spec(
+    raw: &RawScenario,
+    gi: usize,
+    host: &str,
+    base_dir: Option<&Path>,
+    eap_pki: bool,
+) -> Result<Option<EapSpec>, LabError> {
+    let Some(g) = raw.groups.get(gi) else {
+        return Ok(None);
+    };
+    let merged = match (&g.eap, &raw.driver.eap) {
+        (None, None) => return Ok(None),
+        (Some(own), Some(base)) => own.over(base),
+        (Some(own), None) => own.clone(),
+        (None, Some(base)) => base.clone(),
+    };
+    let ctx = |m: &str| bad(format!("group {:?}: eap: {m}", g.name));
+    let method = match merged.method.as_deref() {
+        Some("tls") => EapMethod::Tls,
+        Some("ttls") => EapMethod::Ttls,
+        Some(m) => {
+            return Err(ctx(&format!(
+                "method must be \"tls\" or \"ttls\", not {m:?}"
+            )));
+        }
+        None => return Err(ctx("method is required (\"tls\" or \"ttls\")")),
+    };
+    match method {
+        EapMethod::Tls => {
+            if merged.anonymous_identity.is_some() {
+                return Err(ctx("anonymous_identity is for method = \"ttls\""));
+            }
+            if !matches!(g.credentials.as_str(), "valid" | "file") {
+                return Err(ctx(
+                    "EAP-TLS stations present a certificate, not a password: credentials must \
+                     be \"valid\" (guessing stations use method = \"ttls\")",
+                ));
+            }
+            if !eap_pki && (merged.cert.is_none() || merged.key.is_none()) {
+                return Err(ctx("method = \"tls\" needs cert and key"));
+            }
+        }
+        EapMethod::Ttls => {
+            if merged.cert.is_some() || merged.key.is_some() {
+                return Err(ctx("cert and key are for method = \"tls\""));
+            }
+            if let Some(a) = &merged.anonymous_identity
+                && (a.is_empty() || a.len() > 253)
+            {
+                return Err(ctx("anonymous_identity must be 1-253 octets"));
+            }
+        }
+    }
+    if merged.cert.is_some() != merged.key.is_some() {
+        return Err(ctx("cert and key go together"));
+    }
+    let complete = merged.ca.is_some() && (method == EapMethod::Ttls || merged.cert.is_some());
+    if !complete && !eap_pki {
+        return Err(ctx(
+            "ca is required (the CA bundle the server's certificate chains to)",
+        ));
+    }
+    let tls = if complete {
+        let resolve = |p: &str| match base_dir {
+            Some(d) => d.join(p),
+            None => PathBuf::from(p),
+        };
+        let t = crate::tls::RawTls {
+            ca: merged.ca.clone(),
+            server_name: merged.server_name.clone(),
+            versions: merged.versions.clone(),
+            cert: merged.cert.clone(),
+            key: merged.key.clone(),
+        };
+        Some(
+            crate::tls::TlsSpec::from_raw(&t, host, &resolve)
+                .map_err(|e| ctx(&e.to_string().replace("tls.", "")))?,
+        )
+    } else {
+        None
+    };
+    Ok(Some(EapSpec {
+        method,
+        resume: merged.resume.unwrap_or(false),
+        tls,
+        anonymous_identity: merged.anonymous_identity.clone(),
+    }))
+}
+
 impl Scenario {
     /// Validate a raw scenario.
     pub fn from_raw(raw: RawScenario, base_dir: Option<&Path>) -> Result<Scenario, LabError> {
@@ -152,10 +244,12 @@ impl Scenario {
                 || d.retransmit_ms.is_some()
                 || d.retries.is_some()
                 || d.require_message_authenticator.is_some()
-                || d.nas_identifier.is_some())
+                || d.nas_identifier.is_some()
+                || d.eap.is_some()
+                || raw.groups.iter().any(|g| g.eap.is_some()))
         {
             return Err(bad("driver.secret, secret_env, retransmit_ms, retries, \
-                 require_message_authenticator and nas_identifier are only for kind = \"radius\""));
+                 require_message_authenticator, nas_identifier and eap are only for kind = \"radius\""));
         }
         let driver = match d.kind.as_str() {
             "oauth2" => {
@@ -516,6 +610,13 @@ impl Scenario {
                 Some(s) => parse_sources(s).map_err(|e| ctx(e.to_string()))?,
                 None => Vec::new(),
             };
+            let eap = eap_spec(
+                &raw,
+                groups.len(),
+                &target.host,
+                base_dir,
+                raw.demo.eap_pki.unwrap_or(false),
+            )?;
             groups.push(GroupSpec {
                 name: g.name.clone(),
                 credentials,
@@ -529,6 +630,7 @@ impl Scenario {
                 auth,
                 sources,
                 honour_retry_after: g.honour_retry_after,
+                eap,
             });
         }
         if total_clients > safety::MAX_CLIENTS {
@@ -581,6 +683,7 @@ impl Scenario {
             quick: raw.demo.quick.unwrap_or(true),
             tls: raw.demo.tls.unwrap_or(false),
             generated_secrets: raw.demo.generated_secrets.unwrap_or(false),
+            eap_pki: raw.demo.eap_pki.unwrap_or(false),
         };
 
         Ok(Scenario {
