@@ -111,10 +111,14 @@ mod portcullis_demo {
         }
 
         fn about(&self) -> String {
-            "portcullis: async front ends (HTTP, and RADIUS over UDP), dedicated hash pool (one thread per core), admission control with fast 503s (RADIUS: early drops), reject delays as timers; IPv4 sources grouped per /32 for the demo so each loopback address counts as its own source".into()
+            "portcullis: async front ends (HTTP, and RADIUS over UDP), dedicated hash pool (one thread per core), admission control with fast 503s (RADIUS: early drops), reject delays as timers; IPv4 sources grouped per /32 for the demo so each loopback address counts as its own source; in the 802.1X section [radius.eap] with the demo's certificates and its defaults (EAP-TLS and TTLS/PAP, TLS 1.2 and 1.3, resumption on)".into()
         }
 
         fn speaks_tls(&self) -> bool {
+            true
+        }
+
+        fn speaks_eap(&self) -> bool {
             true
         }
 
@@ -163,6 +167,20 @@ mod portcullis_demo {
                     let stored = data.store().put_nas(&nas).await;
                     data.close().await;
                     stored.map_err(err)?;
+                }
+                if let Some(eap) = &setup.eap {
+                    // 802.1X with the demo's certificates: EAP-TLS and TTLS/PAP, every
+                    // other [radius.eap] setting at its default (resumption on).
+                    let file = portcullis_server::radius::eap::config::FileEap {
+                        cert: Some(eap.server.cert.clone()),
+                        key: Some(eap.server.key.clone()),
+                        client_ca: Some(eap.ca.clone()),
+                        methods: vec!["tls".into(), "ttls".into()],
+                        ..Default::default()
+                    };
+                    config.radius.eap =
+                        portcullis_server::radius::eap::config::EapConfig::from_file(file)
+                            .map_err(err)?;
                 }
                 if let Some(pair) = &setup.tls {
                     config.tls = Some(portcullis_server::tls::TlsSettings::new(

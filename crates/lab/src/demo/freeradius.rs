@@ -9,7 +9,8 @@
 //! demo's reject delay. Each start copies the packaged configuration into a fresh temp
 //! directory and runs `freeradius -f` as a child process on a free loopback port; stop
 //! kills it and removes the directory. Nothing is installed here: when the package is
-//! missing, [`FreeRadiusServer::find`] says so and the demo leaves the column out.
+//! missing, [`FreeRadiusServer::find`] says so and the demo leaves the column out. The
+//! 802.1X section adds the EAP module (`super::freeradius_eap`).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -98,7 +99,7 @@ impl DemoServer for FreeRadiusServer {
 
     fn about(&self) -> String {
         format!(
-            "freeradius: {} from Debian's package, stock thread pool (PAP hashes on its worker threads), users as {{X-PBKDF2}} PBKDF2-HMAC-SHA256 with the same iteration count, Message-Authenticator required from the NAS{}; RADIUS scenarios only",
+            "freeradius: {} from Debian's package, stock thread pool (PAP hashes on its worker threads), users as {{X-PBKDF2}} PBKDF2-HMAC-SHA256 with the same iteration count, Message-Authenticator required from the NAS{}; RADIUS scenarios only; in the 802.1X section its packaged EAP module set up as scripts/freeradius-eap does (stock: the demo's certificates, no PEAP/MSCHAPv2, TLS session cache off as shipped)",
             self.version,
             if self.replies_lack_message_authenticator {
                 "; this release sends none in its replies (it predates the BlastRADIUS fix), so the lab checks their Response Authenticator only"
@@ -109,6 +110,10 @@ impl DemoServer for FreeRadiusServer {
     }
 
     fn radius_only(&self) -> bool {
+        true
+    }
+
+    fn speaks_eap(&self) -> bool {
         true
     }
 
@@ -163,7 +168,7 @@ impl DemoServer for FreeRadiusServer {
     }
 }
 
-fn fr_err(msg: impl std::fmt::Display) -> LabError {
+pub(super) fn fr_err(msg: impl std::fmt::Display) -> LabError {
     LabError::Target(format!("freeradius: {msg}"))
 }
 
@@ -257,11 +262,15 @@ fn prepare(dir: &Path, setup: &Setup) -> Result<u16, LabError> {
     if !copied.success() {
         return Err(fr_err(format!("cannot copy {PACKAGED_CONFIG}")));
     }
-    // Keep only what PAP needs: no EAP (certificates), no SQL/LDAP, one virtual server.
+    // Keep only what PAP needs (and EAP, for the 802.1X section): no SQL/LDAP/MS-CHAP,
+    // our own virtual servers.
+    let eap = setup.eap.is_some();
     for entry in std::fs::read_dir(dir.join("mods-enabled")).map_err(fr_err)? {
         let entry = entry.map_err(fr_err)?;
         let name = entry.file_name();
-        if !matches!(name.to_str(), Some("pap" | "files" | "always" | "expr")) {
+        let keep = matches!(name.to_str(), Some("pap" | "files" | "always" | "expr"))
+            || (eap && name.to_str() == Some("eap"));
+        if !keep {
             std::fs::remove_file(entry.path()).map_err(fr_err)?;
         }
     }
@@ -276,7 +285,10 @@ fn prepare(dir: &Path, setup: &Setup) -> Result<u16, LabError> {
     let site = format!(
         "server demo {{\n  listen {{\n    type = auth\n    ipaddr = 127.0.0.1\n    port = {port}\n  }}\n  authorize {{\n    files\n    pap\n  }}\n  authenticate {{\n    Auth-Type PAP {{\n      pap\n    }}\n  }}\n}}\n"
     );
-    write(&dir.join("sites-enabled/demo"), &site)?;
+    match &setup.eap {
+        Some(e) => super::freeradius_eap::configure(dir, e, port)?,
+        None => write(&dir.join("sites-enabled/demo"), &site)?,
+    }
     write(
         &dir.join("clients.conf"),
         &format!(
@@ -296,7 +308,7 @@ fn prepare(dir: &Path, setup: &Setup) -> Result<u16, LabError> {
     Ok(port)
 }
 
-fn write(path: &Path, text: &str) -> Result<(), LabError> {
+pub(super) fn write(path: &Path, text: &str) -> Result<(), LabError> {
     std::fs::write(path, text).map_err(|e| fr_err(format!("{}: {e}", path.display())))
 }
 

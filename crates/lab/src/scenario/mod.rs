@@ -39,6 +39,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../scenarios/radius-demo-attack.toml"),
     ),
     (
+        "eap-login-storm",
+        include_str!("../../../../scenarios/eap-login-storm.toml"),
+    ),
+    (
         "brute-force-2x1s",
         include_str!("../../../../scenarios/brute-force-2x1s.toml"),
     ),
