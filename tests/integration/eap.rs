@@ -402,6 +402,7 @@ async fn malformed_exchange(nas: &Nas, mut salt: u64, i: u32) -> u32 {
 async fn two_instances(
     pki: &Pki,
     redis: bool,
+    tweak: impl Fn(usize, &mut portcullis_server::radius::eap::config::FileEap),
 ) -> (tempfile::TempDir, Vec<portcullis_server::Server>) {
     use portcullis_store::{NasRecord, Store};
     let dir = tempfile::tempdir().unwrap();
@@ -423,11 +424,14 @@ async fn two_instances(
     data.store().put_nas(&nas).await.unwrap();
     let prefix = format!("eap-roam-{}-{}", std::process::id(), rand_tag());
     let mut servers = Vec::new();
-    for _ in 0..2 {
+    for i in 0..2 {
         let mut config = crate::server_support::test_config(&dir.path().join("data"));
         config.radius.listen = vec!["127.0.0.1:0".parse().unwrap()];
         config.radius.reject_delay = Duration::from_millis(100);
-        config.radius.eap = Some(pki.eap_config(|f| f.shared_ticket_keys = true));
+        config.radius.eap = Some(pki.eap_config(|f| {
+            f.shared_ticket_keys = true;
+            tweak(i, f);
+        }));
         config.verifier.initial_hash_estimate_ms = 5;
         if redis {
             config.throttle_redis = Some(portcullis_store::RedisThrottleConfig {
@@ -463,7 +467,7 @@ fn rand_tag() -> u64 {
 async fn issue_25_a_device_roaming_to_another_instance_resumes() {
     let pki = Pki::new(&["frank"]);
     for redis in [true, false] {
-        let (_dir, servers) = two_instances(&pki, redis).await;
+        let (_dir, servers) = two_instances(&pki, redis, |_, _| {}).await;
         servers[0]
             .app()
             .store
@@ -531,6 +535,68 @@ async fn issue_25_a_device_roaming_to_another_instance_resumes() {
             // Without the shared store the other instance cannot know who proved
             // themselves: the resumed session is refused rather than trusted.
             assert_eq!(roamed, Login::Rejected);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_25_a_revoked_certificate_does_not_resume() {
+    let pki = Pki::new(&["frank", "mallet"]);
+    let crl = pki
+        .authority
+        .crl("revoked", &[pki.client("mallet")])
+        .unwrap();
+    // Instance 1 has the CRL that revokes mallet's certificate; instance 0 does not yet
+    // (as before a restart with the new CRL).
+    let (_dir, servers) = two_instances(&pki, false, |i, f| {
+        if i == 1 {
+            f.crl = vec![crl.clone()];
+        }
+    })
+    .await;
+    let a = Nas::bind("127.0.0.1:0", servers[0].radius_addrs()[0]).await;
+    let b = Nas::bind("127.0.0.1:0", servers[1].radius_addrs()[0]).await;
+    let mut salt = 0;
+    for (cn, revoked) in [("frank", false), ("mallet", true)] {
+        let cfg = client_config(&pki, Some(pki.client(cn)));
+        let first = login(
+            &a,
+            &mut peer_for(&cfg, Credentials::Tls),
+            "02-00-00-00-00-11",
+            &mut salt,
+        )
+        .await;
+        assert!(
+            matches!(first, Login::Accepted { resumed: false, .. }),
+            "{cn}: {first:?}"
+        );
+        let resumed = login(
+            &b,
+            &mut peer_for(&cfg, Credentials::Tls),
+            "02-00-00-00-00-11",
+            &mut salt,
+        )
+        .await;
+        if revoked {
+            assert_eq!(
+                resumed,
+                Login::Rejected,
+                "a revoked certificate's session must not resume"
+            );
+            let fresh = client_config(&pki, Some(pki.client(cn)));
+            let full = login(
+                &b,
+                &mut peer_for(&fresh, Credentials::Tls),
+                "02-00-00-00-00-11",
+                &mut salt,
+            )
+            .await;
+            assert_eq!(full, Login::Rejected, "nor log in with a full handshake");
+        } else {
+            assert!(
+                matches!(resumed, Login::Accepted { resumed: true, .. }),
+                "{cn}: {resumed:?}"
+            );
         }
     }
 }

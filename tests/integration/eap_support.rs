@@ -27,6 +27,8 @@ pub struct Pki {
     pub clients: Vec<(String, Pair)>,
     /// A client certificate from another CA.
     pub foreign: Pair,
+    /// The CA itself (to write CRLs).
+    pub authority: TestCa,
 }
 
 impl Pki {
@@ -52,6 +54,7 @@ impl Pki {
             clients,
             foreign,
             dir,
+            authority: ca,
         }
     }
 

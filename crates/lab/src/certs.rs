@@ -123,6 +123,68 @@ impl TestCa {
     }
 }
 
+impl TestCa {
+    /// A CRL of this CA (`{file}.crl`, PEM) revoking the certificates `revoked`.
+    pub fn crl(&self, file: &str, revoked: &[&Pair]) -> Result<PathBuf, LabError> {
+        let mut certs = Vec::new();
+        for pair in revoked {
+            let pem = std::fs::read(&pair.cert).map_err(err)?;
+            let der = rustls_pemfile::certs(&mut &pem[..])
+                .next()
+                .ok_or_else(|| err("no certificate to revoke"))?
+                .map_err(err)?;
+            let serial = serial_of(&der).ok_or_else(|| err("unreadable certificate serial"))?;
+            certs.push(rcgen::RevokedCertParams {
+                serial_number: rcgen::SerialNumber::from_slice(serial),
+                revocation_time: rcgen::date_time_ymd(2025, 1, 1),
+                reason_code: Some(rcgen::RevocationReason::KeyCompromise),
+                invalidity_date: None,
+            });
+        }
+        let crl = rcgen::CertificateRevocationListParams {
+            this_update: rcgen::date_time_ymd(2025, 1, 1),
+            next_update: rcgen::date_time_ymd(2045, 1, 1),
+            crl_number: rcgen::SerialNumber::from(1u64),
+            issuing_distribution_point: None,
+            revoked_certs: certs,
+            key_identifier_method: rcgen::KeyIdMethod::Sha256,
+        }
+        .signed_by(&self.issuer)
+        .map_err(err)?;
+        let path = self.dir.join(format!("{file}.crl"));
+        write(&path, &crl.pem().map_err(err)?, false)?;
+        Ok(path)
+    }
+}
+
+/// The serialNumber of a DER certificate: Certificate ::= SEQUENCE { TBSCertificate ::=
+/// SEQUENCE { [0] version OPTIONAL, serialNumber INTEGER, ... } }.
+fn serial_of(der: &[u8]) -> Option<&[u8]> {
+    fn header(b: &[u8]) -> Option<(u8, usize, usize)> {
+        let tag = *b.first()?;
+        let first = *b.get(1)?;
+        if first < 0x80 {
+            return Some((tag, 2, usize::from(first)));
+        }
+        let n = usize::from(first & 0x7f);
+        let mut len = 0usize;
+        for i in 0..n {
+            len = len.checked_mul(256)? + usize::from(*b.get(2 + i)?);
+        }
+        Some((tag, 2 + n, len))
+    }
+    let (_, h, _) = header(der)?;
+    let tbs = der.get(h..)?;
+    let (_, h, _) = header(tbs)?;
+    let mut rest = tbs.get(h..)?;
+    let (tag, h, len) = header(rest)?;
+    if tag == 0xa0 {
+        rest = rest.get(h + len..)?;
+    }
+    let (tag, h, len) = header(rest)?;
+    (tag == 0x02).then(|| rest.get(h..h + len)).flatten()
+}
+
 /// A self-signed client certificate (for `self_signed_tls_client_auth`).
 pub fn self_signed_client(dir: &Path, file: &str, cn: &str) -> Result<Pair, LabError> {
     let mut p = params(cn, &[])?;

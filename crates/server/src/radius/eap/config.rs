@@ -326,3 +326,65 @@ max_conversations_per_nas = 16384
 conversation_timeout_secs = 30
 max_round_trips = 64
 "#;
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Option<EapConfig>, String> {
+        let f: FileEap = toml::from_str(text).map_err(|e| e.to_string())?;
+        EapConfig::from_file(f).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn issue_25_example_section_is_the_defaults_and_eap_is_off_without_a_certificate() {
+        let text = EXAMPLE.replace("[radius.eap]\n", "");
+        assert_eq!(parse(&text).unwrap(), None);
+        let on = parse("cert = \"c.pem\"\nkey = \"k.pem\"\nclient_ca = \"ca.pem\"")
+            .unwrap()
+            .unwrap();
+        assert_eq!(on.methods, [method::TLS, method::TTLS]);
+        assert!(on.resumption, "resumption is on by default");
+    }
+
+    #[test]
+    fn issue_25_settings_that_would_break_logins_are_errors() {
+        let base = "cert = \"c.pem\"\nkey = \"k.pem\"\n";
+        for (text, needle) in [
+            ("cert = \"c.pem\"", "go together"),
+            (base, "client_ca is required"),
+            (&format!("{base}methods = [\"ttls\", \"peap\"]"), "NT"),
+            (&format!("{base}methods = [\"md5\"]"), "unknown method"),
+            (&format!("{base}methods = []"), "at least one"),
+            (
+                &format!("{base}methods = [\"ttls\"]\nnas_methods = {{ w = [\"tls\"] }}"),
+                "client_ca is required",
+            ),
+            (
+                &format!("{base}methods = [\"ttls\"]\nversions = [\"1.1\"]"),
+                "unknown version",
+            ),
+            (
+                &format!("{base}methods = [\"ttls\"]\ntls_identity = \"uid\""),
+                "tls_identity",
+            ),
+            (
+                &format!("{base}methods = [\"ttls\"]\nfragment_size = 100"),
+                "fragment_size",
+            ),
+            (
+                &format!("{base}methods = [\"ttls\"]\nmax_conversations_per_nas = 0"),
+                "per_nas",
+            ),
+            (&format!("{base}methods = [\"ttls\"]\nbogus = 1"), "bogus"),
+        ] {
+            let err = parse(text).unwrap_err();
+            assert!(err.contains(needle), "{text}: {err}");
+        }
+        let ttls_only = parse(&format!("{base}methods = [\"ttls\"]"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(ttls_only.methods_for("any"), [method::TTLS]);
+    }
+}

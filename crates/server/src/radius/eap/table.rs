@@ -175,3 +175,85 @@ impl Table {
         gone.len()
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use portcullis_eap::{Settings, Start};
+
+    fn conversation() -> Box<Conversation> {
+        let settings = Settings {
+            tls: None,
+            ttls: None,
+            fragment_size: 1000,
+            max_message: 1 << 16,
+            max_fragments: 16,
+            max_rounds: 16,
+        };
+        // An EAP-Start: the machine asks for the identity and keeps the conversation.
+        let start = Start {
+            methods: &[],
+            framed_mtu: None,
+            binding: [0; 16],
+        };
+        let (c, _) = Conversation::start(&settings, &[], &start);
+        Box::new(c.unwrap())
+    }
+
+    #[test]
+    fn issue_25_state_is_bound_to_its_nas_and_checked_out_once() {
+        let t = Table::new(64, 8, Duration::from_secs(30));
+        let now = Instant::now();
+        assert!(t.checkin([1; 16], "wlc-1", conversation(), None, now));
+        assert_eq!(t.checkout(&[1; 16], "wlc-2").err(), Some(Miss::OtherNas));
+        assert_eq!(t.checkout(&[9; 16], "wlc-1").err(), Some(Miss::Unknown));
+        let (c, _) = t.checkout(&[1; 16], "wlc-1").unwrap();
+        assert_eq!(
+            t.checkout(&[1; 16], "wlc-1").err(),
+            Some(Miss::Busy),
+            "one round trip at a time"
+        );
+        assert!(t.checkin([1; 16], "wlc-1", c, None, now));
+        assert_eq!(t.len(), 1);
+        t.remove(&[1; 16]);
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn issue_25_new_conversations_are_refused_before_those_in_progress() {
+        let t = Table::new(16, 16, Duration::from_secs(30));
+        let now = Instant::now();
+        let mut n = 0u8;
+        while t.admit("wlc-1") {
+            assert!(t.checkin([n; 16], "wlc-1", conversation(), None, now));
+            n += 1;
+        }
+        assert_eq!(t.len(), 14, "new ones stop at 7/8 of the table");
+        // Those in progress still go on (checked out and back in).
+        let (c, _) = t.checkout(&[0; 16], "wlc-1").unwrap();
+        assert!(t.checkin([0; 16], "wlc-1", c, None, now));
+        // Per-NAS bound.
+        let t = Table::new(64, 2, Duration::from_secs(30));
+        assert!(t.checkin([1; 16], "a", conversation(), None, now));
+        assert!(t.checkin([2; 16], "a", conversation(), None, now));
+        assert!(!t.admit("a") && t.admit("b"));
+        assert!(!t.checkin([3; 16], "a", conversation(), None, now));
+    }
+
+    #[test]
+    fn issue_25_idle_conversations_expire_but_not_while_checked_out() {
+        let t = Table::new(64, 64, Duration::from_secs(30));
+        let then = Instant::now();
+        assert!(t.checkin([1; 16], "a", conversation(), None, then));
+        assert!(t.checkin([2; 16], "a", conversation(), None, then));
+        let _busy = t.checkout(&[2; 16], "a").unwrap();
+        assert_eq!(t.sweep(then + Duration::from_secs(10)), 0);
+        assert_eq!(
+            t.sweep(then + Duration::from_secs(31)),
+            1,
+            "the idle one goes"
+        );
+        assert_eq!(t.len(), 1, "the one being worked on stays");
+    }
+}
