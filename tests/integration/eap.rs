@@ -600,3 +600,54 @@ async fn issue_25_a_revoked_certificate_does_not_resume() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_25_a_retransmitted_round_trip_is_answered_again_without_advancing() {
+    let pki = Pki::new(&["alice"]);
+    let r = start_eap(&pki, |_| {}).await;
+    let nas = Nas::bind("127.0.0.1:0", r.addr).await;
+    let cfg = client_config(&pki, Some(pki.client("alice")));
+    let mut peer = peer_for(&cfg, Credentials::Tls);
+    // Identity, then the first TLS flight, each sent twice as a NAS retransmits.
+    let first = eap_request(1, 77, "02-00-00-00-00-12", &peer.identity_response(1), None);
+    nas.send(&first.bytes).await;
+    let a = nas.recv(Duration::from_secs(20)).await.unwrap();
+    nas.send(&first.bytes).await;
+    let b = nas.recv(Duration::from_secs(20)).await.unwrap();
+    assert_eq!(a, b, "the same reply, byte for byte");
+    verify_reply(&a, &first);
+    let reply = portcullis_radius::Packet::parse(&a).unwrap();
+    let state = reply.attr(portcullis_radius::attr::STATE).unwrap().to_vec();
+    let eap: Vec<u8> = reply
+        .attributes()
+        .filter(|(t, _)| *t == portcullis_radius::attr::EAP_MESSAGE)
+        .flat_map(|(_, v)| v.to_vec())
+        .collect();
+    let portcullis_eap::peer::PeerStep::Send(hello) = peer.step(&eap).unwrap() else {
+        panic!("the peer answers the start")
+    };
+    let second = eap_request(2, 78, "02-00-00-00-00-12", &hello, Some(&state));
+    nas.send(&second.bytes).await;
+    let c = nas.recv(Duration::from_secs(20)).await.unwrap();
+    nas.send(&second.bytes).await;
+    let d = nas.recv(Duration::from_secs(20)).await.unwrap();
+    assert_eq!(c, d);
+    assert_eq!(
+        verify_reply(&c, &second),
+        portcullis_radius::Code::AccessChallenge
+    );
+    let counters = r.counters("lab").await;
+    assert_eq!(counters["duplicates"], 2, "{counters}");
+    // The conversation went on exactly one step per round trip: it still completes.
+    let mut salt = 100;
+    let ok = login(
+        &nas,
+        &mut peer_for(&cfg, Credentials::Tls),
+        "02-00-00-00-00-12",
+        &mut salt,
+    )
+    .await;
+    assert!(matches!(ok, Login::Accepted { .. }));
+    let c = eap_counters(&r).await;
+    assert_eq!(c["started"], 2, "{c}");
+}
