@@ -30,7 +30,7 @@ use parking_lot::Mutex;
 use portcullis_core::{AuditEvent, AuditOutcome, AuditSink, IpPrefix};
 use serde::Deserialize;
 
-use crate::config::ConfigError;
+use crate::config_error::ConfigError;
 
 /// The documented `[audit]` section of `portcullis config example`.
 pub(crate) const EXAMPLE: &str = r#"

@@ -12,34 +12,13 @@ use std::time::Duration;
 
 use portcullis_hash::Policy;
 use serde::Deserialize;
-use thiserror::Error;
 
 use crate::client_auth::config::{ClientAuthConfig, FileClientAuth};
 use crate::tls::TlsSettings;
 use crate::tls::config::FileTls;
 
-/// A configuration that cannot be used.
-#[derive(Debug, Error)]
-pub enum ConfigError {
-    /// The file could not be read.
-    #[error("cannot read {path}: {source}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// Not valid TOML or an unknown/mistyped key (toml's message names key and line).
-    #[error("{0}")]
-    Parse(#[from] toml::de::Error),
-    /// A value is out of range or inconsistent.
-    #[error("invalid configuration: {0}")]
-    Invalid(String),
-}
-
-pub(crate) fn invalid(msg: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid(msg.into())
-}
+pub use crate::config_error::ConfigError;
+pub(crate) use crate::config_error::invalid;
 
 /// The whole file.
 #[derive(Debug, Default, Deserialize)]
@@ -277,7 +256,7 @@ pub struct Config {
     /// Client record cache lifetime (0 disables the cache).
     pub client_cache_ttl: Duration,
     /// The RADIUS front end (`listen` empty: off).
-    pub radius: crate::radius::RadiusConfig,
+    pub radius: crate::radius::config::RadiusConfig,
     /// Audit events: destination and per-source rate limit.
     pub audit: crate::audit::AuditConfig,
     /// The log stream.
@@ -383,7 +362,7 @@ impl Config {
                 "store.client_cache_ttl_ms must be at most 60000 (changes must take effect)",
             ));
         }
-        let radius = crate::radius::RadiusConfig::from_file(f.radius)?;
+        let radius = crate::radius::config::RadiusConfig::from_file(f.radius)?;
         let audit = crate::audit::AuditConfig::from_file(f.audit)?;
         let log = crate::logging::LogConfig::from_file(f.log)?;
         let store = match f.store.url {

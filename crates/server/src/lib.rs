@@ -32,6 +32,7 @@ pub mod audit;
 pub mod cache;
 pub mod client_auth;
 pub mod config;
+pub mod config_error;
 pub mod history;
 pub mod http;
 pub mod jwt;

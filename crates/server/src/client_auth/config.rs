@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::config::{ConfigError, invalid};
+use crate::config_error::{ConfigError, invalid};
 
 /// `[client_auth]`
 #[derive(Debug, Deserialize)]

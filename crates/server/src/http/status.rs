@@ -44,10 +44,9 @@ fn radius_json(view: &RadiusView) -> serde_json::Value {
             }),
         );
     }
-    let eap = stats.eap.get().map(|d| {
-        let e = &d.stats;
+    let eap = stats.eap.get().map(|e| {
         serde_json::json!({
-            "conversations": d.conversations(),
+            "conversations": load(&e.conversations),
             "started": load(&e.started),
             "tls_full": load(&e.tls_full),
             "tls_resumed": load(&e.tls_resumed),

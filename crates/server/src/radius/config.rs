@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::config::ConfigError;
+use crate::config_error::{ConfigError, invalid};
 
 /// `[radius]` as written in the file.
 #[derive(Debug, Deserialize)]
@@ -80,10 +80,6 @@ impl Default for RadiusConfig {
             Err(e) => unreachable!("default [radius] is invalid: {e}"),
         }
     }
-}
-
-fn invalid(msg: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid(msg.into())
 }
 
 impl RadiusConfig {

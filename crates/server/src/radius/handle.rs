@@ -2,55 +2,23 @@
 //! delay on a timer, record the reply for duplicates, send it to the request's own source
 //! from the address it arrived on.
 
-use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use portcullis_core::{Attempt, AuditContext, AuditOutcome, Outcome, PrincipalKind, Protocol};
 use portcullis_radius::{Code, Packet, attr, encode_response, unhide_user_password};
-use rand::Rng;
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::Radius;
-use super::dedup::RequestKey;
 use super::nas::{DropReason, Nas};
 use super::socket::RadiusSocket;
+use super::verdict::{Request, Verdict, reject};
 
 /// Longest Calling-Station-Id kept as the station key (MAC addresses, phone numbers and
 /// IPs are far shorter; a longer value is cut rather than stored whole).
 const MAX_STATION_CHARS: usize = 64;
 /// How often a NAS is reminded in the log that CHAP, MS-CHAP and EAP are refused.
 const UNSUPPORTED_LOG_EVERY: Duration = Duration::from_secs(60);
-
-/// A request that passed the receive loop's checks.
-pub(super) struct Request {
-    /// The datagram (at most 4096 octets).
-    pub data: Vec<u8>,
-    /// Where it came from: the reply goes there.
-    pub peer: SocketAddr,
-    /// Which of our addresses it was sent to: the reply comes from there.
-    pub local: Option<IpAddr>,
-    /// Its duplicate-detection key.
-    pub key: RequestKey,
-    /// When it was received (the reject delay and the core's deadline count from here).
-    pub arrived: Instant,
-    /// The NAS it came from.
-    pub nas: Arc<Nas>,
-    /// Its id in the audit events.
-    pub request_id: String,
-}
-
-/// What to do with a request.
-pub(super) enum Verdict {
-    /// Reply with `code` and `attrs`, no earlier than `not_before`.
-    Reply {
-        code: Code,
-        not_before: Instant,
-        attrs: Vec<(u8, Vec<u8>)>,
-    },
-    /// Send nothing (the NAS retransmits or fails over).
-    Drop(DropReason),
-}
 
 /// Answer one request. `permit` bounds requests being verified; it is released once the
 /// verdict is known, and a reply that must wait out a reject delay takes a `delayed`
@@ -194,24 +162,6 @@ async fn decide(radius: &Radius, req: &Request, packet: &Packet<'_>) -> Verdict 
             reject(radius, req.arrived, deferred.answer_after)
         }
         Outcome::Overloaded { .. } => Verdict::Drop(DropReason::Overload),
-    }
-}
-
-/// An Access-Reject, sent no earlier than the reject delay plus jitter after arrival, nor
-/// before the core's own `answer_after` (the unknown-user mimic delay) from now.
-pub(super) fn reject(radius: &Radius, arrived: Instant, answer_after: Duration) -> Verdict {
-    let c = &radius.config;
-    let jitter_ms = u64::try_from(c.reject_jitter.as_millis()).unwrap_or(u64::MAX);
-    let jitter = if jitter_ms == 0 {
-        Duration::ZERO
-    } else {
-        Duration::from_millis(radius.rng.lock().random_range(0..=jitter_ms))
-    };
-    let not_before = (arrived + c.reject_delay + jitter).max(Instant::now() + answer_after);
-    Verdict::Reply {
-        code: Code::AccessReject,
-        not_before,
-        attrs: Vec::new(),
     }
 }
 

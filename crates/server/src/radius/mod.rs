@@ -30,6 +30,7 @@ pub mod eap;
 mod handle;
 pub mod nas;
 pub mod socket;
+mod verdict;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -153,7 +154,7 @@ impl Radius {
         let eap = match config.eap.clone() {
             Some(c) => {
                 let door = Arc::new(eap::EapDoor::new(&app, c)?);
-                let _ = stats.eap.set(Arc::clone(&door));
+                let _ = stats.eap.set(Arc::clone(&door.stats));
                 Some(door)
             }
             None => None,
@@ -283,7 +284,7 @@ impl Radius {
             );
             return;
         };
-        let request = handle::Request {
+        let request = verdict::Request {
             data: data.to_vec(),
             peer: got.peer,
             local: got.local,

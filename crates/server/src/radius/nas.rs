@@ -180,8 +180,8 @@ impl Nas {
 #[derive(Debug, Default)]
 pub struct StatsRegistry {
     by_name: Mutex<BTreeMap<String, Arc<NasStats>>>,
-    /// The 802.1X door, when configured (its counters and open conversations).
-    pub eap: std::sync::OnceLock<Arc<super::eap::EapDoor>>,
+    /// The 802.1X door's counters, when it is configured.
+    pub eap: std::sync::OnceLock<Arc<super::eap::stats::EapStats>>,
 }
 
 impl StatsRegistry {

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 use super::{DEFAULT_SESSION_CACHE, DEFAULT_TICKET_ROTATION_SECS, TlsSettings, TlsVersion};
-use crate::config::{ConfigError, invalid};
+use crate::config_error::{ConfigError, invalid};
 
 /// `[tls]`
 #[derive(Debug, Deserialize)]

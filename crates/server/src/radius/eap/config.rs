@@ -9,7 +9,7 @@ use std::time::Duration;
 use portcullis_eap::method;
 use serde::Deserialize;
 
-use crate::config::ConfigError;
+use crate::config_error::{ConfigError, invalid};
 use crate::tls::TlsVersion;
 
 /// `[radius.eap]` as written.
@@ -131,10 +131,6 @@ pub struct EapConfig {
     pub conversation_timeout: Duration,
     /// Round-trip cap.
     pub max_round_trips: u32,
-}
-
-fn invalid(msg: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid(msg.into())
 }
 
 fn methods(key: &str, names: &[String]) -> Result<Vec<u8>, ConfigError> {

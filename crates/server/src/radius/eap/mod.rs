@@ -17,11 +17,14 @@
 //! get here, so a round trip never advances a conversation twice.
 
 pub mod config;
+pub mod stats;
 pub mod table;
 pub mod tls;
 
+pub use stats::EapStats;
+
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use portcullis_core::{
@@ -35,36 +38,9 @@ use zeroize::Zeroizing;
 use self::config::EapConfig;
 use self::table::{Miss, Table};
 use super::Radius;
-use super::handle::{Request, Verdict};
 use super::nas::DropReason;
+use super::verdict::{Request, Verdict};
 use crate::app::App;
-
-/// Counters of the EAP door (status page, tests; `/metrics` has the same by label).
-#[derive(Debug, Default)]
-pub struct EapStats {
-    /// Conversations started.
-    pub started: AtomicU64,
-    /// EAP-TLS logins with a full handshake.
-    pub tls_full: AtomicU64,
-    /// EAP-TLS logins resumed.
-    pub tls_resumed: AtomicU64,
-    /// TTLS logins with a full handshake (inner password checked).
-    pub ttls_full: AtomicU64,
-    /// TTLS logins resumed (no password asked).
-    pub ttls_resumed: AtomicU64,
-    /// Logins that ended in EAP-Failure.
-    pub failures: AtomicU64,
-    /// Round trips of finished logins.
-    pub round_trips: AtomicU64,
-    /// New conversations refused (table or receive queue near full).
-    pub refused_new: AtomicU64,
-    /// Requests naming an unknown or expired State.
-    pub unknown_state: AtomicU64,
-    /// Requests naming another NAS's State.
-    pub other_nas: AtomicU64,
-    /// Conversations forgotten idle.
-    pub expired: AtomicU64,
-}
 
 /// The EAP side of the RADIUS door.
 pub struct EapDoor {
@@ -76,8 +52,8 @@ pub struct EapDoor {
     check: Option<tls::ClientCheck>,
     /// Conversations between round trips.
     table: Table,
-    /// Counters.
-    pub stats: EapStats,
+    /// Counters (shared with the status page through the NAS stats registry).
+    pub stats: Arc<EapStats>,
 }
 
 impl std::fmt::Debug for EapDoor {
@@ -111,7 +87,7 @@ impl EapDoor {
             ),
             settings,
             check,
-            stats: EapStats::default(),
+            stats: Arc::new(EapStats::default()),
             config,
         })
     }
@@ -121,6 +97,13 @@ impl EapDoor {
         self.table.len()
     }
 
+    /// Publish the table's size to the counters (status page) and the gauge.
+    fn publish_size(&self) {
+        let n = self.table.len();
+        self.stats.conversations.store(n as u64, Ordering::Relaxed);
+        metrics::gauge!("portcullis_eap_conversations").set(n as f64);
+    }
+
     /// Forget idle conversations (called every second by the door).
     pub fn sweep(&self) {
         let n = self.table.sweep(Instant::now());
@@ -128,7 +111,7 @@ impl EapDoor {
             self.stats.expired.fetch_add(n as u64, Ordering::Relaxed);
             metrics::counter!("portcullis_eap_expired_total").increment(n as u64);
         }
-        metrics::gauge!("portcullis_eap_conversations").set(self.table.len() as f64);
+        self.publish_size();
     }
 }
 
@@ -324,7 +307,7 @@ fn finish_without_conversation(
 }
 
 fn reject_with(radius: &Radius, arrived: Instant, after: Duration, eap: Vec<u8>) -> Verdict {
-    let mut v = super::handle::reject(radius, arrived, after);
+    let mut v = super::verdict::reject(radius, arrived, after);
     if let Verdict::Reply { attrs, .. } = &mut v {
         attrs.extend(portcullis_eap::radius::split(&eap).map(|c| (attr::EAP_MESSAGE, c.to_vec())));
     }
@@ -360,6 +343,7 @@ async fn drive(
                     door.stats.refused_new.fetch_add(1, Ordering::Relaxed);
                     return Verdict::Drop(DropReason::Overload);
                 }
+                door.publish_size();
                 let mut attrs = vec![(attr::STATE, key.to_vec())];
                 attrs.extend(
                     portcullis_eap::radius::split(&eap).map(|c| (attr::EAP_MESSAGE, c.to_vec())),
@@ -383,6 +367,7 @@ async fn drive(
             },
             Step::Accept(a) => {
                 door.table.remove(&key);
+                door.publish_size();
                 let rounds = u64::from(conv.rounds());
                 door.stats.round_trips.fetch_add(rounds, Ordering::Relaxed);
                 let counter = match (a.method, a.resumed) {
@@ -449,6 +434,7 @@ async fn drive(
             }
             Step::Reject { eap, reason } => {
                 door.table.remove(&key);
+                door.publish_size();
                 door.stats.failures.fetch_add(1, Ordering::Relaxed);
                 door.stats
                     .round_trips
