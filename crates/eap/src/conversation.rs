@@ -310,6 +310,11 @@ impl Conversation {
 
     /// Feed the EAP-Message of the next Access-Request of this conversation.
     pub fn step(&mut self, settings: &Settings, eap: &[u8]) -> Step {
+        if matches!(self.state, State::Done) {
+            // Anything after the end, malformed or not, is dropped: a finished
+            // conversation never sends a second Failure, nor a Failure after a Success.
+            return Step::Discard("conversation_over");
+        }
         let p = match Packet::parse(eap) {
             Ok(p) => p,
             Err(e) => return self.fail(Reason::Protocol(e.to_string())),
@@ -319,9 +324,6 @@ impl Conversation {
         }
         if p.identifier != self.id {
             return Step::Discard("identifier_mismatch");
-        }
-        if matches!(self.state, State::Done) {
-            return Step::Discard("conversation_over");
         }
         self.rounds += 1;
         if self.rounds > settings.max_rounds {

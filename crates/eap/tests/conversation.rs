@@ -586,3 +586,77 @@ fn issue_25_hostile_responses_never_panic_and_stay_bounded() {
     let (conv, step) = Conversation::start(&s, &stray, &start);
     assert!(conv.is_none() && matches!(step, Step::Reject { .. }));
 }
+
+/// Found by the `eap_conversation` fuzz target: a malformed EAP-Message fed to a finished
+/// conversation was answered with a second EAP-Failure (and one after an EAP-Success)
+/// instead of being dropped. The fuzzer's input, `[32, 11, 2, 2, 2, 2, 2, 2, 0, 2]`: a
+/// TTLS peer over TLS 1.3 against the methods [TLS, TTLS] (binding 11), the peer's own
+/// answers up to its Finished (a resumed handshake there), the caller denying, then the
+/// peer's last answer again and an empty EAP-Message.
+#[test]
+fn issue_25_fuzz_nothing_but_discard_after_the_end() {
+    let pki = pki();
+    let s = settings(&pki, true);
+    let name = ServerName::try_from("radius.example").unwrap();
+    let cfg = client(&pki, true, None, Arc::new(Secrets::default()));
+    for deny in [true, false] {
+        let mut peer = Peer::new(
+            Arc::clone(&cfg),
+            name.clone(),
+            "anonymous",
+            Credentials::TtlsPap {
+                user: "alice".into(),
+                password: Zeroizing::new(b"correct horse".to_vec()),
+            },
+        );
+        let start = Start {
+            methods: &[method::TLS, method::TTLS],
+            framed_mtu: None,
+            binding: [11; 16],
+        };
+        let (conv, mut step) = Conversation::start(&s, &peer.identity_response(11), &start);
+        let mut conv = conv.unwrap();
+        let mut last = Vec::new();
+        loop {
+            step = match step {
+                Step::Challenge(req) => {
+                    let PeerStep::Send(r) = peer.step(&req).unwrap() else {
+                        panic!("peer ended on a challenge")
+                    };
+                    last = r;
+                    conv.step(&s, &last)
+                }
+                Step::Verify(_) if deny => conv.resolve(Decision::Deny("fuzz")),
+                Step::Verify(_) => conv.resolve(Decision::Allow {
+                    identity: "alice".into(),
+                }),
+                Step::Accept(_) => {
+                    assert!(!deny);
+                    break;
+                }
+                Step::Reject { reason, .. } => {
+                    assert!(deny && reason.label() == "fuzz", "{reason:?}");
+                    break;
+                }
+                Step::Discard(why) => panic!("discarded: {why}"),
+            };
+        }
+        assert!(conv.is_done());
+        let rounds = conv.rounds();
+        let id = last[1];
+        let late = [
+            last.clone(),
+            Vec::new(),
+            vec![2, id, 0],
+            portcullis_eap::packet::success(id),
+            portcullis_eap::packet::encode(portcullis_eap::Code::Response, id, 99, &[]).unwrap(),
+        ];
+        for eap in &late {
+            assert!(
+                matches!(conv.step(&s, eap), Step::Discard("conversation_over")),
+                "after the end, {eap:?}"
+            );
+        }
+        assert_eq!(conv.rounds(), rounds);
+    }
+}
