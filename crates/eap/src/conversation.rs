@@ -20,17 +20,20 @@
 //! no access to ticket data, so there it is a digest of the session's master secret,
 //! which a resumed TLS 1.2 session shares with its first one ([`SessionDigest`]).
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::sync::Arc;
 
 use rustls::HandshakeKind;
 use rustls::pki_types::CertificateDer;
 use zeroize::Zeroizing;
 
+use crate::EapError;
 use crate::fragment::{Fragmenter, Reassembler, TlsData, flags};
 use crate::keys::{self, Keys};
 use crate::packet::{self, Code, Packet, method};
-use crate::{EapError, avp, hello};
+use crate::reason::MAX_IDENTITY;
+pub use crate::reason::Reason;
+use crate::tunnel::{Phase, TlsMethod, inner_pap};
 
 /// The settings every conversation of a server shares.
 #[derive(Debug, Clone)]
@@ -99,40 +102,6 @@ pub enum Decision {
     Deny(&'static str),
 }
 
-/// Why a conversation ended in Failure.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Reason {
-    /// The peer wants only methods needing an NT hash (PEAP, EAP-MSCHAPv2).
-    NtHashMethod,
-    /// No method both sides accept.
-    NoCommonMethod,
-    /// A malformed or out-of-place message.
-    Protocol(String),
-    /// The TLS handshake failed.
-    Tls(String),
-    /// More round trips than allowed.
-    TooManyRounds,
-    /// Inner method other than PAP (inner EAP, CHAP, MS-CHAP).
-    InnerMethod(&'static str),
-    /// The caller's decision.
-    Denied(&'static str),
-}
-
-impl Reason {
-    /// A short label for metrics and audit events.
-    pub fn label(&self) -> &'static str {
-        match self {
-            Reason::NtHashMethod => "nt_hash_method",
-            Reason::NoCommonMethod => "no_common_method",
-            Reason::Protocol(_) => "protocol",
-            Reason::Tls(_) => "tls_handshake",
-            Reason::TooManyRounds => "too_many_rounds",
-            Reason::InnerMethod(_) => "inner_method",
-            Reason::Denied(r) => r,
-        }
-    }
-}
-
 /// A finished, successful conversation.
 #[derive(Debug)]
 pub struct Accepted {
@@ -184,35 +153,6 @@ enum State {
     Done,
 }
 
-/// Where a TLS method is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    Handshake,
-    /// Handshake done (TTLS waits for the inner AVPs).
-    Tunnel,
-    /// A decision is pending; `final_flight` then goes out before Success.
-    Deciding,
-    /// The last flight is out; an acknowledgement brings Success.
-    Final,
-}
-
-struct TlsMethod {
-    conn: rustls::ServerConnection,
-    method: u8,
-    reasm: Reassembler,
-    /// The flight being sent, fragment by fragment.
-    out: Option<Fragmenter>,
-    /// Output to send after a positive decision, before Success.
-    final_flight: Vec<u8>,
-    client_random: Option<[u8; 32]>,
-    server_random: Option<[u8; 32]>,
-    /// TLS 1.2: the digest of the master secret ([`SessionDigest`]).
-    master_digest: Option<[u8; 16]>,
-    phase: Phase,
-    resumed: bool,
-    tls13: bool,
-}
-
 /// One EAP conversation.
 pub struct Conversation {
     state: State,
@@ -239,8 +179,6 @@ impl std::fmt::Debug for Conversation {
     }
 }
 
-/// Longest identity kept (characters).
-const MAX_IDENTITY: usize = 253;
 /// Octets of EAP, EAP-TLS and EAPOL overhead under Framed-MTU: EAP header and type (5),
 /// flags and length (5), EAPOL header (4).
 const MTU_OVERHEAD: usize = 14;
@@ -662,136 +600,6 @@ impl Conversation {
             Err(r) => self.fail(r),
         }
     }
-}
-
-impl TlsMethod {
-    fn feed(&mut self, msg: &[u8]) -> Result<(), Reason> {
-        if self.client_random.is_none() {
-            self.client_random = hello::random(msg, hello::CLIENT_HELLO);
-        }
-        let mut rd = msg;
-        while !rd.is_empty() {
-            match self.conn.read_tls(&mut rd) {
-                Ok(0) => break,
-                Ok(_) => {}
-                Err(e) => return Err(Reason::Tls(e.to_string())),
-            }
-            let _stale = take_session_digest();
-            let r = self.conn.process_new_packets();
-            if let Some(d) = take_session_digest() {
-                self.master_digest = Some(d);
-            }
-            r.map_err(|e| Reason::Tls(e.to_string()))?;
-        }
-        Ok(())
-    }
-
-    fn drain(&mut self) -> Result<Vec<u8>, Reason> {
-        let mut out = Vec::new();
-        while self.conn.wants_write() {
-            self.conn
-                .write_tls(&mut out)
-                .map_err(|e| Reason::Tls(e.to_string()))?;
-        }
-        if self.server_random.is_none() && !out.is_empty() {
-            self.server_random = hello::random(&out, hello::SERVER_HELLO);
-        }
-        Ok(out)
-    }
-
-    /// Application data received (the inner AVPs), bounded.
-    fn plaintext(&mut self) -> Result<Vec<u8>, Reason> {
-        let mut out = Vec::new();
-        let mut buf = [0u8; 4096];
-        loop {
-            match self.conn.reader().read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => {
-                    out.extend_from_slice(&buf[..n]);
-                    if out.len() > 16 * 1024 {
-                        return Err(Reason::Protocol("phase 2 data too long".into()));
-                    }
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                Err(e) => return Err(Reason::Tls(e.to_string())),
-            }
-        }
-        Ok(out)
-    }
-}
-
-thread_local! {
-    /// The digest [`SessionDigest`] computed in the `process_new_packets` call running on
-    /// this thread (a connection's packets are processed on one thread at a time, and the
-    /// value is taken right after the call).
-    static DIGEST: std::cell::Cell<Option<[u8; 16]>> = const { std::cell::Cell::new(None) };
-}
-
-fn take_session_digest() -> Option<[u8; 16]> {
-    DIGEST.with(std::cell::Cell::take)
-}
-
-/// The key log of the servers' TLS configurations: keeps nothing but a 16-octet digest
-/// of a TLS 1.2 master secret (`SHA-256("portcullis eap session" || master)`), in a
-/// thread-local slot the conversation takes right after rustls processed the handshake
-/// message that made it. The master secret itself is neither kept nor written anywhere.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct SessionDigest;
-
-impl rustls::KeyLog for SessionDigest {
-    fn will_log(&self, label: &str) -> bool {
-        label == "CLIENT_RANDOM"
-    }
-
-    fn log(&self, label: &str, _client_random: &[u8], secret: &[u8]) {
-        use sha2::Digest;
-        if label != "CLIENT_RANDOM" {
-            return;
-        }
-        let h = sha2::Sha256::new()
-            .chain_update(b"portcullis eap session")
-            .chain_update(secret)
-            .finalize();
-        let mut d = [0u8; 16];
-        d.copy_from_slice(&h[..16]);
-        DIGEST.with(|c| c.set(Some(d)));
-    }
-}
-
-/// User-Name and User-Password from TTLS phase-2 AVPs; other inner methods are refused.
-fn inner_pap(plain: &[u8]) -> Result<(String, Zeroizing<Vec<u8>>), Reason> {
-    let avps = avp::parse(plain, 32).map_err(|e| Reason::Protocol(e.to_string()))?;
-    let mut user = None;
-    let mut password = None;
-    for a in &avps {
-        match (a.vendor, a.code) {
-            (None | Some(0), avp::code::USER_NAME) => user = Some(a.data),
-            (None | Some(0), avp::code::USER_PASSWORD) => password = Some(a.data),
-            (None | Some(0), avp::code::EAP_MESSAGE) => return Err(Reason::InnerMethod("eap")),
-            (None | Some(0), avp::code::CHAP_PASSWORD) => return Err(Reason::InnerMethod("chap")),
-            (Some(311), _) => return Err(Reason::InnerMethod("mschap")),
-            _ if a.mandatory() => {
-                return Err(Reason::Protocol(format!(
-                    "unsupported mandatory AVP {}",
-                    a.code
-                )));
-            }
-            _ => {}
-        }
-    }
-    let (Some(user), Some(password)) = (user, password) else {
-        return Err(Reason::Protocol(
-            "phase 2 without User-Name and User-Password".into(),
-        ));
-    };
-    let end = password.iter().rposition(|b| *b != 0).map_or(0, |i| i + 1);
-    Ok((
-        String::from_utf8_lossy(user)
-            .chars()
-            .take(MAX_IDENTITY)
-            .collect(),
-        Zeroizing::new(password[..end].to_vec()),
-    ))
 }
 
 impl EapError {

@@ -11,7 +11,8 @@
 //! - [`avp`]: Diameter AVPs of TTLS phase 2.
 //! - [`keys`]: MSK/EMSK/Session-Id from the TLS exporter.
 //! - [`hello`]: TLS 1.2 randoms from the hello messages.
-//! - [`conversation`]: the server's state machine for one conversation.
+//! - [`conversation`]: the server's state machine for one conversation; `tunnel`: the
+//!   rustls connection inside it, the TLS 1.2 session digest, inner PAP.
 
 pub mod avp;
 pub mod conversation;
@@ -21,12 +22,13 @@ pub mod keys;
 pub mod packet;
 pub mod peer;
 pub mod radius;
+mod reason;
+mod tunnel;
 
-pub use conversation::{
-    Accepted, Conversation, Decision, Pending, Reason, SessionDigest, Settings, Start, Step,
-};
+pub use conversation::{Accepted, Conversation, Decision, Pending, Reason, Settings, Start, Step};
 pub use keys::Keys;
 pub use packet::{Code, Packet, method};
+pub use tunnel::SessionDigest;
 
 use thiserror::Error;
 
