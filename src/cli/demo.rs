@@ -14,7 +14,8 @@ pub struct DemoArgs {
     /// Output directory (default ./lab-out/demo-<UTC time>).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Short version: fewer, shorter scenarios (under 90 s in all on 2 cores).
+    /// Short version: fewer, shorter scenarios (about 3 minutes in all on 2 cores with
+    /// FreeRADIUS installed).
     #[arg(long)]
     pub quick: bool,
     /// No live progress line.

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use crate::record::GroupResult;
+use crate::record::{GroupResult, Outcome};
 use crate::report::{Section, Table};
 
 /// What a demo server needs to serve EAP-TLS and EAP-TTLS/PAP.
@@ -89,6 +89,22 @@ pub fn eap_table(sections: &[Section]) -> Option<Table> {
                 "-".into()
             };
             let guesses = g(GUESSERS).map_or(0, |x| x.breaches);
+            // Legitimate logins that got no final answer within the run's timeout.
+            let (timeouts, completed) = WAVES
+                .iter()
+                .flat_map(|(a, b)| [g(a), g(b)])
+                .flatten()
+                .fold((0, 0), |(t, c), x| {
+                    (
+                        t + x.outcomes.get(&Outcome::Timeout).copied().unwrap_or(0),
+                        c + x.completed,
+                    )
+                });
+            let timeouts = if completed > 0 {
+                format!("{:.1}%", 100.0 * timeouts as f64 / completed as f64)
+            } else {
+                "-".into()
+            };
             let rounds = [tls_full, tls_res, ttls_full, ttls_res]
                 .iter()
                 .filter_map(|x| x.eap.as_ref())
@@ -107,6 +123,7 @@ pub fn eap_table(sections: &[Section]) -> Option<Table> {
                 format!("{alone:.1}"),
                 format!("{attacked:.1}"),
                 retention,
+                timeouts,
                 guesses.to_string(),
             ])
         })
@@ -129,13 +146,14 @@ pub fn eap_table(sections: &[Section]) -> Option<Table> {
             "legit logins/s, no attack",
             "legit logins/s, 50 guessers",
             "retention",
+            "legit timeouts",
             "guesses accepted",
         ]
         .map(String::from)
         .to_vec(),
         rows,
         note: format!(
-            "Section {STORM}: 200 stations associate at once (50 per column pair: EAP-TLS and EAP-TTLS/PAP, keeping no TLS session or resuming theirs after their first login), each logging in again as soon as its login ends; then 200 other stations of the same users do the same beside 50 stations guessing TTLS passwords. Logins/s are accepted logins of that kind per second of the first wave; p99 from the first Access-Request to the Access-Accept. The resumed share says how many of the resuming stations' logins the server let resume (a server without a session cache gives 0%). Retention is all legitimate logins/s of the second wave over the first. scripts/eap-bench measures the same servers from outside with eapol_test, with CPU per login."
+            "Section {STORM}: 200 stations associate at once (50 per column pair: EAP-TLS and EAP-TTLS/PAP, keeping no TLS session or resuming theirs after their first login), each logging in again as soon as its login ends; then 200 other stations of the same users do the same beside 50 stations guessing TTLS passwords. Logins/s are accepted logins of that kind per second of the first wave; p99 from the first Access-Request to the Access-Accept. The resumed share says how many of the resuming stations' logins the server let resume (a server without a session cache gives 0%). Retention is all legitimate logins/s of the second wave over the first; timeouts are legitimate logins without a final answer within the run's timeout (the station gives up and associates again). The lab's stations share the machine's cores with the server, so these rates are lower than a server alone would reach. scripts/eap-bench measures the same servers from outside with eapol_test, with CPU per login."
         ),
     })
 }
@@ -146,7 +164,7 @@ mod tests {
 
     use super::*;
     use crate::eap::EapLogin;
-    use crate::record::{GroupRecorder, Outcome};
+    use crate::record::GroupRecorder;
     use crate::runner::{RepeatResult, ScenarioResult};
 
     /// A group that accepted `full` full and `resumed` resumed logins in 2 s.
@@ -217,6 +235,7 @@ mod tests {
         assert_eq!((p[1].as_str(), p[2].as_str()), ("5.0", "15.0"));
         assert_eq!(p[5], "40 / 10");
         assert_eq!(p[7], "75% / 75%");
+        assert_eq!(p[12], "0.0%");
         let f = &t.rows[1];
         assert_eq!(
             (f[2].as_str(), f[5].as_str(), f[7].as_str()),
