@@ -23,6 +23,7 @@
 //! - [`calibrate`]: measuring each KDF to suggest parameters for a target time.
 
 mod arch;
+pub mod argon2_kernel;
 pub mod batch;
 pub mod calibrate;
 pub mod credential;
