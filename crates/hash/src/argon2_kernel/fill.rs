@@ -188,7 +188,7 @@ fn reference(s: Pos<'_>, index: u32, rand: u64) -> (usize, usize, usize) {
     let seg_len = geo.segment_len();
     let j1 = rand & 0xffff_ffff;
     let j2 = rand >> 32;
-    let ref_lane = if s.pass == 0 && s.slice == 0 {
+    let ref_lane = if (s.pass == 0 && s.slice == 0) || geo.lanes == 1 {
         s.lane
     } else {
         (j2 % u64::from(geo.lanes)) as u32
@@ -208,14 +208,19 @@ fn reference(s: Pos<'_>, index: u32, rand: u64) -> (usize, usize, usize) {
         geo.lane_len - seg_len - u32::from(index == 0)
     };
     let x = (j1 * j1) >> 32;
-    let y = (u64::from(area) * x) >> 32;
-    let relative = u64::from(area) - 1 - y;
+    let y = ((u64::from(area) * x) >> 32) as u32;
+    let relative = area - 1 - y;
     let start = if s.pass == 0 || s.slice == 3 {
         0
     } else {
         (s.slice + 1) * seg_len
     };
-    let absolute = ((u64::from(start) + relative) % u64::from(geo.lane_len)) as u32;
+    // start + relative < 2 lane_len: a subtraction, not a 64-bit division (this runs
+    // once per block, and a division costs as much as a tenth of the compression).
+    let mut absolute = start + relative;
+    if absolute >= geo.lane_len {
+        absolute -= geo.lane_len;
+    }
     (
         ref_lane as usize,
         (absolute / seg_len) as usize,
@@ -269,6 +274,8 @@ pub(crate) fn fill_segment<C: Compress>(c: C, seg: Segment<'_>) {
     } else {
         prev_seg[seg_len as usize - 1].0[0]
     };
+    // The next block's reference, when the hint already computed it (for the prefetch).
+    let mut cached = None;
     for index in first..seg_len {
         let i = index as usize;
         if let Some(a) = addresses.as_mut() {
@@ -277,7 +284,10 @@ pub(crate) fn fill_segment<C: Compress>(c: C, seg: Segment<'_>) {
             }
             rand = a.block.0[i % BLOCK_WORDS];
         }
-        let (ref_lane, ref_seg, ref_off) = reference(s, index, rand);
+        let (ref_lane, ref_seg, ref_off) = match cached.take() {
+            Some(r) => r,
+            None => reference(s, index, rand),
+        };
         let (done, rest) = own.split_at_mut(i);
         let prev = if i == 0 {
             &prev_seg[seg_len as usize - 1]
@@ -290,6 +300,7 @@ pub(crate) fn fill_segment<C: Compress>(c: C, seg: Segment<'_>) {
             &others[ref_lane * 4 + ref_seg][ref_off]
         };
         let next = index + 1;
+        let mut next_ref = None;
         let hint = |w0: u64| {
             if next >= seg_len {
                 return;
@@ -302,6 +313,7 @@ pub(crate) fn fill_segment<C: Compress>(c: C, seg: Segment<'_>) {
                 None => w0,
             };
             let (l, sg, off) = reference(s, next, r);
+            next_ref = Some((l, sg, off));
             // The block being written is never a reference of the next one.
             if !(l == lane && sg == s.slice as usize) {
                 c.prefetch(&others[l * 4 + sg][off]);
@@ -310,6 +322,7 @@ pub(crate) fn fill_segment<C: Compress>(c: C, seg: Segment<'_>) {
             }
         };
         c.compress(prev, refb, &mut rest[0], xor, hint);
+        cached = next_ref;
         if addresses.is_none() {
             rand = rest[0].0[0];
         }
