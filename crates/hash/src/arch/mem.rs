@@ -69,6 +69,18 @@ impl Arena {
         self.vec.get_mut(..n)
     }
 
+    /// Bytes held.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn capacity_bytes(&self) -> usize {
+        self.map.as_ref().map_or(0, |m| m.bytes)
+    }
+
+    /// Bytes held.
+    #[cfg(not(target_os = "linux"))]
+    pub(crate) fn capacity_bytes(&self) -> usize {
+        self.vec.capacity() * std::mem::size_of::<Block>()
+    }
+
     /// Zero the first `n` blocks (after a hash: no password-derived block stays behind).
     pub(crate) fn wipe(&mut self, n: usize) {
         if let Some(blocks) = self.blocks_if_present(n) {

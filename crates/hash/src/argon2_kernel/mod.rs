@@ -255,6 +255,21 @@ pub fn hash_into(
     })
 }
 
+/// Bytes of memory this thread's arena holds between hashes (what it keeps mapped).
+pub fn thread_arena_bytes() -> usize {
+    ARENA.with(|cell| cell.try_borrow().map_or(0, |a| a.capacity_bytes()))
+}
+
+/// Unmap this thread's arena (the next hash maps a new one). The hash pool calls it when
+/// keeping the arena would hold memory its budget no longer allows.
+pub fn release_thread_arena() {
+    ARENA.with(|cell| {
+        if let Ok(mut arena) = cell.try_borrow_mut() {
+            *arena = Arena::new();
+        }
+    });
+}
+
 /// Page faults are only taken once per thread; callers that measure them (the bench)
 /// fault the arena in first with this.
 pub fn warm_thread_arena(m_cost: u32, p_cost: u32) -> Result<(), Argon2Error> {
