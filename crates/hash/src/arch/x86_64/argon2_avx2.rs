@@ -7,11 +7,12 @@
 //! its low half and of column `2c + 1` in its high half, so two columns run side by side
 //! in the two 128-bit halves; the diagonal step is then two `vpalignr` per pair of
 //! registers and a register rename for `c` (one cycle, in-lane, instead of `vpermq`).
-//! Everything is unrolled by macros; the input XOR `R = X ^ Y` stays in a local array
-//! (16 ymm registers cannot hold both it and the state), the first output word goes to
-//! the walk's `hint` before the other 31 vectors are stored, so the next reference block's
-//! prefetch overlaps them, and the whole segment walk is instantiated inside
-//! [`fill_avx2`] so the compression inlines into it.
+//! Everything is unrolled by macros. Sixteen ymm registers hold neither a block nor the
+//! previous one, so the state goes through one stack block; the input XOR `R = X ^ Y`
+//! is recomputed from L1 where needed instead of stored (see [`compress`]). The first
+//! output word goes to the walk's `hint` after the first column pair, so the next
+//! reference block's prefetch overlaps the other three, and the whole segment walk is
+//! instantiated inside [`fill_avx2`].
 //!
 //! No AVX-512 kernel: the machine this was written on (AMD Zen 1) has none, and a kernel
 //! that cannot be run here cannot be tested here.
@@ -93,11 +94,14 @@ macro_rules! gb {
     };
 }
 
-/// P on row `$i`: words `16 i .. 16 i + 16`, four vectors.
+/// P on row `$i` (words `16 i .. 16 i + 16`, four vectors), loaded as `X ^ Y` straight
+/// from the input blocks and stored to the state `$q`.
 macro_rules! row {
-    ($q:ident, $i:expr, $r24:ident, $r16:ident) => {{
-        let (mut a, mut b, mut c, mut d) =
-            ($q[4 * $i], $q[4 * $i + 1], $q[4 * $i + 2], $q[4 * $i + 3]);
+    ($q:ident, $x:ident, $y:ident, $i:expr, $r24:ident, $r16:ident) => {{
+        let mut a = _mm256_xor_si256(ld!($x, 4 * $i), ld!($y, 4 * $i));
+        let mut b = _mm256_xor_si256(ld!($x, 4 * $i + 1), ld!($y, 4 * $i + 1));
+        let mut c = _mm256_xor_si256(ld!($x, 4 * $i + 2), ld!($y, 4 * $i + 2));
+        let mut d = _mm256_xor_si256(ld!($x, 4 * $i + 3), ld!($y, 4 * $i + 3));
         gb!(a, b, c, d, $r24, $r16);
         b = _mm256_permute4x64_epi64::<0b00_11_10_01>(b);
         c = _mm256_permute4x64_epi64::<0b01_00_11_10>(c);
@@ -111,9 +115,11 @@ macro_rules! row {
 }
 
 /// P on columns `2 $c` (low halves) and `2 $c + 1` (high halves): register `x_k` holds
-/// the word pair of row `k`, i.e. `(v_2k, v_2k+1)` of each column.
+/// the word pair of row `k`, i.e. `(v_2k, v_2k+1)` of each column. Each result goes
+/// straight to the output through `$emit` (no store of the state); evaluates to the
+/// output vector `$c`.
 macro_rules! columns {
-    ($q:ident, $c:expr, $r24:ident, $r16:ident) => {{
+    ($q:ident, $c:expr, $r24:ident, $r16:ident, $emit:ident) => {{
         let (mut x0, mut x1, mut x2, mut x3) = ($q[$c], $q[4 + $c], $q[8 + $c], $q[12 + $c]);
         let (mut x4, mut x5, mut x6, mut x7) = ($q[16 + $c], $q[20 + $c], $q[24 + $c], $q[28 + $c]);
         gb!(x0, x2, x4, x6, $r24, $r16);
@@ -126,43 +132,55 @@ macro_rules! columns {
         let mut d1 = _mm256_alignr_epi8::<8>(x7, x6);
         gb!(x0, b0, x5, d0, $r24, $r16);
         gb!(x1, b1, x4, d1, $r24, $r16);
-        $q[$c] = x0;
-        $q[4 + $c] = x1;
-        $q[8 + $c] = _mm256_alignr_epi8::<8>(b0, b1);
-        $q[12 + $c] = _mm256_alignr_epi8::<8>(b1, b0);
-        $q[16 + $c] = x4;
-        $q[20 + $c] = x5;
-        $q[24 + $c] = _mm256_alignr_epi8::<8>(d1, d0);
-        $q[28 + $c] = _mm256_alignr_epi8::<8>(d0, d1);
+        let first = $emit!($c, x0);
+        $emit!(4 + $c, x1);
+        $emit!(8 + $c, _mm256_alignr_epi8::<8>(b0, b1));
+        $emit!(12 + $c, _mm256_alignr_epi8::<8>(b1, b0));
+        $emit!(16 + $c, x4);
+        $emit!(20 + $c, x5);
+        $emit!(24 + $c, _mm256_alignr_epi8::<8>(d1, d0));
+        $emit!(28 + $c, _mm256_alignr_epi8::<8>(d0, d1));
+        first
     }};
 }
 
 /// G (see the module doc); `out` is XORed into when `xor` (version 0x13, later passes).
+///
+/// Memory traffic is what limits this kernel on cores that split ymm stores in two (Zen
+/// 1 retires one 128-bit store per cycle): the input XOR `R = X ^ Y` is never stored but
+/// loaded again where it is needed (loads are twice as cheap), the row results are the
+/// only stores of the state, and the column results go straight to `out`. The first
+/// output vector is complete after the first column pair, a quarter of the way through
+/// the column rounds, so the walk's prefetch of the next reference block (`hint`)
+/// overlaps three quarters of them.
 #[target_feature(enable = "avx2")]
 #[inline]
 fn compress(prev: &Block, refb: &Block, out: &mut Block, xor: bool, hint: impl FnOnce(u64)) {
     let x = prev.0.as_ptr().cast::<__m256i>();
     let y = refb.0.as_ptr().cast::<__m256i>();
     let o = out.0.as_mut_ptr().cast::<__m256i>();
-    let mut q = [_mm256_setzero_si256(); 32];
-    let mut r = [_mm256_setzero_si256(); 32];
-    // SAFETY (all raw accesses below): `Block` is 1024 bytes, 64-byte aligned, so
+    // SAFETY (every `ld!` and `st!` below): `Block` is 1024 bytes, 64-byte aligned, so
     // vectors 0..32 of each are in bounds and 32-byte aligned; `out` is exclusively
     // borrowed and distinct from `prev` and `refb` (the borrow checker saw to that).
-    unsafe {
-        if xor {
-            for k in 0..32 {
-                let v = _mm256_xor_si256(_mm256_load_si256(x.add(k)), _mm256_load_si256(y.add(k)));
-                q[k] = v;
-                r[k] = _mm256_xor_si256(v, _mm256_load_si256(o.add(k)));
-            }
-        } else {
-            for k in 0..32 {
-                let v = _mm256_xor_si256(_mm256_load_si256(x.add(k)), _mm256_load_si256(y.add(k)));
-                q[k] = v;
-                r[k] = v;
-            }
-        }
+    macro_rules! ld {
+        ($p:expr, $k:expr) => {
+            unsafe { _mm256_load_si256($p.add($k)) }
+        };
+    }
+    macro_rules! emit {
+        ($k:expr, $v:expr) => {{
+            let k = $k;
+            let r = _mm256_xor_si256(ld!(x, k), ld!(y, k));
+            let r = if xor {
+                _mm256_xor_si256(r, ld!(o, k))
+            } else {
+                r
+            };
+            let v = _mm256_xor_si256($v, r);
+            // SAFETY: as for `ld!`.
+            unsafe { _mm256_store_si256(o.add(k), v) };
+            v
+        }};
     }
     // Byte shuffles for 64-bit rotations right by 24 and 16 (per 128-bit lane). Opaque to
     // the optimiser on purpose: seeing a constant mask, LLVM turns the rotation by 16
@@ -176,25 +194,18 @@ fn compress(prev: &Block, refb: &Block, out: &mut Block, xor: bool, hint: impl F
         2, 3, 4, 5, 6, 7, 0, 1, 10, 11, 12, 13, 14, 15, 8, 9, 2, 3, 4, 5, 6, 7, 0, 1, 10, 11, 12,
         13, 14, 15, 8, 9,
     ));
-    row!(q, 0, r24, r16);
-    row!(q, 1, r24, r16);
-    row!(q, 2, r24, r16);
-    row!(q, 3, r24, r16);
-    row!(q, 4, r24, r16);
-    row!(q, 5, r24, r16);
-    row!(q, 6, r24, r16);
-    row!(q, 7, r24, r16);
-    columns!(q, 0, r24, r16);
-    columns!(q, 1, r24, r16);
-    columns!(q, 2, r24, r16);
-    columns!(q, 3, r24, r16);
-    let first = _mm256_xor_si256(q[0], r[0]);
+    let mut q = [_mm256_setzero_si256(); 32];
+    row!(q, x, y, 0, r24, r16);
+    row!(q, x, y, 1, r24, r16);
+    row!(q, x, y, 2, r24, r16);
+    row!(q, x, y, 3, r24, r16);
+    row!(q, x, y, 4, r24, r16);
+    row!(q, x, y, 5, r24, r16);
+    row!(q, x, y, 6, r24, r16);
+    row!(q, x, y, 7, r24, r16);
+    let first = columns!(q, 0, r24, r16, emit);
     hint(_mm256_extract_epi64::<0>(first) as u64);
-    // SAFETY: as above.
-    unsafe {
-        _mm256_store_si256(o, first);
-        for k in 1..32 {
-            _mm256_store_si256(o.add(k), _mm256_xor_si256(q[k], r[k]));
-        }
-    }
+    columns!(q, 1, r24, r16, emit);
+    columns!(q, 2, r24, r16, emit);
+    columns!(q, 3, r24, r16, emit);
 }
