@@ -63,16 +63,24 @@ impl Compress for Portable {
         xor: bool,
         hint: impl FnOnce(u64),
     ) {
-        let mut r = *prev;
-        r.xor_assign(refb);
-        let mut q = r;
-        permute(&mut q.0);
-        if xor {
-            r.xor_assign(out);
+        // R = X ^ Y is recomputed at the end rather than kept: one block of state, not
+        // three, and no block copies.
+        let mut q = Block::ZERO;
+        for ((q, x), y) in q.0.iter_mut().zip(&prev.0).zip(&refb.0) {
+            *q = x ^ y;
         }
-        q.xor_assign(&r);
-        hint(q.0[0]);
-        *out = q;
+        permute(&mut q.0);
+        let words = q.0.iter().zip(&prev.0).zip(&refb.0).zip(out.0.iter_mut());
+        if xor {
+            for (((q, x), y), o) in words {
+                *o ^= q ^ x ^ y;
+            }
+        } else {
+            for (((q, x), y), o) in words {
+                *o = q ^ x ^ y;
+            }
+        }
+        hint(out.0[0]);
     }
 
     #[inline(always)]
