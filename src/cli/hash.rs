@@ -25,7 +25,8 @@ pub enum HashCommand {
     ///
     /// Exit status: 0 match, 1 mismatch, 2 malformed hash or other error.
     Verify(VerifyArgs),
-    /// Measure PBKDF2 against the raw compression rate of the same code path.
+    /// Measure PBKDF2 against the raw compression rate of the same code path, or argon2id
+    /// against its compute floor (`--algorithm argon2id`).
     Bench(BenchArgs),
     /// Suggest argon2id / pbkdf2 / bcrypt / scrypt parameters for a target time per
     /// verification on this machine (one core).
@@ -68,9 +69,18 @@ pub struct VerifyArgs {
 /// Arguments of `hash bench`.
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
-    /// pbkdf2-sha256, pbkdf2-sha1 or pbkdf2-sha512.
-    #[arg(long, default_value = "pbkdf2-sha256", value_parser = parse_algorithm)]
-    algorithm: Prf,
+    /// pbkdf2-sha256, pbkdf2-sha1, pbkdf2-sha512 or argon2id.
+    #[arg(long, default_value = "pbkdf2-sha256", value_parser = parse_bench_algorithm)]
+    algorithm: BenchAlgorithm,
+    /// argon2id memory in KiB (default 19456, OWASP's minimum).
+    #[arg(long, value_name = "KIB", value_parser = clap::value_parser!(u32).range(8..))]
+    memory: Option<u32>,
+    /// argon2id passes (default 2).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    time: Option<u32>,
+    /// argon2id lanes (default 1).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=255))]
+    lanes: Option<u32>,
     /// Iterations (default: the algorithm's default for new hashes).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(pbkdf2::MAX_ITERATIONS)))]
     iterations: Option<u32>,
@@ -87,12 +97,13 @@ pub struct BenchArgs {
     /// Force the portable backend (to measure what CPUs without SHA-NI get).
     #[arg(long, hide = true)]
     portable: bool,
-    /// Instead: measure the hash pool alone for this many seconds (`--threads` threads
+    /// Instead (argon2id: as well): measure the hash pool alone for this many seconds (`--threads` threads
     /// deriving batches through the pool's kernels) and print derivations per second.
     #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
     pool_seconds: Option<f64>,
-    /// Threads for `--pool-seconds` (default: one per core, the pool's default).
-    #[arg(long, requires = "pool_seconds", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    /// Threads for `--pool-seconds` (default: one per core, the pool's default); for
+    /// argon2id, the pool part of the report (its `--pool-seconds` default to 3).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
     threads: Option<u32>,
 }
 
@@ -103,6 +114,22 @@ fn parse_seconds(s: &str) -> Result<f64, String> {
             "{s:?} is not a number of seconds between 0.1 and 600"
         )),
     }
+}
+
+/// What `hash bench` measures.
+#[derive(Debug, Clone, Copy)]
+enum BenchAlgorithm {
+    Pbkdf2(Prf),
+    Argon2id,
+}
+
+fn parse_bench_algorithm(s: &str) -> Result<BenchAlgorithm, String> {
+    if s == "argon2id" {
+        return Ok(BenchAlgorithm::Argon2id);
+    }
+    parse_algorithm(s)
+        .map(BenchAlgorithm::Pbkdf2)
+        .map_err(|e| format!("{e}, or argon2id"))
 }
 
 fn parse_algorithm(s: &str) -> Result<Prf, String> {
@@ -261,7 +288,7 @@ fn median(v: &mut [f64]) -> f64 {
     v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
-fn cpu_model() -> String {
+pub(super) fn cpu_model() -> String {
     std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|s| {
@@ -274,13 +301,30 @@ fn cpu_model() -> String {
 }
 
 fn bench(a: BenchArgs) -> ExitCode {
-    let prf = a.algorithm;
+    let threads = a.threads.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        |t| t as usize,
+    );
+    let prf = match a.algorithm {
+        BenchAlgorithm::Pbkdf2(prf) => prf,
+        BenchAlgorithm::Argon2id => {
+            return super::hash_argon2::run(super::hash_argon2::Argon2Bench {
+                m: a.memory.unwrap_or(19456),
+                t: a.time.unwrap_or(2),
+                p: a.lanes.unwrap_or(1),
+                runs: a.runs as usize,
+                json: a.json,
+                portable: a.portable,
+                pool_seconds: a.pool_seconds.unwrap_or(3.0),
+                threads,
+            });
+        }
+    };
+    if a.memory.is_some() || a.time.is_some() || a.lanes.is_some() {
+        return fail("--memory, --time and --lanes are argon2id parameters");
+    }
     let iterations = a.iterations.unwrap_or_else(|| prf.default_iterations());
     if let Some(seconds) = a.pool_seconds {
-        let threads = a.threads.map_or_else(
-            || std::thread::available_parallelism().map_or(1, |n| n.get()),
-            |t| t as usize,
-        );
         return super::hash_pool::run(prf, iterations, threads, seconds, a.json);
     }
     let backend = if a.portable {

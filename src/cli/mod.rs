@@ -6,6 +6,7 @@ pub mod client_keys;
 pub mod config;
 pub mod demo;
 pub mod hash;
+pub mod hash_argon2;
 pub mod hash_pool;
 pub mod lab;
 pub mod nas;

@@ -221,3 +221,58 @@ fn issue_2_bench_json_reports_fraction_of_bound() {
     assert_eq!(few.status.code(), Some(2));
     assert!(!String::from_utf8_lossy(&few.stderr).contains("panicked"));
 }
+
+#[test]
+fn issue_26_argon2id_bench_json_reports_kernel_floor_faults_and_pool() {
+    let out = portcullis(
+        &[
+            "hash",
+            "bench",
+            "--algorithm",
+            "argon2id",
+            "--memory",
+            "1024",
+            "--time",
+            "1",
+            "--runs",
+            "5",
+            "--pool-seconds",
+            "0.2",
+            "--json",
+        ],
+        b"",
+    );
+    assert!(out.status.success(), "{out:?}");
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for key in [
+        "kernel",
+        "kernels",
+        "ms_per_verification",
+        "compute_floor_ms",
+        "page_faults_first",
+        "page_faults_per_verification_warm",
+        "pool_verifications_per_s",
+        "single_verifications_per_s",
+        "cpu",
+    ] {
+        assert!(j.get(key).is_some(), "missing {key} in {j}");
+    }
+    assert_eq!(
+        (j["m_kib"].as_u64(), j["t"].as_u64()),
+        (Some(1024), Some(1))
+    );
+    let kernel = j["kernel"].as_str().unwrap();
+    assert!(["portable", "avx2"].contains(&kernel), "{j}");
+    // No speed assertions (they live in the bench); the figures are real, and the
+    // thread's arena is reused: a fresh buffer per verification faults at least once.
+    assert!(j["ms_per_verification"].as_f64().unwrap() > 0.0, "{j}");
+    assert!(j["compute_floor_ms"].as_f64().unwrap() > 0.0, "{j}");
+    assert!(j["pool_verifications_per_s"].as_f64().unwrap() > 0.0, "{j}");
+    if cfg!(target_os = "linux") {
+        let warm = j["page_faults_per_verification_warm"].as_f64().unwrap();
+        assert!(warm < 0.5, "{warm} page faults per warm verification: {j}");
+    }
+    // --memory belongs to argon2id only.
+    let wrong = portcullis(&["hash", "bench", "--memory", "1024"], b"");
+    assert_eq!(wrong.status.code(), Some(2));
+}

@@ -61,6 +61,11 @@ pub struct VerifierConfig {
     /// Most rehash-on-login jobs waiting for the pool; more are dropped (the next login
     /// retries the upgrade). Default `64`.
     pub rehash_queue_capacity: usize,
+    /// Memory the pool may hold for memory-hard KDFs (argon2, scrypt) at once, in MiB:
+    /// verifications in flight plus the argon2 buffers threads keep between hashes. A job
+    /// that would exceed it waits for memory instead of exhausting it. `0` (default) =
+    /// half of the machine's physical memory.
+    pub memory_budget_mib: u64,
 }
 
 impl Default for VerifierConfig {
@@ -82,6 +87,7 @@ impl Default for VerifierConfig {
             unknown_delay: UnknownDelay::default(),
             retry_jitter: 0.5,
             rehash_queue_capacity: 64,
+            memory_budget_mib: 0,
         }
     }
 }
@@ -329,6 +335,15 @@ impl VerifierConfig {
             return Err(CoreError::config("retry_jitter", "must be in [0, 10]"));
         }
         Ok(())
+    }
+
+    /// The memory budget in bytes after resolving `0` to half the physical memory.
+    pub fn resolved_memory_budget(&self) -> u64 {
+        if self.memory_budget_mib > 0 {
+            self.memory_budget_mib.saturating_mul(1 << 20)
+        } else {
+            crate::memory::default_budget()
+        }
     }
 
     /// The pool size after resolving `0` to the number of available cores.

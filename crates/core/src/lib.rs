@@ -61,6 +61,7 @@ pub mod audit;
 pub mod clock;
 pub mod config;
 pub mod error;
+mod memory;
 mod metrics;
 pub mod net;
 mod pool;

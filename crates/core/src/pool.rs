@@ -15,6 +15,9 @@
 //!
 //! Rehash jobs go to a separate background queue served only when no verification is
 //! waiting, so upgrading stored hashes never delays an answer.
+//!
+//! Memory: argon2 and scrypt jobs take their working memory from a budget
+//! ([`crate::memory`]) before they hash, and wait for it when it is spent.
 
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -31,6 +34,7 @@ use crate::attempt::Class;
 use crate::clock::Clock;
 use crate::config::{CodelConfig, VerifierConfig};
 use crate::error::CoreError;
+use crate::memory::{MemoryBudget, MemoryStats};
 use crate::metrics;
 use crate::scheduler::{DequeueParams, Flow, Schedulable, Scheduler, ShedReason, Take};
 use crate::stats::HashTimes;
@@ -175,6 +179,7 @@ struct Shared {
     peppers: SharedPeppers,
     clock: Arc<dyn Clock>,
     hook: Option<JobHook>,
+    memory: MemoryBudget,
 }
 
 /// Handle to the pool; the threads hold their own reference to the shared state.
@@ -202,6 +207,7 @@ pub(crate) struct PoolStats {
     pub target: Duration,
     pub interval: Duration,
     pub shutdown: bool,
+    pub memory: MemoryStats,
 }
 
 impl Pool {
@@ -249,6 +255,7 @@ impl Pool {
             peppers,
             clock,
             hook,
+            memory: MemoryBudget::new(config.resolved_memory_budget(), threads),
         });
         let pool = Pool {
             shared,
@@ -366,6 +373,7 @@ impl Pool {
             target: p.target,
             interval: p.interval,
             shutdown,
+            memory: sh.memory.stats(),
         }
     }
 
@@ -448,6 +456,8 @@ impl Shared {
     }
 
     fn worker(self: Arc<Self>) {
+        // Bytes of argon2 arena this thread keeps between hashes, counted in the budget.
+        let mut retained = 0u64;
         while let Some(work) = self.next_work() {
             let busy = self.busy.fetch_add(1, Ordering::Relaxed) + 1;
             metrics::pool_busy(busy);
@@ -455,18 +465,45 @@ impl Shared {
                 hook();
             }
             match work {
-                Work::Verify(batch) => self.run_verify(batch),
+                Work::Verify(batch) => {
+                    let need = batch
+                        .iter()
+                        .flat_map(|(j, _)| j.creds.iter().map(Credential::memory_bytes))
+                        .max()
+                        .unwrap_or(0);
+                    let extra = self.memory.acquire(need, retained);
+                    self.run_verify(batch);
+                    retained = self.settle_memory(retained, extra);
+                }
                 Work::Background(f) => {
                     // Counted when started, like verifications, so the count never lags
                     // behind what the work's result has already caused.
                     self.hashes.fetch_add(1, Ordering::Relaxed);
                     // A panic in background work must not take the thread down.
                     let _ = catch_unwind(AssertUnwindSafe(f));
+                    // A rehash to argon2 may have grown this thread's arena: count it
+                    // (or give it back) like a verification's.
+                    retained = self.settle_memory(retained, 0);
                 }
             }
             let busy = self.busy.fetch_sub(1, Ordering::Relaxed) - 1;
             metrics::pool_busy(busy);
         }
+    }
+
+    /// After a job that took `extra` bytes on a thread that kept `retained`: give the
+    /// thread's argon2 arena back if it is over the retention limit, tell the budget what
+    /// the thread keeps now, and return that.
+    fn settle_memory(&self, retained: u64, extra: u64) -> u64 {
+        let mut keep = portcullis_hash::argon2_kernel::thread_arena_bytes() as u64;
+        if keep > self.memory.retain_limit() {
+            portcullis_hash::argon2_kernel::release_thread_arena();
+            keep = 0;
+        }
+        if keep != retained || extra != 0 {
+            self.memory.release(retained, extra, keep);
+        }
+        keep
     }
 
     /// Block until there is work; `None` once shut down and drained.

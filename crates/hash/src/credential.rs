@@ -145,6 +145,20 @@ impl Credential {
         }
     }
 
+    /// Working memory one verification needs, in bytes (0 for the KDFs that need next to
+    /// none): what the pool's memory budget counts.
+    pub fn memory_bytes(&self) -> u64 {
+        match self {
+            Credential::Argon2(h) => {
+                crate::argon2_kernel::block_count(h.m_cost, h.p_cost) as u64
+                    * crate::argon2_kernel::BLOCK_BYTES as u64
+            }
+            // V: N blocks of 128 r bytes (p runs one after another, reusing it).
+            Credential::Scrypt(h) => (1u64 << h.log_n).saturating_mul(128 * u64::from(h.r)),
+            _ => 0,
+        }
+    }
+
     /// Batch key if this credential can be derived by the batch kernel (PBKDF2 only).
     pub fn batch_key(&self) -> Option<BatchKey> {
         match self {

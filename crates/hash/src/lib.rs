@@ -1,17 +1,20 @@
 //! Portcullis hash kernel: pure, synchronous, allocation-free where it matters.
 //!
 //! This crate owns every computation on a secret: the PBKDF2 kernel (ours, because its
-//! speed is the product), batch (multi-buffer) derivation, the other KDFs (argon2, bcrypt,
-//! scrypt, through well-kept crates), server-peppered HMAC for high-entropy secrets, and
-//! the stored formats of other systems so users migrate without password resets.
+//! speed is the product), batch (multi-buffer) derivation, Argon2 (ours too, for the same
+//! reason), bcrypt and scrypt (through well-kept crates), server-peppered HMAC for
+//! high-entropy secrets, and the stored formats of other systems so users migrate without
+//! password resets.
 //!
-//! It knows nothing of threads, time, networks or storage: callers (the `core` crate's
-//! hash pool) decide where and when the work runs.
+//! It knows nothing of time, networks or storage, and runs on the caller's thread: callers
+//! (the `core` crate's hash pool) decide where and when the work runs (the only threads it
+//! can start are `argon2_kernel::ScopedThreads`, for tools that ask for parallel lanes).
 //!
 //! Module map:
 //! - [`pbkdf2`]: PBKDF2-HMAC-SHA1/256/512, single stream, plus PHC `$pbkdf2-*$` strings.
 //! - [`batch`]: several PBKDF2 derivations with the same parameters interleaved per core.
-//! - `arch` (private): every `unsafe` block for CPU intrinsics lives there.
+//! - [`argon2_kernel`]: Argon2d/i/id (RFC 9106): block fill, kernels, per-thread arenas.
+//! - `arch` (private): every `unsafe` block (CPU intrinsics, memory mappings) lives there.
 //! - [`credential`]: a parsed stored credential of any supported format; verify, cost,
 //!   batch key.
 //! - [`pepper`]: server-side pepper keys and the `$hmac-sha256$` format for generated secrets.
@@ -23,6 +26,7 @@
 //! - [`calibrate`]: measuring each KDF to suggest parameters for a target time.
 
 mod arch;
+pub mod argon2_kernel;
 pub mod batch;
 pub mod calibrate;
 pub mod credential;

@@ -557,6 +557,9 @@ reject_delay_ms = 0
 retry_jitter = 0.5
 # Most rehash-on-login jobs waiting for the pool (more are dropped; next login retries).
 rehash_queue_capacity = 64
+# Memory the pool may hold at once for argon2/scrypt (jobs in flight and the argon2
+# buffers threads keep), in MiB; jobs beyond it wait. 0 = half the physical memory.
+memory_budget_mib = 0
 
 # Weights of the priority classes while they compete for the pool.
 [verifier.shares]

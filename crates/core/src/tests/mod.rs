@@ -3,6 +3,7 @@
 //! `pbkdf2` and `hmac`), not with our hash kernel.
 
 mod admission;
+mod memory;
 mod pool;
 mod proofs;
 mod stations;

@@ -132,6 +132,12 @@ pub struct PoolSnapshot {
     pub overloaded: u64,
     /// Stored hashes upgraded by rehash-on-login.
     pub rehashed: u64,
+    /// Memory budget for memory-hard KDFs (argon2, scrypt), in bytes.
+    pub memory_budget_bytes: u64,
+    /// Memory held against it now: jobs in flight and argon2 buffers threads keep.
+    pub memory_held_bytes: u64,
+    /// The most it has held at once since start.
+    pub memory_peak_bytes: u64,
     /// Median recent hash time (per pool run).
     pub median_hash_time: Duration,
     /// Current CoDel target queue wait.
@@ -450,6 +456,9 @@ impl Verifier {
             rejected: i.counts.rejected.load(Ordering::Relaxed),
             overloaded: i.counts.overloaded.load(Ordering::Relaxed),
             rehashed: i.counts.rehashed.load(Ordering::Relaxed),
+            memory_budget_bytes: p.memory.budget,
+            memory_held_bytes: p.memory.held,
+            memory_peak_bytes: p.memory.peak,
             median_hash_time: p.median,
             codel_target: p.target,
             codel_interval: p.interval,

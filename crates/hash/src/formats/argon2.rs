@@ -1,26 +1,23 @@
-//! Argon2 (argon2id / argon2i / argon2d, versions 0x10 and 0x13) through the `argon2` crate.
+//! Argon2 (argon2id / argon2i / argon2d, versions 0x10 and 0x13) stored hashes: parsing,
+//! validation and verification through our own kernel ([`crate::argon2_kernel`]).
 //!
-//! Verification reuses one block buffer per thread: allocating and faulting in 19 MiB of
-//! fresh memory on every call roughly doubles the cost of a verification (15.8 ms vs
-//! 30.4 ms measured for m=19 MiB, t=2), and the hash pool runs a fixed set of threads.
-//! Buffers above [`RETAIN_MAX_BLOCKS`] are not kept, so one huge imported hash does not pin
-//! gigabytes per thread for the life of the process.
+//! Verification runs on the calling thread (lanes one after another: the hash pool's
+//! threads never spawn threads per hash) in the thread's reused, wiped arena: allocating
+//! and faulting in 19 MiB of fresh memory on every call roughly doubled the cost of a
+//! verification (15.8 ms vs 30.4 ms measured for m=19 MiB, t=2 with the `argon2` crate).
 
-use std::cell::RefCell;
-
-use argon2::{Algorithm, Argon2, Block, Params, Version};
 use zeroize::Zeroize;
 
 use super::{b64_std, check_salt, limits, parse_dec};
+use crate::argon2_kernel::{self as kernel, Backend, Params, Serial, Version};
 use crate::credential::Credential;
 use crate::error::{FormatError, VerifyError};
 
 /// Largest buffer (in 1 KiB blocks) kept per thread between calls: 256 MiB.
-pub const RETAIN_MAX_BLOCKS: usize = 256 * 1024;
+pub const RETAIN_MAX_BLOCKS: usize = kernel::RETAIN_MAX_BLOCKS;
 
-thread_local! {
-    static BLOCKS: RefCell<Vec<Block>> = const { RefCell::new(Vec::new()) };
-}
+/// Shortest salt accepted (RFC 9106 recommends 16 bytes; 8 is the reference minimum).
+pub const MIN_SALT_LEN: usize = 8;
 
 /// Argon2 variant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -43,11 +40,11 @@ impl Argon2Variant {
         }
     }
 
-    fn algorithm(self) -> Algorithm {
+    fn kernel(self) -> kernel::Variant {
         match self {
-            Argon2Variant::Id => Algorithm::Argon2id,
-            Argon2Variant::I => Algorithm::Argon2i,
-            Argon2Variant::D => Algorithm::Argon2d,
+            Argon2Variant::Id => kernel::Variant::Id,
+            Argon2Variant::I => kernel::Variant::I,
+            Argon2Variant::D => kernel::Variant::D,
         }
     }
 }
@@ -122,16 +119,13 @@ impl Argon2Hash {
                 "argon2 memory x passes is above the work limit",
             ));
         }
-        check_salt(format, &salt, argon2::MIN_SALT_LEN)?;
+        check_salt(format, &salt, MIN_SALT_LEN)?;
         if hash.len() < 4 || hash.len() > limits::MAX_KDF_OUTPUT_LEN {
             return Err(FormatError::malformed(
                 format,
                 format!("argon2 output of {} bytes", hash.len()),
             ));
         }
-        // The crate's own checks (cannot fail after the ones above, but stay authoritative).
-        Params::new(m_cost, t_cost, p_cost, Some(hash.len()))
-            .map_err(|e| FormatError::unsupported(format, e.to_string()))?;
         Ok(Argon2Hash {
             variant,
             version,
@@ -177,7 +171,7 @@ impl Argon2Hash {
     }
 }
 
-/// Derive argon2 output into `out` using this thread's reusable block buffer.
+/// Derive argon2 output into `out` on this thread (its reused arena, lanes in turn).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn derive(
     variant: Argon2Variant,
@@ -189,34 +183,21 @@ pub(crate) fn derive(
     salt: &[u8],
     out: &mut [u8],
 ) -> Result<(), VerifyError> {
-    let kdf_err = |e: argon2::Error| VerifyError::Kdf(format!("argon2: {e}"));
-    let params = Params::new(m_cost, t_cost, p_cost, Some(out.len())).map_err(kdf_err)?;
-    let version = if version == 0x10 {
-        Version::V0x10
-    } else {
-        Version::V0x13
+    let params = Params {
+        variant: variant.kernel(),
+        version: if version == 0x10 {
+            Version::V0x10
+        } else {
+            Version::V0x13
+        },
+        m_cost,
+        t_cost,
+        p_cost,
+        secret: &[],
+        ad: &[],
     };
-    let ctx = Argon2::new(variant.algorithm(), version, params);
-    let needed = ctx.params().block_count();
-    let mut run = |blocks: &mut Vec<Block>| -> Result<(), VerifyError> {
-        if blocks.len() < needed {
-            blocks
-                .try_reserve_exact(needed - blocks.len())
-                .map_err(|_| VerifyError::Kdf(format!("argon2: cannot allocate {needed} KiB")))?;
-            blocks.resize(needed, Block::default());
-        }
-        ctx.hash_password_into_with_memory(secret, salt, out, &mut blocks[..needed])
-            .map_err(kdf_err)
-    };
-    if needed > RETAIN_MAX_BLOCKS {
-        let mut fresh = Vec::new();
-        return run(&mut fresh);
-    }
-    BLOCKS.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut blocks) => run(&mut blocks),
-        // Re-entered on this thread (cannot happen today): fall back to a fresh buffer.
-        Err(_) => run(&mut Vec::new()),
-    })
+    kernel::hash_into(&params, secret, salt, out, Backend::Auto, &Serial)
+        .map_err(|e| VerifyError::Kdf(e.to_string()))
 }
 
 /// Parse the PHC encoding `$argon2{id,i,d}$[v=N$]m=..,t=..,p=..$salt$hash`.
@@ -315,13 +296,12 @@ mod tests {
         "$argon2id$v=19$m=65536,t=2,p=1$c29tZXNhbHQ$CTFhFdXPJO1aFaMaO6Mm5c8y7cJHAph8ArZWb2GRPPc";
 
     #[test]
-    fn reference_vector_verifies_and_buffer_is_reused() {
+    fn reference_vector_verifies() {
         let Credential::Argon2(h) = parse_phc(REF, "phc").unwrap() else {
             panic!("wrong variant")
         };
         assert!(h.verify(b"password").unwrap());
         assert!(!h.verify(b"passwore").unwrap());
-        BLOCKS.with(|b| assert!(b.borrow().len() >= 65536));
     }
 
     #[test]

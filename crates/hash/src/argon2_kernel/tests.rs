@@ -1,0 +1,155 @@
+//! Known-answer tests of the kernel itself (the random differential tests against
+//! RustCrypto and libargon2 are in `tests/argon2_kernel.rs`).
+
+#![allow(clippy::unwrap_used)]
+
+use super::*;
+
+fn tag(variant: Variant, version: Version, backend: Backend, lanes: &dyn LaneExecutor) -> String {
+    let params = Params {
+        variant,
+        version,
+        m_cost: 32,
+        t_cost: 3,
+        p_cost: 4,
+        secret: &[3; 8],
+        ad: &[4; 12],
+    };
+    let mut out = [0u8; 32];
+    hash_into(&params, &[1; 32], &[2; 16], &mut out, backend, lanes).unwrap();
+    hex::encode(out)
+}
+
+/// RFC 9106 section 5 (version 0x13) and the reference implementation's 0x10 vectors
+/// (same inputs: m=32, t=3, p=4, password 32 x 01, salt 16 x 02, secret 8 x 03, ad 12 x 04).
+const VECTORS: [(Variant, Version, &str); 6] = [
+    (
+        Variant::D,
+        Version::V0x13,
+        "512b391b6f1162975371d30919734294f868e3be3984f3c1a13a4db9fabe4acb",
+    ),
+    (
+        Variant::I,
+        Version::V0x13,
+        "c814d9d1dc7f37aa13f0d77f2494bda1c8de6b016dd388d29952a4c4672b6ce8",
+    ),
+    (
+        Variant::Id,
+        Version::V0x13,
+        "0d640df58d78766c08c037a34a8b53c9d01ef0452d75b65eb52520e96b01e659",
+    ),
+    (
+        Variant::D,
+        Version::V0x10,
+        "96a9d4e5a1734092c85e29f410a45914a5dd1f5cbf08b2670da68a0285abf32b",
+    ),
+    (
+        Variant::I,
+        Version::V0x10,
+        "87aeedd6517ab830cd9765cd8231abb2e647a5dee08f7c05e02fcb763335d0fd",
+    ),
+    (
+        Variant::Id,
+        Version::V0x10,
+        "b64615f07789b66b645b67ee9ed3b377ae350b6bfcbb0fc95141ea8f322613c0",
+    ),
+];
+
+#[test]
+fn rfc_9106_vectors_on_every_kernel_serial_and_threaded() {
+    for backend in backends() {
+        for (variant, version, want) in VECTORS {
+            assert_eq!(
+                tag(variant, version, backend, &Serial),
+                want,
+                "{variant:?} {version:?} {backend:?}"
+            );
+            assert_eq!(
+                tag(variant, version, backend, &ScopedThreads),
+                want,
+                "{variant:?} {version:?} {backend:?} threaded"
+            );
+        }
+    }
+}
+
+#[test]
+fn long_tags_use_h_prime_chaining() {
+    // Lengths around the 64-byte boundary and the 32-byte steps of H'.
+    for len in [4usize, 63, 64, 65, 96, 97, 128, 1024] {
+        let params = Params {
+            variant: Variant::Id,
+            version: Version::V0x13,
+            m_cost: 16,
+            t_cost: 1,
+            p_cost: 1,
+            secret: &[],
+            ad: &[],
+        };
+        let mut a = vec![0u8; len];
+        hash_into(
+            &params,
+            b"pw",
+            b"saltsalt",
+            &mut a,
+            Backend::Portable,
+            &Serial,
+        )
+        .unwrap();
+        let reference = argon2::Argon2::new(
+            argon2::Algorithm::Argon2id,
+            argon2::Version::V0x13,
+            argon2::Params::new(16, 1, 1, Some(len)).unwrap(),
+        );
+        let mut b = vec![0u8; len];
+        reference
+            .hash_password_into(b"pw", b"saltsalt", &mut b)
+            .unwrap();
+        assert_eq!(a, b, "tag length {len}");
+    }
+}
+
+#[test]
+fn arena_is_wiped_after_a_hash() {
+    let params = Params {
+        variant: Variant::D,
+        version: Version::V0x13,
+        m_cost: 64,
+        t_cost: 1,
+        p_cost: 1,
+        secret: &[],
+        ad: &[],
+    };
+    let mut out = [0u8; 32];
+    hash_into(
+        &params,
+        b"pw",
+        b"saltsalt",
+        &mut out,
+        Backend::Auto,
+        &Serial,
+    )
+    .unwrap();
+    ARENA.with(|cell| {
+        let mut arena = cell.borrow_mut();
+        let blocks = arena.blocks(64).unwrap();
+        assert!(blocks.iter().all(|b| b.0.iter().all(|&w| w == 0)));
+    });
+}
+
+#[test]
+fn bad_parameters_are_errors_not_panics() {
+    let mut out = [0u8; 32];
+    for (m, t, p) in [(7, 1, 1), (15, 1, 2), (64, 0, 1), (64, 1, 0)] {
+        let params = Params {
+            variant: Variant::Id,
+            version: Version::V0x13,
+            m_cost: m,
+            t_cost: t,
+            p_cost: p,
+            secret: &[],
+            ad: &[],
+        };
+        assert!(hash_into(&params, b"", b"saltsalt", &mut out, Backend::Auto, &Serial).is_err());
+    }
+}
