@@ -216,6 +216,17 @@ async fn issue_25_eapol_test_reauthentication_resumes_without_a_hash() {
     }
 }
 
+/// One login of a station (fixed Calling-Station-Id) resuming through `cfg`'s session
+/// store.
+async fn log_in(
+    nas: &Nas,
+    cfg: &Arc<rustls::ClientConfig>,
+    creds: Credentials,
+    salt: &mut u64,
+) -> Login {
+    login(nas, &mut peer_for(cfg, creds), "02-00-00-00-00-0a", salt).await
+}
+
 fn peer_for(cfg: &Arc<rustls::ClientConfig>, creds: Credentials) -> Peer {
     Peer::new(
         Arc::clone(cfg),
@@ -240,36 +251,18 @@ async fn issue_25_disabling_a_user_ends_resumption() {
     };
     let tls = client_config(&pki, Some(pki.client("dave")));
     for (cfg, creds, user) in [(&ttls, creds, "erin"), (&tls, Credentials::Tls, "dave")] {
-        let first = login(
-            &nas,
-            &mut peer_for(cfg, creds.clone()),
-            "02-00-00-00-00-0a",
-            &mut salt,
-        )
-        .await;
+        let first = log_in(&nas, cfg, creds.clone(), &mut salt).await;
         assert!(
             matches!(first, Login::Accepted { resumed: false, .. }),
             "{user}: {first:?}"
         );
-        let second = login(
-            &nas,
-            &mut peer_for(cfg, creds.clone()),
-            "02-00-00-00-00-0a",
-            &mut salt,
-        )
-        .await;
+        let second = log_in(&nas, cfg, creds.clone(), &mut salt).await;
         assert!(
             matches!(second, Login::Accepted { resumed: true, .. }),
             "{user}: {second:?}"
         );
         r.s.store().set_user_disabled(user, true).await.unwrap();
-        let third = login(
-            &nas,
-            &mut peer_for(cfg, creds),
-            "02-00-00-00-00-0a",
-            &mut salt,
-        )
-        .await;
+        let third = log_in(&nas, cfg, creds, &mut salt).await;
         assert_eq!(
             third,
             Login::Rejected,
@@ -321,13 +314,7 @@ async fn issue_25_a_thousand_malformed_exchanges_leave_logins_working_and_memory
         user: "alice".into(),
         password: Zeroizing::new(b"correct horse battery".to_vec()),
     };
-    let ok = login(
-        &nas,
-        &mut peer_for(&cfg, creds),
-        "02-00-00-00-00-01",
-        &mut salt,
-    )
-    .await;
+    let ok = log_in(&nas, &cfg, creds, &mut salt).await;
     assert!(matches!(ok, Login::Accepted { .. }), "{ok:?}");
 }
 
@@ -486,21 +473,9 @@ async fn issue_25_a_device_roaming_to_another_instance_resumes() {
         let mut salt = 0;
         // EAP-TLS resumes on the other instance through the shared ticket keys alone.
         let tls = client_config(&pki, Some(pki.client("frank")));
-        let first = login(
-            &a,
-            &mut peer_for(&tls, Credentials::Tls),
-            "02-00-00-00-00-0f",
-            &mut salt,
-        )
-        .await;
+        let first = log_in(&a, &tls, Credentials::Tls, &mut salt).await;
         assert!(matches!(first, Login::Accepted { resumed: false, .. }));
-        let roamed = login(
-            &b,
-            &mut peer_for(&tls, Credentials::Tls),
-            "02-00-00-00-00-0f",
-            &mut salt,
-        )
-        .await;
+        let roamed = log_in(&b, &tls, Credentials::Tls, &mut salt).await;
         assert!(
             matches!(roamed, Login::Accepted { resumed: true, .. }),
             "redis {redis}: {roamed:?}"
@@ -511,21 +486,9 @@ async fn issue_25_a_device_roaming_to_another_instance_resumes() {
             user: "grace".into(),
             password: Zeroizing::new(b"graces password".to_vec()),
         };
-        let first = login(
-            &a,
-            &mut peer_for(&ttls, creds.clone()),
-            "02-00-00-00-00-10",
-            &mut salt,
-        )
-        .await;
+        let first = log_in(&a, &ttls, creds.clone(), &mut salt).await;
         assert!(matches!(first, Login::Accepted { resumed: false, .. }));
-        let roamed = login(
-            &b,
-            &mut peer_for(&ttls, creds),
-            "02-00-00-00-00-10",
-            &mut salt,
-        )
-        .await;
+        let roamed = log_in(&b, &ttls, creds, &mut salt).await;
         if redis {
             assert!(
                 matches!(roamed, Login::Accepted { resumed: true, .. }),
@@ -559,24 +522,12 @@ async fn issue_25_a_revoked_certificate_does_not_resume() {
     let mut salt = 0;
     for (cn, revoked) in [("frank", false), ("mallet", true)] {
         let cfg = client_config(&pki, Some(pki.client(cn)));
-        let first = login(
-            &a,
-            &mut peer_for(&cfg, Credentials::Tls),
-            "02-00-00-00-00-11",
-            &mut salt,
-        )
-        .await;
+        let first = log_in(&a, &cfg, Credentials::Tls, &mut salt).await;
         assert!(
             matches!(first, Login::Accepted { resumed: false, .. }),
             "{cn}: {first:?}"
         );
-        let resumed = login(
-            &b,
-            &mut peer_for(&cfg, Credentials::Tls),
-            "02-00-00-00-00-11",
-            &mut salt,
-        )
-        .await;
+        let resumed = log_in(&b, &cfg, Credentials::Tls, &mut salt).await;
         if revoked {
             assert_eq!(
                 resumed,
@@ -584,13 +535,7 @@ async fn issue_25_a_revoked_certificate_does_not_resume() {
                 "a revoked certificate's session must not resume"
             );
             let fresh = client_config(&pki, Some(pki.client(cn)));
-            let full = login(
-                &b,
-                &mut peer_for(&fresh, Credentials::Tls),
-                "02-00-00-00-00-11",
-                &mut salt,
-            )
-            .await;
+            let full = log_in(&b, &fresh, Credentials::Tls, &mut salt).await;
             assert_eq!(full, Login::Rejected, "nor log in with a full handshake");
         } else {
             assert!(
@@ -640,13 +585,7 @@ async fn issue_25_a_retransmitted_round_trip_is_answered_again_without_advancing
     assert_eq!(counters["duplicates"], 2, "{counters}");
     // The conversation went on exactly one step per round trip: it still completes.
     let mut salt = 100;
-    let ok = login(
-        &nas,
-        &mut peer_for(&cfg, Credentials::Tls),
-        "02-00-00-00-00-12",
-        &mut salt,
-    )
-    .await;
+    let ok = log_in(&nas, &cfg, Credentials::Tls, &mut salt).await;
     assert!(matches!(ok, Login::Accepted { .. }));
     let c = eap_counters(&r).await;
     assert_eq!(c["started"], 2, "{c}");
