@@ -7,7 +7,7 @@
 //! never shrunk by the arena itself; callers drop it for oversized hashes. Elsewhere it is
 //! a plain `Vec` of blocks (64-byte aligned by the block type).
 
-use crate::argon2_kernel::Block;
+use crate::argon2_kernel::block::Block;
 
 /// Alignment and rounding of the mapping: the x86-64 / AArch64 huge page size.
 #[cfg(target_os = "linux")]

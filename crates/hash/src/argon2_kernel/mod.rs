@@ -4,8 +4,9 @@
 //! This module owns the algorithm around the block compression: H0 and the variable-length
 //! hash H' (Blake2b from the `blake2` crate: it runs a few times per hash, nothing to gain),
 //! the first blocks of each lane, the final XOR and tag, the choice of compression kernel
-//! and the per-thread memory. `fill` owns the memory walk (segments, reference indexing,
-//! data-independent address blocks); `soft` is the portable BlaMka compression and
+//! and the per-thread memory. `walk` owns the memory walk (segments, reference indexing,
+//! data-independent address blocks), `fill` drives it slice by slice with the chosen
+//! kernel, `block` holds the block type all of them share; `soft` is the portable BlaMka compression and
 //! `arch/x86_64/argon2_avx2.rs` the AVX2 one, chosen once per process by
 //! [`kernel_choice`] (measured, not only detected).
 //!
@@ -19,9 +20,11 @@
 //! one, so a verification after the first faults no pages in and leaves no password-derived
 //! block behind.
 
+pub(crate) mod block;
 pub(crate) mod fill;
 mod select;
 pub(crate) mod soft;
+pub(crate) mod walk;
 
 use std::cell::RefCell;
 
@@ -30,42 +33,13 @@ use blake2::digest::{Update, VariableOutput};
 use zeroize::Zeroize;
 
 use crate::arch::mem::Arena;
+pub use block::{BLOCK_BYTES, BLOCK_WORDS, Block};
 pub use select::{KernelChoice, KernelTiming, kernel_choice};
 
-/// Bytes in a block.
-pub const BLOCK_BYTES: usize = 1024;
-/// 64-bit words in a block.
-pub const BLOCK_WORDS: usize = 128;
 /// Largest arena (in blocks) a thread keeps between hashes: 256 MiB. A larger hash maps
 /// its own memory and unmaps it afterwards, so one huge imported hash does not pin
 /// gigabytes per thread for the life of the process.
 pub const RETAIN_MAX_BLOCKS: usize = 256 * 1024;
-
-/// One 1 KiB Argon2 block, cache-line aligned (the vector kernels load it whole).
-#[derive(Clone, Copy)]
-#[repr(C, align(64))]
-pub struct Block(pub [u64; BLOCK_WORDS]);
-
-impl Block {
-    /// The all-zero block.
-    pub const ZERO: Block = Block([0; BLOCK_WORDS]);
-
-    fn from_bytes(bytes: &[u8; BLOCK_BYTES]) -> Block {
-        let mut b = Block::ZERO;
-        for (w, c) in b.0.iter_mut().zip(bytes.chunks_exact(8)) {
-            let mut le = [0u8; 8];
-            le.copy_from_slice(c);
-            *w = u64::from_le_bytes(le);
-        }
-        b
-    }
-
-    fn xor_assign(&mut self, other: &Block) {
-        for (a, b) in self.0.iter_mut().zip(other.0.iter()) {
-            *a ^= b;
-        }
-    }
-}
 
 /// Argon2 variant (the `y` of RFC 9106).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

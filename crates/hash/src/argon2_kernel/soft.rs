@@ -1,8 +1,8 @@
 //! Portable BlaMka compression G (RFC 9106 section 3.5-3.6): any CPU, and the reference
 //! the vector kernels are tested against.
 
-use super::fill::Compress;
-use super::{BLOCK_WORDS, Block};
+use super::block::{BLOCK_WORDS, Block};
+use super::walk::Compress;
 
 /// The portable kernel.
 #[derive(Debug, Clone, Copy)]

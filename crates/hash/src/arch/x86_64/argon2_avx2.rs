@@ -19,8 +19,8 @@
 
 use std::arch::x86_64::*;
 
-use crate::argon2_kernel::Block;
-use crate::argon2_kernel::fill::{Compress, Segment, fill_segment};
+use crate::argon2_kernel::block::Block;
+use crate::argon2_kernel::walk::{Compress, Segment, fill_segment};
 
 /// The AVX2 segment filler, if this CPU has AVX2.
 pub(crate) fn detect() -> Option<fn(Segment<'_>)> {

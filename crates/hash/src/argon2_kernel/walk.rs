@@ -1,0 +1,258 @@
+//! The memory walk of RFC 9106 section 3.4, generic over the block compression:
+//! passes, slices, segments, reference indexing and the data-independent address blocks.
+//! A leaf below `fill` (which picks a kernel and drives the slices) and below the
+//! kernels themselves (`soft`, `arch/x86_64/argon2_avx2.rs`), which instantiate the walk
+//! inside their own `#[target_feature]` functions: the kernels import the walk, the
+//! walk imports no kernel.
+//!
+//! Memory is lane-major (lane `l` owns blocks `l * lane_len ..`), cut into segments of
+//! `lane_len / 4` blocks. During slice `s`, lane `l` writes only its segment `(l, s)` and
+//! reads only its own lane there; every other segment is read-only (the reference area of
+//! other lanes never includes the current slice). So each slice hands every lane a `&mut`
+//! to its segment and a shared view of all others: the lanes run in parallel without a
+//! line of `unsafe`.
+//!
+//! The walk is `#[inline(always)]` and generic so each kernel instantiates it inside its
+//! own `#[target_feature]` function (`arch/x86_64/argon2_avx2.rs`), where the compression
+//! inlines into the loop. The kernel is told the first output word of each block as soon
+//! as it has it (`hint`): for data-dependent addressing that word is the next block's
+//! reference index, and prefetching the reference block then overlaps the miss with the
+//! rest of the output stores.
+
+use super::Variant;
+use super::block::{BLOCK_WORDS, Block};
+
+/// One block compression G (RFC 9106 section 3.5).
+pub(crate) trait Compress: Copy + Send + Sync {
+    /// `out = G(prev, refb)`, XORed into `out`'s previous content when `xor`. Calls `hint`
+    /// with the first word of the result before the rest of it is stored.
+    fn compress(
+        self,
+        prev: &Block,
+        refb: &Block,
+        out: &mut Block,
+        xor: bool,
+        hint: impl FnOnce(u64),
+    );
+
+    /// Ask the memory system for `block` ahead of its use (a no-op where unsupported).
+    fn prefetch(self, block: &Block);
+}
+
+/// The shape of one hash's memory walk.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Geometry {
+    pub variant: Variant,
+    /// Version 0x13: passes after the first XOR into the old block.
+    pub xor_later_passes: bool,
+    pub lanes: u32,
+    pub lane_len: u32,
+    pub passes: u32,
+}
+
+impl Geometry {
+    pub(crate) fn segment_len(&self) -> u32 {
+        self.lane_len / 4
+    }
+}
+
+/// One lane's segment of one slice, with read access to every finished segment.
+pub(crate) struct Segment<'a> {
+    pub geo: &'a Geometry,
+    pub pass: u32,
+    pub slice: u32,
+    pub lane: u32,
+    /// This lane's segment of the current slice (written).
+    pub own: &'a mut [Block],
+    /// Every segment, index `lane * 4 + slice`; the current slice's entries are empty.
+    pub others: &'a [&'a [Block]],
+}
+
+/// Data-independent addressing state: the input block Z and the current address block.
+struct Addresses {
+    input: Block,
+    block: Block,
+}
+
+impl Addresses {
+    fn new(geo: &Geometry, pass: u32, lane: u32, slice: u32) -> Addresses {
+        let mut input = Block::ZERO;
+        input.0[0] = u64::from(pass);
+        input.0[1] = u64::from(lane);
+        input.0[2] = u64::from(slice);
+        input.0[3] = u64::from(geo.lane_len) * u64::from(geo.lanes);
+        input.0[4] = u64::from(geo.passes);
+        input.0[5] = geo.variant as u64;
+        Addresses {
+            input,
+            block: Block::ZERO,
+        }
+    }
+
+    /// The next 128 pseudo-random values: G(0, G(0, Z)) with Z's counter incremented.
+    #[inline(always)]
+    fn next<C: Compress>(&mut self, c: C) {
+        self.input.0[6] += 1;
+        c.compress(&Block::ZERO, &self.input, &mut self.block, false, |_| {});
+        let first = self.block;
+        c.compress(&Block::ZERO, &first, &mut self.block, false, |_| {});
+    }
+}
+
+/// The segment being filled, without its memory.
+#[derive(Clone, Copy)]
+struct Pos<'a> {
+    geo: &'a Geometry,
+    pass: u32,
+    slice: u32,
+    lane: u32,
+}
+
+/// Where block `index` (position in the segment) of `s` takes its reference, from its
+/// pseudo-random word: `(lane, segment index, offset in segment)`.
+#[inline(always)]
+fn reference(s: Pos<'_>, index: u32, rand: u64) -> (usize, usize, usize) {
+    let geo = s.geo;
+    let seg_len = geo.segment_len();
+    let j1 = rand & 0xffff_ffff;
+    let j2 = rand >> 32;
+    let ref_lane = if (s.pass == 0 && s.slice == 0) || geo.lanes == 1 {
+        s.lane
+    } else {
+        (j2 % u64::from(geo.lanes)) as u32
+    };
+    let same = ref_lane == s.lane;
+    // Size of the reference area (RFC 9106 section 3.4.2): every finished block this lane
+    // may see, minus the previous block (which is already an input of G).
+    let area = if s.pass == 0 {
+        if same {
+            s.slice * seg_len + index - 1
+        } else {
+            s.slice * seg_len - u32::from(index == 0)
+        }
+    } else if same {
+        geo.lane_len - seg_len + index - 1
+    } else {
+        geo.lane_len - seg_len - u32::from(index == 0)
+    };
+    let x = (j1 * j1) >> 32;
+    let y = ((u64::from(area) * x) >> 32) as u32;
+    let relative = area - 1 - y;
+    let start = if s.pass == 0 || s.slice == 3 {
+        0
+    } else {
+        (s.slice + 1) * seg_len
+    };
+    // start + relative < 2 lane_len: a subtraction, not a 64-bit division (this runs
+    // once per block, and a division costs as much as a tenth of the compression).
+    let mut absolute = start + relative;
+    if absolute >= geo.lane_len {
+        absolute -= geo.lane_len;
+    }
+    (
+        ref_lane as usize,
+        (absolute / seg_len) as usize,
+        (absolute % seg_len) as usize,
+    )
+}
+
+/// Fill one segment with compression `c`.
+#[inline(always)]
+pub(crate) fn fill_segment<C: Compress>(c: C, seg: Segment<'_>) {
+    let Segment {
+        geo,
+        pass,
+        slice,
+        lane,
+        own,
+        others,
+    } = seg;
+    let s = Pos {
+        geo,
+        pass,
+        slice,
+        lane,
+    };
+    let seg_len = geo.segment_len();
+    let independent = match geo.variant {
+        Variant::I => true,
+        Variant::D => false,
+        Variant::Id => s.pass == 0 && s.slice < 2,
+    };
+    let xor = geo.xor_later_passes && s.pass != 0;
+    let lane = s.lane as usize;
+    let mut addresses = independent.then(|| Addresses::new(geo, s.pass, s.lane, s.slice));
+    let mut first = 0;
+    if s.pass == 0 && s.slice == 0 {
+        // Blocks 0 and 1 come from H'; their pseudo-random values are skipped.
+        first = 2;
+        if let Some(a) = addresses.as_mut() {
+            a.next(c);
+        }
+    }
+    // The previous block of the first one computed here.
+    let prev_seg: &[Block] = if first > 0 {
+        &[]
+    } else {
+        let prev_slice = (s.slice + 3) % 4;
+        others[lane * 4 + prev_slice as usize]
+    };
+    let mut rand = if first > 0 {
+        own[1].0[0]
+    } else {
+        prev_seg[seg_len as usize - 1].0[0]
+    };
+    // The next block's reference, when the hint already computed it (for the prefetch).
+    let mut cached = None;
+    for index in first..seg_len {
+        let i = index as usize;
+        if let Some(a) = addresses.as_mut() {
+            if i.is_multiple_of(BLOCK_WORDS) {
+                a.next(c);
+            }
+            rand = a.block.0[i % BLOCK_WORDS];
+        }
+        let (ref_lane, ref_seg, ref_off) = match cached.take() {
+            Some(r) => r,
+            None => reference(s, index, rand),
+        };
+        let (done, rest) = own.split_at_mut(i);
+        let prev = if i == 0 {
+            &prev_seg[seg_len as usize - 1]
+        } else {
+            &done[i - 1]
+        };
+        let refb = if ref_lane == lane && ref_seg == s.slice as usize {
+            &done[ref_off]
+        } else {
+            &others[ref_lane * 4 + ref_seg][ref_off]
+        };
+        let next = index + 1;
+        let mut next_ref = None;
+        let hint = |w0: u64| {
+            if next >= seg_len {
+                return;
+            }
+            let r = match addresses.as_ref() {
+                Some(a) if !(next as usize).is_multiple_of(BLOCK_WORDS) => {
+                    a.block.0[next as usize % BLOCK_WORDS]
+                }
+                Some(_) => return,
+                None => w0,
+            };
+            let (l, sg, off) = reference(s, next, r);
+            next_ref = Some((l, sg, off));
+            // The block being written is never a reference of the next one.
+            if !(l == lane && sg == s.slice as usize) {
+                c.prefetch(&others[l * 4 + sg][off]);
+            } else if let Some(b) = done.get(off) {
+                c.prefetch(b);
+            }
+        };
+        c.compress(prev, refb, &mut rest[0], xor, hint);
+        cached = next_ref;
+        if addresses.is_none() {
+            rand = rest[0].0[0];
+        }
+    }
+}
