@@ -23,6 +23,7 @@ use base64::engine::general_purpose::STANDARD as B64;
 use portcullis_hash::Prf;
 use portcullis_hash::pbkdf2::pbkdf2_hmac;
 
+use super::fr_files::{fr_err, write};
 use super::{BoxFuture, DemoServer, Setup, Started};
 use crate::LabError;
 
@@ -168,10 +169,6 @@ impl DemoServer for FreeRadiusServer {
     }
 }
 
-pub(super) fn fr_err(msg: impl std::fmt::Display) -> LabError {
-    LabError::Target(format!("freeradius: {msg}"))
-}
-
 /// The child process and its temp directory.
 struct Running {
     child: Child,
@@ -306,10 +303,6 @@ fn prepare(dir: &Path, setup: &Setup) -> Result<u16, LabError> {
         std::fs::create_dir_all(dir.join(sub)).map_err(fr_err)?;
     }
     Ok(port)
-}
-
-pub(super) fn write(path: &Path, text: &str) -> Result<(), LabError> {
-    std::fs::write(path, text).map_err(|e| fr_err(format!("{}: {e}", path.display())))
 }
 
 /// The packaged radiusd.conf, run as the invoking user (no `user`/`group` switch) with

@@ -9,7 +9,7 @@
 use std::path::Path;
 
 use super::EapSetup;
-use super::freeradius::{fr_err, write};
+use super::fr_files::{fr_err, write};
 use crate::LabError;
 
 /// The EAP edits of `mods-available/eap` and the two virtual servers, in `dir` (a copy of

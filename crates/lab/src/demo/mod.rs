@@ -5,6 +5,7 @@
 //! [`FreeRadiusServer`] are here).
 
 mod eap;
+mod fr_files;
 mod freeradius;
 mod freeradius_eap;
 
