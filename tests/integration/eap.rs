@@ -43,6 +43,8 @@ fn tail(log: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_25_eapol_test_tls_and_ttls_over_tls_1_2_and_1_3_with_mppe_keys() {
+    // Heavy (eapol_test processes, floods): never beside the timing-sensitive tests.
+    let _exclusive = crate::server_support::exclusive();
     let pki = Pki::new(&["alice"]);
     let r = start_eap(&pki, |_| {}).await;
     r.s.add_user("alice", "correct horse battery").await;
@@ -90,6 +92,8 @@ async fn issue_25_eapol_test_tls_and_ttls_over_tls_1_2_and_1_3_with_mppe_keys() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_25_eapol_test_refusals_end_in_eap_failure() {
+    // Heavy (eapol_test processes, floods): never beside the timing-sensitive tests.
+    let _exclusive = crate::server_support::exclusive();
     let pki = Pki::new(&["alice", "bob", "carol"]);
     let r = start_eap(&pki, |_| {}).await;
     r.s.add_user("alice", "correct horse battery").await;
@@ -157,6 +161,8 @@ async fn issue_25_eapol_test_refusals_end_in_eap_failure() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_25_eapol_test_reauthentication_resumes_without_a_hash() {
+    // Heavy (eapol_test processes, floods): never beside the timing-sensitive tests.
+    let _exclusive = crate::server_support::exclusive();
     let pki = Pki::new(&["alice"]);
     let r = start_eap(&pki, |_| {}).await;
     r.s.add_user("alice", "correct horse battery").await;
@@ -273,6 +279,8 @@ async fn issue_25_disabling_a_user_ends_resumption() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_25_a_thousand_malformed_exchanges_leave_logins_working_and_memory_bounded() {
+    // Heavy (eapol_test processes, floods): never beside the timing-sensitive tests.
+    let _exclusive = crate::server_support::exclusive();
     let pki = Pki::new(&[]);
     let r = start_eap(&pki, |f| {
         f.max_conversations = 256;

@@ -224,6 +224,8 @@ fn issue_2_bench_json_reports_fraction_of_bound() {
 
 #[test]
 fn issue_26_argon2id_bench_json_reports_kernel_floor_faults_and_pool() {
+    // Loads every core for a while: never beside the timing-sensitive tests.
+    let _exclusive = crate::server_support::exclusive();
     let out = portcullis(
         &[
             "hash",

@@ -22,6 +22,8 @@ use crate::server_support::test_policy;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_25_lab_eap_logins_match_the_servers_counters() {
+    // Heavy (hundreds of TLS handshakes): never beside the timing-sensitive tests.
+    let _exclusive = crate::server_support::exclusive();
     let pki = tempfile::tempdir().unwrap();
     let ca = TestCa::new(pki.path(), "ca").unwrap();
     let server_pair = ca.server("server", &["127.0.0.1"]).unwrap();
