@@ -8,7 +8,6 @@ mod crash;
 mod dashboards;
 mod eap;
 mod eap_support;
-mod enumeration;
 mod formats_cli;
 mod hash_cli;
 mod hostile;

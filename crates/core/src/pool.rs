@@ -86,10 +86,6 @@ pub(crate) enum JobReply {
         error: bool,
         /// Enqueue to pick-up.
         queue_wait: Duration,
-        /// When the verdict was handed back (before the waiting task wakes): the
-        /// unknown-principal mimic replays latencies up to here and then pays the same
-        /// cross-thread wake-up from the precise timer (issue 16).
-        handed_back: Instant,
     },
     /// Dropped before hashing.
     Shed(ShedReason),
@@ -638,7 +634,6 @@ impl Shared {
             // A bug in a KDF must cost one answer, not a pool thread.
             Err(_) => vec![(None, true); batch.len()],
         };
-        let handed_back = self.clock.now();
         for ((job, class), (matched, error)) in batch.into_iter().zip(results) {
             let queue_wait = start.saturating_duration_since(job.enqueued_at);
             metrics::queue_wait(class, queue_wait);
@@ -653,7 +648,6 @@ impl Shared {
                 matched,
                 error,
                 queue_wait,
-                handed_back,
             });
             self.in_service.fetch_sub(1, Ordering::SeqCst);
         }

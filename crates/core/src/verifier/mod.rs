@@ -66,6 +66,9 @@ use crate::throttle::{
 };
 use crate::timer::{PRECISE_TAIL, PreciseTimer};
 
+/// The largest resume lateness one delayed answer feeds into the estimate.
+const MAX_LATENESS: Duration = Duration::from_micros(500);
+
 mod budgets;
 mod proof;
 mod rehash;
@@ -178,6 +181,12 @@ struct Inner {
     spread: Spread,
     /// Serves the last milliseconds of answer delays precisely (issue 16).
     timer: PreciseTimer,
+    /// How late, in nanoseconds, a task resumes after asking to resume at a given
+    /// instant (timer error plus the cross-thread wake-up), smoothed. A delayed answer
+    /// aims this much early so it resumes on time on average: the mimicked rejection
+    /// then lands where the real one it copies resumed, not a wake-up later or earlier
+    /// (issue 16, regression seen in CI: D = 0.30 from a 0.1 ms shift).
+    resume_lateness: AtomicU64,
     /// Keys the flow hash so shuffle-shard hands cannot be aimed at.
     flow_hasher: std::collections::hash_map::RandomState,
     /// Recent real verification latencies per principal kind (unknown-principal delay).
@@ -314,6 +323,7 @@ impl Verifier {
                 limits,
                 spread,
                 timer,
+                resume_lateness: AtomicU64::new(0),
                 flow_hasher: std::collections::hash_map::RandomState::new(),
                 latencies: [Mutex::new(Latencies::new()), Mutex::new(Latencies::new())],
                 rehashing: Mutex::new(HashSet::new()),
@@ -338,17 +348,34 @@ impl Verifier {
 
     /// Wait out an answer delay: the runtime's timer for all but its last
     /// 4 ms (`PRECISE_TAIL`), a precise timer for those (see `timer.rs` for why a
-    /// mimicked rejection must not land on the runtime's millisecond lattice).
+    /// mimicked rejection must not land on the runtime's millisecond lattice). The task
+    /// resumes at `now + d` on average: it aims early by the measured resume lateness.
     pub async fn answer_delay(&self, d: Duration) {
         if d.is_zero() {
             return;
         }
+        let i = &*self.inner;
         let until = Instant::now() + d;
-        if let Some(coarse) = d.checked_sub(PRECISE_TAIL).filter(|c| !c.is_zero()) {
+        let early = Duration::from_nanos(i.resume_lateness.load(Ordering::Relaxed));
+        let aim = until.checked_sub(early).unwrap_or(until);
+        if let Some(coarse) = aim
+            .saturating_duration_since(Instant::now())
+            .checked_sub(PRECISE_TAIL)
+            .filter(|c| !c.is_zero())
+        {
             tokio::time::sleep(coarse).await;
         }
         // If the service is gone the answer just goes now.
-        let _ = self.inner.timer.at(until).await;
+        let _ = i.timer.at(aim).await;
+        // Smoothed over 1/16 steps and capped, like the timer's own overshoot, so one
+        // descheduling does not make answers early for long.
+        let late = Instant::now()
+            .saturating_duration_since(aim)
+            .min(MAX_LATENESS)
+            .as_nanos() as i128;
+        let o = i.resume_lateness.load(Ordering::Relaxed) as i128;
+        let next = (o + (late - o) / 16).max(0) as u64;
+        i.resume_lateness.store(next, Ordering::Relaxed);
     }
 
     /// Replace the pepper keys (a reloaded secrets file): cheap credentials peppered under
@@ -637,12 +664,10 @@ impl Verifier {
             return (self.overloaded(refusal_wait(r)), class);
         }
         match rx.await {
-            Ok(JobReply::Done {
-                matched,
-                handed_back,
-                ..
-            }) => {
-                self.record_latency_until(kind, start, handed_back);
+            Ok(JobReply::Done { matched, .. }) => {
+                // Until this task resumed: the mimic aims at the same moment and
+                // corrects its own wake-up (`answer_delay`).
+                self.record_latency(kind, start);
                 match matched.and_then(|m| kdf.get(m)) {
                     Some((old, c)) => {
                         let secret = Arc::unwrap_or_clone(secret);

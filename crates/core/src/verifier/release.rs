@@ -86,20 +86,11 @@ impl Verifier {
         })
     }
 
+    /// A real verification's latency from arrival to now, when its task resumed with
+    /// the verdict: the mimic aims at the same moment (`Verifier::answer_delay` corrects
+    /// its own wake-up), so neither pays a wake-up the other does not.
     pub(super) fn record_latency(&self, kind: PrincipalKind, start: Instant) {
-        self.record_latency_until(kind, start, self.inner.clock.now());
-    }
-
-    /// A real verification's latency from arrival to `verdict`. For pool jobs that is
-    /// when the pool handed the verdict back, before this task woke: the mimic then
-    /// pays the same kind of wake-up from the precise timer, not a second one.
-    pub(super) fn record_latency_until(
-        &self,
-        kind: PrincipalKind,
-        start: Instant,
-        verdict: Instant,
-    ) {
-        let took = verdict.saturating_duration_since(start);
+        let took = self.inner.clock.now().saturating_duration_since(start);
         self.inner.latencies[kind_idx(kind)].lock().record(took);
     }
 }
