@@ -7,6 +7,14 @@ use clap::{Parser, Subcommand};
 
 mod cli;
 
+/// mimalloc instead of glibc's malloc: an 802.1X round trip allocates and frees dozens of
+/// short-lived buffers (a rustls connection per login, EAP fragments, RADIUS attributes),
+/// and glibc's malloc (with its chunk consolidation) was about a sixth of the server's CPU
+/// per resumed login in a profile (`perf record` on `scripts/eap-bench`, issue 25). Argon2
+/// arenas do not go through it (`portcullis_hash` maps them itself).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Authentication server whose credential checks stay fast under load and attack,
 /// and the load lab that proves it.
 #[derive(Debug, Parser)]

@@ -268,6 +268,9 @@ async fn issue_25_disabling_a_user_ends_resumption() {
             "{user}: {second:?}"
         );
         r.s.store().set_user_disabled(user, true).await.unwrap();
+        // What the store's change feed does on PostgreSQL (on SQLite the cached entry
+        // expires within `store.client_cache_ttl_ms`): the user check reads the cache.
+        r.s.server.app().clients.invalidate_user(user);
         let third = log_in(&nas, cfg, creds, &mut salt).await;
         assert_eq!(
             third,

@@ -28,7 +28,8 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use portcullis_core::{
-    Attempt, AuditContext, EapDetail, Outcome, PrincipalKind, ProofCheck, Protocol,
+    Attempt, AuditContext, CredentialSource, EapDetail, Outcome, PrincipalKind, ProofCheck,
+    Protocol,
 };
 use portcullis_eap::{Conversation, Decision, Pending, Reason, Start, Step, method};
 use portcullis_radius::{Packet, attr, mppe};
@@ -658,7 +659,11 @@ async fn decide(
 }
 
 /// The proof check of a certificate or resumed login: not revoked, and the user (when
-/// one exists, or always with `require`) enabled.
+/// one exists, or always with `require`) enabled. The user is read through the app's
+/// credential cache, as a PAP or inner-TTLS password check reads it: a login costs no
+/// database round trip while the entry is fresh, and a user disabled elsewhere stops
+/// logging in within `store.client_cache_ttl_ms` (at once with PostgreSQL's change feed),
+/// the same bound as for passwords.
 async fn user_check(
     app: &App,
     identity: String,
@@ -672,7 +677,11 @@ async fn user_check(
     if no_identity {
         return ProofCheck::Invalid("no_certificate_identity");
     }
-    match app.store.get_user(&identity).await {
+    match app
+        .clients
+        .credentials(PrincipalKind::User, &identity)
+        .await
+    {
         Ok(Some(u)) if u.disabled => ProofCheck::Invalid("user_disabled"),
         Ok(Some(_)) => ProofCheck::Valid,
         Ok(None) if require => ProofCheck::Invalid("unknown_user"),
