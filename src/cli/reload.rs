@@ -7,7 +7,9 @@
 //! reloadable parts are applied: `[audit] per_source_limit` and `interval_secs`, and `[log]
 //! level`, and the TLS certificate and key (issue 14: re-read from `[tls] cert` and `key`
 //! even when the file is unchanged, since renewals replace the PEM files in place; checked
-//! like at start-up, and on a failed check the old certificate stays). Any other change is
+//! like at start-up, and on a failed check the old certificate stays), and the 802.1X door's
+//! certificate, key, client CAs and CRLs from the paths it started with (issue 25; ticket
+//! keys carry over, so devices keep resuming). Any other change is
 //! reported as needing a restart. A file that does not parse
 //! or validate is refused with one error line, and the running configuration stays.
 
@@ -39,6 +41,12 @@ pub async fn watch(app: Arc<App>, args: ServeArgs, secrets_file: PathBuf, mut ru
             }
         }
         reload_certificate(&app, &running);
+        for (part, outcome) in app.reload_parts() {
+            match outcome {
+                Ok(what) => tracing::info!("{part}: reloaded: {what}"),
+                Err(e) => tracing::error!("{part}: reload refused, the old files stay: {e}"),
+            }
+        }
         match portcullis_store::Secrets::load(&secrets_file) {
             Ok(s) => {
                 let current = s.peppers.current().map_or("none", |k| k.id()).to_owned();

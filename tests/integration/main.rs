@@ -7,6 +7,7 @@ mod client_auth;
 mod crash;
 mod dashboards;
 mod eap;
+mod eap_reload;
 mod eap_support;
 mod formats_cli;
 mod hash_cli;

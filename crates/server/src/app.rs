@@ -96,6 +96,27 @@ pub struct App {
     pub audit: Arc<crate::audit::Audit>,
     /// The last 15 minutes, one sample per second, for the status page.
     pub history: crate::history::History,
+    /// Parts that re-read their files on SIGHUP besides `[tls]` (the 802.1X door's
+    /// certificate and CRLs), registered by whoever owns them, so a reload reaches them
+    /// without `App` knowing each door.
+    pub reloadable: parking_lot::Mutex<Vec<Arc<dyn Reloadable>>>,
+}
+
+/// Something that re-reads its files on SIGHUP. On a failed check it keeps what it had
+/// and says so in the returned error; the caller logs the outcome.
+pub trait Reloadable: Send + Sync {
+    /// What it is, for the log ("radius.eap").
+    fn name(&self) -> &'static str;
+    /// Re-read and check; `Ok` with a one-line description of what is now in force.
+    fn reload(&self) -> Result<String, String>;
+}
+
+impl App {
+    /// Reload every registered part; returns (name, outcome) for the log.
+    pub fn reload_parts(&self) -> Vec<(&'static str, Result<String, String>)> {
+        let parts: Vec<Arc<dyn Reloadable>> = self.reloadable.lock().clone();
+        parts.iter().map(|p| (p.name(), p.reload())).collect()
+    }
 }
 
 impl std::fmt::Debug for App {
@@ -197,6 +218,7 @@ impl App {
             ),
             audit,
             history: crate::history::History::default(),
+            reloadable: parking_lot::Mutex::new(Vec::new()),
         }))
     }
 }

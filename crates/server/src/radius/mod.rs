@@ -155,6 +155,9 @@ impl Radius {
             Some(c) => {
                 let door = Arc::new(eap::EapDoor::new(&app, c)?);
                 let _ = stats.eap.set(Arc::clone(&door.stats));
+                app.reloadable
+                    .lock()
+                    .push(Arc::clone(&door) as Arc<dyn crate::app::Reloadable>);
                 Some(door)
             }
             None => None,

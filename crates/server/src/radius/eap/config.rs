@@ -292,6 +292,8 @@ pub(crate) const EXAMPLE: &str = r#"
 # chain, dates and clientAuth EKU are checked in the handshake.
 # client_ca = "/etc/portcullis/devices-ca.crt"
 # PEM CRLs of those CAs: a listed certificate is refused, resumed sessions included.
+# SIGHUP re-reads cert, key, client_ca and these files (same paths; checked as at start,
+# a bad file is refused and the old ones stay); devices keep resuming across it.
 crl = []
 # Methods offered, in the order proposed; a peer may Nak to another in the list.
 methods = ["tls", "ttls"]

@@ -27,6 +27,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use parking_lot::RwLock;
 use portcullis_core::{
     Attempt, AuditContext, CredentialSource, EapDetail, Outcome, PrincipalKind, ProofCheck,
     Protocol,
@@ -47,14 +48,22 @@ use crate::app::App;
 pub struct EapDoor {
     /// `[radius.eap]`.
     pub config: EapConfig,
-    /// What every conversation shares (rustls configurations, bounds).
-    settings: portcullis_eap::Settings,
-    /// Client certificate checks (EAP-TLS offered).
-    check: Option<tls::ClientCheck>,
+    /// What was read from the files `config` names; swapped whole on SIGHUP.
+    loaded: RwLock<Arc<Loaded>>,
+    /// Opens the shared ticket keys again on reload.
+    master_key: portcullis_store::MasterKey,
     /// Conversations between round trips.
     table: Table,
     /// Counters (shared with the status page through the NAS stats registry).
     pub stats: Arc<EapStats>,
+}
+
+/// The parts of the door read from files: certificate and key, client CAs, CRLs.
+struct Loaded {
+    /// What every conversation shares (rustls configurations, bounds).
+    settings: portcullis_eap::Settings,
+    /// Client certificate checks (EAP-TLS offered).
+    check: Option<tls::ClientCheck>,
 }
 
 impl std::fmt::Debug for EapDoor {
@@ -77,8 +86,9 @@ enum Decided {
 impl EapDoor {
     /// Build from `[radius.eap]`: certificates are read and checked now.
     pub fn new(app: &App, config: EapConfig) -> Result<EapDoor, crate::ServerError> {
-        let (settings, check) = tls::build(&config, &app.master_key, config.max_conversations)
-            .map_err(|e| crate::ServerError::Config(format!("radius.eap: {e}")))?;
+        let (settings, check) =
+            tls::build(&config, &app.master_key, config.max_conversations, None)
+                .map_err(|e| crate::ServerError::Config(format!("radius.eap: {e}")))?;
         register_series();
         Ok(EapDoor {
             table: Table::new(
@@ -86,11 +96,17 @@ impl EapDoor {
                 config.max_conversations_per_nas,
                 config.conversation_timeout,
             ),
-            settings,
-            check,
+            loaded: RwLock::new(Arc::new(Loaded { settings, check })),
+            master_key: app.master_key.clone(),
             stats: Arc::new(EapStats::default()),
             config,
         })
+    }
+
+    /// What is in force now (conversations in progress keep the rustls configuration
+    /// their handshake started with).
+    fn loaded(&self) -> Arc<Loaded> {
+        Arc::clone(&self.loaded.read())
     }
 
     /// Conversations in progress.
@@ -204,7 +220,7 @@ pub(super) async fn answer(
                         Some(p) => Step::Verify(p),
                         None => {
                             let mut conv = conv;
-                            let step = conv.step(&door.settings, &eap);
+                            let step = conv.step(&door.loaded().settings, &eap);
                             return drive(radius, door, req, packet, key, conv, step, now).await;
                         }
                     };
@@ -250,7 +266,7 @@ pub(super) async fn answer(
                 framed_mtu,
                 binding,
             };
-            let (conv, step) = Conversation::start(&door.settings, &eap, &start);
+            let (conv, step) = Conversation::start(&door.loaded().settings, &eap, &start);
             door.stats.started.fetch_add(1, Ordering::Relaxed);
             match conv {
                 Some(c) => drive(radius, door, req, packet, key, Box::new(c), step, now).await,
@@ -595,6 +611,7 @@ async fn decide(
                 .and_then(|leaf| tls::identity(leaf, door.config.tls_identity))
                 .unwrap_or_default();
             let refuse = door
+                .loaded()
                 .check
                 .as_ref()
                 .map_or(Some("no_client_ca"), |c| c.refuse(chain, *resumed));
@@ -687,6 +704,35 @@ async fn user_check(
         Ok(None) if require => ProofCheck::Invalid("unknown_user"),
         Ok(None) => ProofCheck::Valid,
         Err(_) => ProofCheck::Unavailable("store"),
+    }
+}
+
+/// SIGHUP: the certificate, key, client CAs and CRLs are read again from the paths in
+/// force (a CA renewal or a new CRL needs no restart; other `[radius.eap]` changes do, and
+/// the reload says so), checked as at start-up; on a failed check the old ones stay. Ticket
+/// keys and session caches carry over, so devices keep resuming.
+impl crate::app::Reloadable for EapDoor {
+    fn name(&self) -> &'static str {
+        "radius.eap"
+    }
+
+    fn reload(&self) -> Result<String, String> {
+        let previous = self.loaded();
+        let (settings, check) = tls::build(
+            &self.config,
+            &self.master_key,
+            self.config.max_conversations,
+            Some(&previous.settings),
+        )
+        .map_err(|e| e.to_string())?;
+        let revoked = check.as_ref().map_or(0, tls::ClientCheck::revoked);
+        *self.loaded.write() = Arc::new(Loaded { settings, check });
+        Ok(format!(
+            "certificate {} re-read, {} revoked client certificates in {} CRL file(s)",
+            self.config.cert.display(),
+            revoked,
+            self.config.crl.len()
+        ))
     }
 }
 

@@ -40,6 +40,11 @@ impl std::fmt::Debug for ClientCheck {
 }
 
 impl ClientCheck {
+    /// Revoked certificates known (for the reload's log line).
+    pub fn revoked(&self) -> usize {
+        self.revoked.len()
+    }
+
     /// Whether `chain` is revoked, or (for a resumed session) no longer valid now.
     pub fn refuse(&self, chain: &[CertificateDer<'static>], resumed: bool) -> Option<&'static str> {
         let (leaf, rest) = chain.split_first()?;
@@ -76,11 +81,15 @@ impl ClientCheck {
     }
 }
 
-/// The EAP settings and the client-certificate check built from `[radius.eap]`.
+/// The EAP settings and the client-certificate check built from `[radius.eap]`: the
+/// certificate, key, client CAs and CRLs read and checked now. On a reload, `previous`
+/// passes the settings in force, whose ticket keys and session caches the new
+/// configurations keep: re-reading a CRL must not end every device's resumption.
 pub fn build(
     c: &EapConfig,
     master_key: &MasterKey,
     max_conversations: usize,
+    previous: Option<&portcullis_eap::Settings>,
 ) -> Result<(portcullis_eap::Settings, Option<ClientCheck>), TlsError> {
     let loaded = crate::tls::load_certified(&c.cert, &c.key)?;
     let mut s = TlsSettings::new(c.cert.clone(), c.key.clone());
@@ -104,7 +113,8 @@ pub fn build(
     let rotation =
         u32::try_from(c.resumption_lifetime.as_secs().clamp(60, 21_600)).unwrap_or(21_600);
     let make = |verifier: Option<Arc<dyn ClientCertVerifier>>,
-                label: &str|
+                label: &str,
+                kept: Option<&Arc<rustls::ServerConfig>>|
      -> Result<Arc<rustls::ServerConfig>, TlsError> {
         let b = rustls::ServerConfig::builder_with_provider(Arc::clone(&provider))
             .with_protocol_versions(&versions)?;
@@ -129,6 +139,10 @@ pub fn build(
         } else {
             config.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
             config.send_tls13_tickets = 0;
+        }
+        if let Some(old) = kept {
+            config.ticketer = Arc::clone(&old.ticketer);
+            config.session_storage = Arc::clone(&old.session_storage);
         }
         Ok(Arc::new(config))
     };
@@ -169,12 +183,20 @@ pub fn build(
             .build()
             .map_err(|e| TlsError::Pem(format!("{}: {e}", ca.display())))?;
         check = Some(ClientCheck { revoked });
-        Some(make(Some(verifier), "eap-tls session tickets")?)
+        Some(make(
+            Some(verifier),
+            "eap-tls session tickets",
+            previous.and_then(|p| p.tls.as_ref()),
+        )?)
     } else {
         None
     };
     let ttls = if offers(portcullis_eap::method::TTLS) {
-        Some(make(None, "eap-ttls session tickets")?)
+        Some(make(
+            None,
+            "eap-ttls session tickets",
+            previous.and_then(|p| p.ttls.as_ref()),
+        )?)
     } else {
         None
     };
