@@ -8,12 +8,11 @@
 //! algorithm-level result: whichever system wrote a PBKDF2 hash, it is a
 //! [`Credential::Pbkdf2`] and batches with every other PBKDF2 hash of the same parameters.
 
-use crate::error::{FormatError, VerifyError};
+use crate::error::VerifyError;
 use crate::formats::argon2::Argon2Hash;
 use crate::formats::bcrypt::BcryptHash;
 use crate::formats::salted_sha::SaltedSha;
 use crate::formats::scrypt::ScryptHash;
-use crate::formats::{self, Format};
 use crate::pbkdf2::{self, Prf};
 use crate::pepper::{PepperedHmac, Peppers};
 
@@ -81,17 +80,6 @@ pub enum Credential {
 }
 
 impl Credential {
-    /// Detect the format of `s` and parse it.
-    pub fn parse(s: &str) -> Result<Self, FormatError> {
-        formats::detect(s.trim())
-    }
-
-    /// Parse `s` as `format` only (the CLI's `--format`): a string of another format is an
-    /// error even if it would parse.
-    pub fn parse_as(s: &str, format: Format) -> Result<Self, FormatError> {
-        formats::parse_as(s.trim(), format)
-    }
-
     /// Check `secret` against this credential in constant time (for the comparison).
     pub fn verify(&self, secret: &[u8], peppers: &Peppers) -> Result<bool, VerifyError> {
         match self {

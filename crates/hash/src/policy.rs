@@ -18,7 +18,8 @@ use crate::credential::Credential;
 use crate::error::RandomError;
 use crate::formats::argon2::{self, Argon2Variant};
 use crate::formats::bcrypt::BcryptPrehash;
-use crate::formats::{b64_encode, limits, scrypt};
+use crate::formats::common::b64_encode;
+use crate::formats::{limits, scrypt};
 use crate::pbkdf2::{self, Prf};
 
 /// Salt length of every hash we write.

@@ -9,7 +9,7 @@
 //! Detection: the string must be canonical padded base64 whose decoding has exactly one of
 //! those layouts; nothing else in [`super::detect`] is bare base64, so this is unambiguous.
 
-use super::{b64_std_padded, check_pbkdf2};
+use super::common::{b64_std_padded, check_pbkdf2};
 use crate::credential::Credential;
 use crate::error::FormatError;
 use crate::pbkdf2::Prf;

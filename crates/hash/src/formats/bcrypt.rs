@@ -13,8 +13,7 @@ use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 use zeroize::Zeroizing;
 
-use super::{limits, parse_dec};
-use crate::credential::Credential;
+use super::common::{limits, parse_dec};
 use crate::error::{FormatError, VerifyError};
 
 /// bcrypt's own base64 alphabet (`./A-Za-z0-9`), tolerant of non-zero trailing bits in the
@@ -100,8 +99,8 @@ pub fn is_modular(s: &str) -> bool {
 }
 
 /// Parse `$2b$12$<22 salt chars><31 hash chars>`.
-pub fn parse_modular(s: &str, format: &'static str) -> Result<Credential, FormatError> {
-    parse_modular_hash(s, format, BcryptPrehash::None).map(Credential::Bcrypt)
+pub fn parse_modular(s: &str, format: &'static str) -> Result<BcryptHash, FormatError> {
+    parse_modular_hash(s, format, BcryptPrehash::None)
 }
 
 /// As [`parse_modular`] with a given pre-hash (Django's wrappers embed this encoding).
@@ -199,7 +198,7 @@ fn build(
 
 /// Parse passlib's `$bcrypt-sha256$v=2,t=2b,r=12$<salt>$<hash>` or the v1
 /// `$bcrypt-sha256$2b,12$<salt>$<hash>`.
-pub fn parse_passlib_sha256(s: &str) -> Result<Credential, FormatError> {
+pub fn parse_passlib_sha256(s: &str) -> Result<BcryptHash, FormatError> {
     const F: &str = "passlib";
     let rest = s
         .strip_prefix("$bcrypt-sha256$")
@@ -251,7 +250,7 @@ pub fn parse_passlib_sha256(s: &str) -> Result<Credential, FormatError> {
             "salt must be 22 and hash 31 characters",
         ));
     }
-    build(F, minor, cost, salt, hash, prehash).map(Credential::Bcrypt)
+    build(F, minor, cost, salt, hash, prehash)
 }
 
 impl std::fmt::Debug for BcryptHash {
@@ -274,14 +273,11 @@ mod tests {
     fn openbsd_reference_vector() {
         // From the OpenBSD bcrypt regression tests (also in pyca/bcrypt's test suite):
         // password "U*U", cost 5.
-        let c = parse_modular(
+        let h = parse_modular(
             "$2a$05$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW",
             "bcrypt",
         )
         .unwrap();
-        let Credential::Bcrypt(h) = c else {
-            panic!("variant")
-        };
         assert!(h.verify(b"U*U").unwrap());
         assert!(!h.verify(b"U*V").unwrap());
     }

@@ -7,7 +7,7 @@
 //! - `bcrypt$$2b$12$...`: plain bcrypt.
 //! - `scrypt$<N>$<salt>$<r>$<p>$<base64 hash>`: salt string bytes, 64-byte output.
 
-use super::{b64_std, check_pbkdf2, parse_dec, prf_from_hashlib_name};
+use super::common::{b64_std, check_pbkdf2, parse_dec, prf_from_hashlib_name};
 use crate::credential::Credential;
 use crate::error::FormatError;
 use crate::formats::{argon2, bcrypt, scrypt};

@@ -11,7 +11,7 @@
 //! the digest length. FreeRADIUS's passlib-form support is [`super::passlib`]; its
 //! `{SSHA*}` headers are [`super::salted_sha`].
 
-use super::{b64_std, check_pbkdf2, parse_dec};
+use super::common::{b64_std, check_pbkdf2, parse_dec};
 use crate::credential::Credential;
 use crate::error::FormatError;
 use crate::pbkdf2::Prf;

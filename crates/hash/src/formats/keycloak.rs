@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{b64_std, check_pbkdf2, limits};
+use super::common::{b64_std, check_pbkdf2, limits};
 use crate::credential::Credential;
 use crate::error::FormatError;
 use crate::formats::argon2::{Argon2Hash, Argon2Variant};
@@ -110,7 +110,7 @@ fn representation(s: &str) -> Result<CredentialRepresentation, FormatError> {
             FORMAT,
             format!(
                 "credential type {:?} is not a password",
-                super::truncate(kind)
+                super::common::truncate(kind)
             ),
         ));
     }
@@ -157,7 +157,7 @@ fn from_parts(credential_data: &str, secret_data: &str) -> Result<Credential, Fo
         other => {
             return Err(FormatError::unsupported(
                 FORMAT,
-                format!("algorithm {:?}", super::truncate(other)),
+                format!("algorithm {:?}", super::common::truncate(other)),
             ));
         }
     };
@@ -181,8 +181,9 @@ fn from_parts(credential_data: &str, secret_data: &str) -> Result<Credential, Fo
                 FormatError::malformed(FORMAT, format!("argon2 needs additionalParameters.{key}"))
             })
     };
-    let number =
-        |key: &str| -> Result<u32, FormatError> { super::parse_dec(FORMAT, key, get(key)?) };
+    let number = |key: &str| -> Result<u32, FormatError> {
+        super::common::parse_dec(FORMAT, key, get(key)?)
+    };
     let variant = match get("type")? {
         "id" => Argon2Variant::Id,
         "i" => Argon2Variant::I,

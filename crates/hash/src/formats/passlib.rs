@@ -7,7 +7,7 @@
 //! their algorithm modules. The standard PHC `$pbkdf2-sha256$i=...` form (with `i=`) is
 //! the PBKDF2 kernel's parser; [`super::detect`] tells the two apart by that `i=`.
 
-use super::{b64_ab64, check_pbkdf2, parse_dec};
+use super::common::{b64_ab64, check_pbkdf2, parse_dec};
 use crate::credential::Credential;
 use crate::error::FormatError;
 use crate::pbkdf2::Prf;

@@ -5,8 +5,7 @@
 
 use zeroize::Zeroize;
 
-use super::{b64_ab64, check_salt, limits, parse_dec};
-use crate::credential::Credential;
+use super::common::{b64_ab64, check_salt, limits, parse_dec};
 use crate::error::{FormatError, VerifyError};
 
 /// A parsed scrypt hash with validated parameters.
@@ -108,7 +107,7 @@ pub(crate) fn derive(
 }
 
 /// Parse `$scrypt$ln=<log2 N>,r=<r>,p=<p>$<salt>$<hash>`.
-pub fn parse_phc(s: &str, format: &'static str) -> Result<Credential, FormatError> {
+pub fn parse_phc(s: &str, format: &'static str) -> Result<ScryptHash, FormatError> {
     let rest = s
         .strip_prefix("$scrypt$")
         .ok_or_else(|| FormatError::malformed(format, "expected $scrypt$"))?;
@@ -135,7 +134,7 @@ pub fn parse_phc(s: &str, format: &'static str) -> Result<Credential, FormatErro
     let (r, p) = (field(r, "r")?, field(p, "p")?);
     let salt = b64_ab64(format, "salt", salt)?;
     let hash = b64_ab64(format, "hash", hash)?;
-    ScryptHash::new(format, log_n, r, p, salt, hash).map(Credential::Scrypt)
+    ScryptHash::new(format, log_n, r, p, salt, hash)
 }
 
 /// log2 of `n` if it is a power of two >= 2 (Django and Werkzeug store N itself).

@@ -7,7 +7,7 @@
 //! without explicit parameters (`pbkdf2:sha256$...`) are refused: their meaning depends on
 //! the Werkzeug version that wrote them, whose defaults have changed several times.
 
-use super::{check_pbkdf2, parse_dec, prf_from_hashlib_name};
+use super::common::{check_pbkdf2, parse_dec, prf_from_hashlib_name};
 use crate::credential::Credential;
 use crate::error::FormatError;
 use crate::formats::scrypt;
