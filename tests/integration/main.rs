@@ -6,6 +6,7 @@ mod audit;
 mod client_auth;
 mod crash;
 mod dashboards;
+mod doctor;
 mod eap;
 mod eap_support;
 mod enumeration;
