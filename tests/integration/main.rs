@@ -27,6 +27,7 @@ mod server;
 mod server_interop;
 mod server_malformed;
 mod server_support;
+mod service;
 mod status_page;
 mod store_cli;
 mod tls_cli;
