@@ -16,6 +16,7 @@ mod hostile;
 mod lab;
 mod lab_eap;
 mod nas_cli;
+mod package;
 mod process_support;
 mod radius;
 mod radius_interop;
