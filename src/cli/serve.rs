@@ -22,6 +22,10 @@ pub struct ServeArgs {
     /// Listen address (overrides `server.http`; default 127.0.0.1:8080).
     #[arg(long, value_name = "ADDR", env = "PORTCULLIS_HTTP")]
     pub http: Option<SocketAddr>,
+    /// Issuer URL, what clients call (overrides `server.issuer`). A shared store
+    /// (`store.url`) needs `server.issuer` in the file itself.
+    #[arg(long, value_name = "URL", env = "PORTCULLIS_ISSUER")]
+    pub issuer: Option<String>,
     /// Serve RADIUS on this UDP address (repeat for several, or comma-separate them in
     /// PORTCULLIS_RADIUS; replaces `radius.listen`), e.g. `--radius 0.0.0.0:1812 --radius [::]:1812`.
     #[arg(
@@ -45,6 +49,11 @@ pub fn load_config(args: &ServeArgs) -> Result<Config, String> {
     }
     if let Some(h) = args.http {
         config.http = h;
+    }
+    if let Some(i) = &args.issuer {
+        config.issuer = Some(
+            portcullis_server::config::validate_issuer(i).map_err(|e| format!("--issuer: {e}"))?,
+        );
     }
     if !args.radius.is_empty() {
         let mut listen = args.radius.clone();

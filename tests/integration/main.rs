@@ -4,6 +4,7 @@
 
 mod audit;
 mod client_auth;
+mod container;
 mod crash;
 mod dashboards;
 mod doctor;

@@ -449,7 +449,7 @@ pub const SHARED_STORE_NEEDS_ISSUER: &str = "store.url (a PostgreSQL store share
      address and rejects the others' tokens; set server.issuer to the load balancer's URL";
 
 /// RFC 8414 2: the issuer is an http(s) URL with no query or fragment.
-fn validate_issuer(i: &str) -> Result<String, ConfigError> {
+pub fn validate_issuer(i: &str) -> Result<String, ConfigError> {
     let rest = i
         .strip_prefix("https://")
         .or_else(|| i.strip_prefix("http://"))
