@@ -24,10 +24,10 @@ pub fn run(args: HealthcheckArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return super::fail(e),
     };
-    let at = portcullis_server::health::probe_addr(config.http);
+    let (at, proxied) = portcullis_server::health::probe_for(&config, config.http);
     let timeout = Duration::from_millis(args.timeout_ms);
     super::client::block_on(async move {
-        match portcullis_server::health::readyz(at, config.tls.as_ref(), timeout).await {
+        match portcullis_server::health::readyz(at, proxied, config.tls.as_ref(), timeout).await {
             Ok(body) => {
                 println!("{at}: {body}");
                 Ok(ExitCode::SUCCESS)

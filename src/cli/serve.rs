@@ -222,11 +222,11 @@ async fn serve(config: Config, args: ServeArgs) -> ExitCode {
         portcullis_server::shutdown_signal().await;
         portcullis_server::systemd::stopping();
     };
-    let probe_tls = app.config.tls.clone();
+    let probe_config = app.config.clone();
     let issuer = app.issuer.clone();
     let server = tokio::spawn(portcullis_server::run(listeners, app, shutdown));
     if std::env::var_os("NOTIFY_SOCKET").is_some() {
-        notify_ready(bound, probe_tls.as_ref(), &issuer).await;
+        notify_ready(bound, &probe_config, &issuer).await;
     }
     let _watchdog = portcullis_server::systemd::spawn_watchdog();
     let result = match server.await {
@@ -249,14 +249,11 @@ async fn serve(config: Config, args: ServeArgs) -> ExitCode {
 /// READY=1 once the server answers its own `/readyz` (listeners bound, accept loop
 /// running, store answering): what systemd orders dependent units after. A server that
 /// cannot answer is not declared ready, so systemd's start timeout fails the unit.
-async fn notify_ready(
-    bound: SocketAddr,
-    tls: Option<&portcullis_server::tls::TlsSettings>,
-    issuer: &str,
-) {
+async fn notify_ready(bound: SocketAddr, config: &Config, issuer: &str) {
     use portcullis_server::health;
-    let at = health::probe_addr(bound);
-    match health::readyz(at, tls, std::time::Duration::from_secs(30)).await {
+    let (at, proxied) = health::probe_for(config, bound);
+    let timeout = std::time::Duration::from_secs(30);
+    match health::readyz(at, proxied, config.tls.as_ref(), timeout).await {
         Ok(_) => {
             tracing::info!("ready: /readyz answers on {at}");
             portcullis_server::systemd::ready(&format!("serving on {bound}, issuer {issuer}"));

@@ -176,3 +176,26 @@ fn issue_29_healthcheck_over_tls_trusts_only_the_configured_certificate() {
     s.child.kill().unwrap();
     s.child.wait().unwrap();
 }
+
+#[test]
+fn issue_29_healthcheck_behind_proxy_protocol_sends_a_local_header() {
+    // HAProxy on the same host with send-proxy-v2: the server requires a PROXY header
+    // from 127.0.0.1, so a plain probe would be closed; the probe sends LOCAL.
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("p.toml");
+    std::fs::write(
+        &config,
+        "[server]\ntrusted_proxies = [\"127.0.0.1\"]\nproxy_protocol = true\n",
+    )
+    .unwrap();
+    let mut s = serve(&config, &dir.path().join("data"));
+    let at = s.addr.to_string();
+    let (code, out) = healthcheck(&["--config", config.to_str().unwrap(), "--http", &at]);
+    assert_eq!(code, 0, "{out}");
+    // The server does require the header from there: without the config the probe sends
+    // none and is refused.
+    let (code, out) = healthcheck(&["--http", &at, "--timeout-ms", "3000"]);
+    assert_eq!(code, 1, "{out}");
+    s.child.kill().unwrap();
+    s.child.wait().unwrap();
+}

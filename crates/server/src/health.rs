@@ -18,6 +18,7 @@ use thiserror::Error;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use crate::config::Config;
 use crate::tls::TlsSettings;
 
 /// Why the probe did not get `200` from `/readyz`.
@@ -69,26 +70,48 @@ pub fn probe_addr(listen: SocketAddr) -> SocketAddr {
     SocketAddr::new(ip, listen.port())
 }
 
-/// `GET /readyz` at `addr` (over TLS pinned to `tls`'s certificate when given); `Ok` with
-/// the body's first line on 200.
+/// PROXY protocol v2 header with the LOCAL command and no addresses: "a connection the
+/// proxy made on its own, e.g. a health check" (the server keeps the peer's address).
+const PROXY_V2_LOCAL: [u8; 16] = [
+    0x0D, 0x0A, 0x0D, 0x0A, 0x00, 0x0D, 0x0A, 0x51, 0x55, 0x49, 0x54, 0x0A, 0x20, 0x00, 0x00, 0x00,
+];
+
+/// How to probe the server `config` describes from this machine: its address, and whether
+/// the probe must open with a PROXY header (`proxy_protocol` and the probe's source, the
+/// same host, among `trusted_proxies`: the server requires one from them).
+pub fn probe_for(config: &Config, listen: SocketAddr) -> (SocketAddr, bool) {
+    let at = probe_addr(listen);
+    let proxied = config.proxy_protocol && config.trusted_proxies.trusts(at.ip());
+    (at, proxied)
+}
+
+/// `GET /readyz` at `addr` (after a PROXY v2 LOCAL header when `proxy_local`; over TLS
+/// pinned to `tls`'s certificate when given); `Ok` with the body's first line on 200.
 pub async fn readyz(
     addr: SocketAddr,
+    proxy_local: bool,
     tls: Option<&TlsSettings>,
     timeout: Duration,
 ) -> Result<String, HealthError> {
     let connector = tls.map(pinned_connector).transpose()?;
-    tokio::time::timeout(timeout, exchange(addr, connector))
+    tokio::time::timeout(timeout, exchange(addr, proxy_local, connector))
         .await
         .map_err(|_| HealthError::Timeout(addr))?
 }
 
 async fn exchange(
     addr: SocketAddr,
+    proxy_local: bool,
     tls: Option<tokio_rustls::TlsConnector>,
 ) -> Result<String, HealthError> {
-    let tcp = TcpStream::connect(addr)
+    let mut tcp = TcpStream::connect(addr)
         .await
         .map_err(|source| HealthError::Connect { addr, source })?;
+    if proxy_local {
+        tcp.write_all(&PROXY_V2_LOCAL)
+            .await
+            .map_err(|source| HealthError::Io { addr, source })?;
+    }
     match tls {
         None => get(tcp, addr).await,
         Some(connector) => {
