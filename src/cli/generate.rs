@@ -81,9 +81,8 @@ fn completions(cmd: clap::Command, dir: &Path) -> Result<usize, String> {
     let mut cmd = cmd;
     let mut written = 0;
     for shell in [Shell::Bash, Shell::Zsh, Shell::Fish] {
-        let path = clap_complete::generate_to(shell, &mut cmd, "portcullis", dir)
+        clap_complete::generate_to(shell, &mut cmd, "portcullis", dir)
             .map_err(|e| format!("{}: {e}", dir.display()))?;
-        let _ = path;
         written += 1;
     }
     Ok(written)

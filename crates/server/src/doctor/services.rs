@@ -119,11 +119,7 @@ fn issuer(config: &Config, out: &mut Vec<Finding>) {
     let shared = matches!(config.store, StoreBackend::Postgres { .. });
     match (&config.issuer, shared) {
         // `Config::from_file` refuses this; a configuration assembled in code may not.
-        (None, true) => out.push(Finding::new(
-            Level::Fail,
-            S,
-            format!("{SHARED_STORE_NEEDS_ISSUER} (fix)"),
-        )),
+        (None, true) => out.push(Finding::new(Level::Fail, S, SHARED_STORE_NEEDS_ISSUER)),
         (Some(i), true) => out.push(Finding::new(
             Level::Ok,
             S,
