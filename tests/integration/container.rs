@@ -2,12 +2,14 @@
 //! (a release build inside a container does not fit the suite's time, and this machine
 //! cannot pull base images). The Containerfile's final stage runs as a non-root user, keeps
 //! its data in a volume, is health-checked by `portcullis healthcheck` and configured by
-//! environment variables the binary really reads: the test runs the binary with the
-//! image's own ENV, ENTRYPOINT/CMD and HEALTHCHECK command and gets "ready". The compose
+//! environment variables the binary really reads: the test runs the binary as the image's
+//! user on a volume owned like the image's, with the image's own ENV, ENTRYPOINT/CMD and
+//! HEALTHCHECK command, and gets "ready". The compose
 //! setup's shared configuration passes `config check`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -78,7 +80,7 @@ fn issue_29_the_image_is_non_root_with_a_volume_and_a_healthcheck_that_works() {
     // The data volume belongs to the runtime user (a fresh named volume inherits it).
     assert!(
         stage.iter().any(|l| l.starts_with("COPY")
-            && l.contains(&format!("--chown={uid}"))
+            && l.contains(&format!("--chown={}", user[0]))
             && l.ends_with("/var/lib/portcullis")),
         "{stage:?}"
     );
@@ -124,7 +126,16 @@ fn issue_29_the_image_is_non_root_with_a_volume_and_a_healthcheck_that_works() {
         env.iter()
             .any(|(k, v)| k == "PORTCULLIS_HTTP" && v == "0.0.0.0:8080")
     );
-    let mut serve = Command::new(BIN);
+    // The volume as the image has it: owned by the runtime user, 0700; the server runs as
+    // that user (setpriv, like USER), so a non-root server on this volume is what is tested.
+    let (uid, gid) = user[0].split_once(':').unwrap();
+    let volume = dir.path().join("volume");
+    std::fs::create_dir(&volume).unwrap();
+    std::os::unix::fs::chown(&volume, uid.parse().ok(), gid.parse().ok()).unwrap();
+    std::fs::set_permissions(&volume, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o711)).unwrap();
+    let mut serve = Command::new("setpriv");
+    serve.args(["--reuid", uid, "--regid", gid, "--clear-groups", BIN]);
     with_env(&mut serve);
     let mut child = serve
         .args(&cmd)
@@ -149,7 +160,13 @@ fn issue_29_the_image_is_non_root_with_a_volume_and_a_healthcheck_that_works() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("ready"));
-    assert!(dir.path().join("volume/secrets.toml").exists());
+    let secrets = std::fs::metadata(volume.join("secrets.toml")).unwrap();
+    assert_eq!(
+        secrets.uid().to_string(),
+        uid,
+        "the server ran as the image's user"
+    );
+    assert_eq!(secrets.permissions().mode() & 0o777, 0o600);
 }
 
 #[test]
