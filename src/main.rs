@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod cli;
 
@@ -51,6 +51,16 @@ enum Command {
     Lab(cli::lab::LabCommand),
     /// Run Portcullis and a naive baseline side by side under the built-in scenarios.
     Demo(cli::demo::DemoArgs),
+    /// Check a configuration on the machine that will run it: file permissions, store and
+    /// Redis, certificates, clock, issuer, listen addresses, hash kernels. Exit 1 on what
+    /// would break production (each problem names its fix), 0 on a good setup.
+    Doctor(cli::serve::ServeArgs),
+    /// Ask a running server's /readyz over its configured HTTP listener (exit 0 ready, 1
+    /// not): a container HEALTHCHECK without curl.
+    Healthcheck(cli::healthcheck::HealthcheckArgs),
+    /// Generate man pages or shell completions (packaging).
+    #[command(subcommand, hide = true)]
+    Generate(cli::generate::GenerateCommand),
 }
 
 fn main() -> ExitCode {
@@ -65,5 +75,8 @@ fn main() -> ExitCode {
         Command::Tls(c) => cli::tls::run(c),
         Command::Lab(c) => cli::lab::run(c),
         Command::Demo(a) => cli::demo::run(a),
+        Command::Doctor(a) => cli::doctor::run(a),
+        Command::Healthcheck(a) => cli::healthcheck::run(a),
+        Command::Generate(c) => cli::generate::run(c, Cli::command()),
     }
 }

@@ -1,5 +1,7 @@
 //! `portcullis serve`: run the OAuth 2.0 token server (and RADIUS, when configured) until
-//! SIGINT/SIGTERM.
+//! SIGINT/SIGTERM. Under systemd (`Type=notify`) it sends READY=1 once every listener is
+//! bound, the store is open and its own `/readyz` answers 200, feeds the watchdog from the
+//! runtime, and sends STOPPING=1 when it starts draining.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -12,17 +14,26 @@ use portcullis_server::{App, Config};
 pub struct ServeArgs {
     /// TOML configuration file (`portcullis config example` prints a documented one).
     /// Without it every setting has its default.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", env = "PORTCULLIS_CONFIG")]
     pub config: Option<PathBuf>,
     /// Data directory (overrides `store.data_dir`; default ./portcullis-data).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", env = "PORTCULLIS_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
     /// Listen address (overrides `server.http`; default 127.0.0.1:8080).
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", env = "PORTCULLIS_HTTP")]
     pub http: Option<SocketAddr>,
-    /// Serve RADIUS on this UDP address (repeat for several; replaces `radius.listen`),
-    /// e.g. `--radius 0.0.0.0:1812 --radius [::]:1812`.
-    #[arg(long, value_name = "ADDR")]
+    /// Issuer URL, what clients call (overrides `server.issuer`). A shared store
+    /// (`store.url`) needs `server.issuer` in the file itself.
+    #[arg(long, value_name = "URL", env = "PORTCULLIS_ISSUER")]
+    pub issuer: Option<String>,
+    /// Serve RADIUS on this UDP address (repeat for several, or comma-separate them in
+    /// PORTCULLIS_RADIUS; replaces `radius.listen`), e.g. `--radius 0.0.0.0:1812 --radius [::]:1812`.
+    #[arg(
+        long,
+        value_name = "ADDR",
+        env = "PORTCULLIS_RADIUS",
+        value_delimiter = ','
+    )]
     pub radius: Vec<SocketAddr>,
 }
 
@@ -38,6 +49,11 @@ pub fn load_config(args: &ServeArgs) -> Result<Config, String> {
     }
     if let Some(h) = args.http {
         config.http = h;
+    }
+    if let Some(i) = &args.issuer {
+        config.issuer = Some(
+            portcullis_server::config::validate_issuer(i).map_err(|e| format!("--issuer: {e}"))?,
+        );
     }
     if !args.radius.is_empty() {
         let mut listen = args.radius.clone();
@@ -133,19 +149,20 @@ async fn serve(config: Config, args: ServeArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return super::fail(format_args!("cannot listen for RADIUS on {e}")),
     };
+    // Config::from_file refuses it already; kept here so no other path starts one.
+    if matches!(
+        config.store,
+        portcullis_server::config::StoreBackend::Postgres { .. }
+    ) && config.issuer.is_none()
+    {
+        return super::fail(portcullis_server::config::SHARED_STORE_NEEDS_ISSUER);
+    }
     let backend = match portcullis_server::app::open_store(&config).await {
         Ok(b) => b,
         Err(e) => return super::fail(e),
     };
     log_effective_config(&config);
     tracing::info!("identity store: {}", backend.describe());
-    if backend.data_dir().is_none() && config.issuer.is_none() {
-        tracing::warn!(
-            "a shared store without server.issuer: each instance derives its issuer from \
-             its own address, so instances reject each other's tokens; set it to the \
-             load balancer's URL"
-        );
-    }
     let app = match App::new(
         config,
         backend.store(),
@@ -201,7 +218,24 @@ async fn serve(config: Config, args: ServeArgs) -> ExitCode {
         http: listener,
         radius,
     };
-    let result = portcullis_server::run(listeners, app, portcullis_server::shutdown_signal()).await;
+    let shutdown = async {
+        portcullis_server::shutdown_signal().await;
+        portcullis_server::systemd::stopping();
+    };
+    let probe_config = app.config.clone();
+    let issuer = app.issuer.clone();
+    let server = tokio::spawn(portcullis_server::run(listeners, app, shutdown));
+    if std::env::var_os("NOTIFY_SOCKET").is_some() {
+        notify_ready(bound, &probe_config, &issuer).await;
+    }
+    let _watchdog = portcullis_server::systemd::spawn_watchdog();
+    let result = match server.await {
+        Ok(r) => r,
+        Err(e) => {
+            backend.close().await;
+            return super::fail(format_args!("the server task failed: {e}"));
+        }
+    };
     backend.close().await;
     match result {
         Ok(()) => {
@@ -209,5 +243,24 @@ async fn serve(config: Config, args: ServeArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => super::fail(e),
+    }
+}
+
+/// READY=1 once the server answers its own `/readyz` (listeners bound, accept loop
+/// running, store answering): what systemd orders dependent units after. A server that
+/// cannot answer is not declared ready, so systemd's start timeout fails the unit.
+async fn notify_ready(bound: SocketAddr, config: &Config, issuer: &str) {
+    use portcullis_server::health;
+    let (at, proxied) = health::probe_for(config, bound);
+    let timeout = std::time::Duration::from_secs(30);
+    match health::readyz(at, proxied, config.tls.as_ref(), timeout).await {
+        Ok(_) => {
+            tracing::info!("ready: /readyz answers on {at}");
+            portcullis_server::systemd::ready(&format!("serving on {bound}, issuer {issuer}"));
+        }
+        Err(e) => {
+            tracing::error!("not ready: {e}; not notifying systemd of readiness");
+            portcullis_server::systemd::status(&format!("not ready: {e}"));
+        }
     }
 }

@@ -4,8 +4,10 @@
 
 mod audit;
 mod client_auth;
+mod container;
 mod crash;
 mod dashboards;
+mod doctor;
 mod eap;
 mod eap_reload;
 mod eap_support;
@@ -15,6 +17,7 @@ mod hostile;
 mod lab;
 mod lab_eap;
 mod nas_cli;
+mod package;
 mod process_support;
 mod radius;
 mod radius_interop;
@@ -26,6 +29,7 @@ mod server;
 mod server_interop;
 mod server_malformed;
 mod server_support;
+mod service;
 mod status_page;
 mod store_cli;
 mod tls_cli;

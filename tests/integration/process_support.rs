@@ -117,3 +117,20 @@ pub fn post(
     let (head, body) = raw.split_once("\r\n\r\n")?;
     Some((status, head.to_owned(), body.to_owned()))
 }
+
+/// The address a spawned `portcullis serve` (stderr piped) logs as "listening on ADDR",
+/// waited for (bounded); its stderr is drained afterwards so it never blocks.
+pub fn listening_addr(child: &mut Child) -> SocketAddr {
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(rest) = line.split("listening on ").nth(1) {
+                let _ = tx.send(rest.split(';').next().unwrap().parse::<SocketAddr>());
+            }
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(60))
+        .expect("serve did not start")
+        .unwrap()
+}

@@ -270,7 +270,8 @@ async fn issue_13_cli_commands_work_on_the_configured_postgres_store() {
     std::fs::write(
         &config,
         format!(
-            "[store]\nurl = \"{}\"\nsecrets_file = \"{}\"\n",
+            "[server]\nissuer = \"http://auth.cluster.test\"\n\
+             [store]\nurl = \"{}\"\nsecrets_file = \"{}\"\n",
             schema.url(),
             secrets.display()
         ),
@@ -683,7 +684,8 @@ async fn issue_13_config_check_contacts_postgres_and_redis() {
         std::fs::write(
             &file,
             format!(
-                "[server]\ntrusted_proxies = [\"10.0.0.0/8\"]\n[store]\nurl = \"{}\"\n\
+                "[server]\ntrusted_proxies = [\"10.0.0.0/8\"]\nissuer = \"http://auth.cluster.test\"\n\
+                 [store]\nurl = \"{}\"\n\
                  secrets_file = \"{}\"\n[throttle]\nredis = \"{redis}\"\n",
                 schema.url(),
                 dir.path().join("s.toml").display()

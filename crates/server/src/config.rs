@@ -383,6 +383,11 @@ impl Config {
                 if !(1..=1000).contains(&f.store.max_connections) {
                     return Err(invalid("store.max_connections must be between 1 and 1000"));
                 }
+                // Issue 29: a shared store means several instances; each would derive its
+                // issuer from its own address and reject the others' tokens.
+                if issuer.is_none() {
+                    return Err(invalid(SHARED_STORE_NEEDS_ISSUER));
+                }
                 StoreBackend::Postgres {
                     url,
                     secrets_file: f.store.secrets_file.unwrap_or_else(|| {
@@ -438,8 +443,13 @@ impl Config {
     }
 }
 
+/// Why a shared store without `server.issuer` is refused (`config check`, `serve`, `doctor`).
+pub const SHARED_STORE_NEEDS_ISSUER: &str = "store.url (a PostgreSQL store shared by several \
+     instances) needs server.issuer: without it each instance derives its issuer from its own \
+     address and rejects the others' tokens; set server.issuer to the load balancer's URL";
+
 /// RFC 8414 2: the issuer is an http(s) URL with no query or fragment.
-fn validate_issuer(i: &str) -> Result<String, ConfigError> {
+pub fn validate_issuer(i: &str) -> Result<String, ConfigError> {
     let rest = i
         .strip_prefix("https://")
         .or_else(|| i.strip_prefix("http://"))
@@ -703,6 +713,18 @@ mod tests {
             let err = Config::parse(text).unwrap_err().to_string();
             assert!(err.contains(needle), "{text:?}: {err}");
         }
+    }
+
+    #[test]
+    fn issue_29_a_shared_store_without_issuer_is_refused() {
+        let shared = "[store]\nurl = \"postgres://db.internal/portcullis\"\n";
+        let err = Config::parse(shared).unwrap_err().to_string();
+        assert!(err.contains("server.issuer"), "{err}");
+        let with_issuer = format!("[server]\nissuer = \"https://auth.example.com\"\n{shared}");
+        let c = Config::parse(&with_issuer).unwrap();
+        assert!(matches!(c.store, StoreBackend::Postgres { .. }));
+        // SQLite (one instance) still derives its issuer from its address.
+        assert!(Config::parse("").unwrap().issuer.is_none());
     }
 
     #[test]

@@ -13,6 +13,9 @@
 //! - [`keys`]: signing key persistence (sealed) and rotation.
 //! - [`cache`]: short-TTL client record cache (also the core's credential source).
 //! - [`metrics`]: Prometheus recorder and HTTP metrics middleware.
+//! - [`doctor`]: `portcullis doctor`, the first-run check of a configuration on its machine.
+//! - [`health`]: the `/readyz` probe client (`portcullis healthcheck`, systemd readiness).
+//! - [`systemd`]: `Type=notify` readiness, status and the watchdog (no-ops without systemd).
 //!
 //! Embedding (e.g. `portcullis demo`):
 //!
@@ -33,6 +36,8 @@ pub mod cache;
 pub mod client_auth;
 pub mod config;
 pub mod config_error;
+pub mod doctor;
+pub mod health;
 pub mod history;
 pub mod http;
 pub mod jwt;
@@ -41,6 +46,7 @@ pub mod logging;
 pub mod metrics;
 pub mod radius;
 pub mod serve;
+pub mod systemd;
 pub mod tls;
 
 pub use app::{App, ServerError};

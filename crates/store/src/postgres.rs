@@ -77,8 +77,10 @@ impl PgStore {
     }
 
     /// Whether `url` reaches a PostgreSQL that answers, without changing anything (no
-    /// pool, no migrations): for `portcullis config check`.
-    pub async fn probe(url: &str) -> Result<(), StoreError> {
+    /// pool, no migrations): for `portcullis config check` and `doctor`. Returns the
+    /// server's clock, so `doctor` can compare it with this machine's (instances whose
+    /// clocks disagree disagree on token expiry).
+    pub async fn probe(url: &str) -> Result<std::time::SystemTime, StoreError> {
         use sqlx::Connection;
         let options: PgConnectOptions = url
             .parse()
@@ -86,12 +88,14 @@ impl PgStore {
         let mut conn = sqlx::PgConnection::connect_with(&options)
             .await
             .map_err(|e| StoreError::Backend(format!("connecting to PostgreSQL: {e}")))?;
-        sqlx::query("SELECT 1")
-            .execute(&mut conn)
-            .await
-            .map_err(backend)?;
+        let micros: i64 =
+            sqlx::query_scalar("SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint")
+                .fetch_one(&mut conn)
+                .await
+                .map_err(backend)?;
         let _ = conn.close().await;
-        Ok(())
+        let since_epoch = std::time::Duration::from_micros(u64::try_from(micros).unwrap_or(0));
+        Ok(std::time::UNIX_EPOCH + since_epoch)
     }
 
     /// Close every connection.
