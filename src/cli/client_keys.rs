@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use portcullis_server::client_auth;
 use portcullis_store::{ClientAuth, ClientRecord, StoreError};
 
-use super::client::{DataDirArg, open, open_or_create, put_new_client};
+use super::common::{DataDirArg, open, open_or_create, put_new_client};
 
 /// The key options of `client add`.
 #[derive(Debug, clap::Args)]

@@ -43,7 +43,7 @@ pub fn run(cmd: ConfigCommand) -> ExitCode {
             if offline {
                 return ExitCode::SUCCESS;
             }
-            super::client::block_on(async move {
+            super::common::block_on(async move {
                 probe(&config).await?;
                 Ok(ExitCode::SUCCESS)
             })

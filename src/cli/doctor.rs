@@ -16,7 +16,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
             return super::fail("the configuration is refused: fix it first");
         }
     };
-    super::client::block_on(async move {
+    super::common::block_on(async move {
         let report = portcullis_server::doctor::run(&config).await;
         for f in &report.findings {
             println!("{f}");

@@ -288,18 +288,6 @@ fn median(v: &mut [f64]) -> f64 {
     v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
-pub(super) fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown".to_owned())
-}
-
 fn bench(a: BenchArgs) -> ExitCode {
     let threads = a.threads.map_or_else(
         || std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -410,7 +398,7 @@ fn bench(a: BenchArgs) -> ExitCode {
     });
 
     let backend_name = pbkdf2::backend_name(prf, backend);
-    let cpu = cpu_model();
+    let cpu = super::cpu_model();
     if a.json {
         let mut j = serde_json::json!({
             "algorithm": format!("pbkdf2-{}", prf.name()),
@@ -509,7 +497,7 @@ fn calibrate(target_ms: u64) -> ExitCode {
     };
     println!(
         "target {target_ms} ms per verification on one core of: {}",
-        cpu_model()
+        super::cpu_model()
     );
     for s in &c.suggestions {
         let owasp = if s.meets_owasp_minimum {

@@ -128,7 +128,7 @@ pub fn run(b: Argon2Bench) -> ExitCode {
         pool(&cred, b.threads, b.pool_seconds)
     };
     let single_rate = 1e3 / ms;
-    let cpu = super::hash::cpu_model();
+    let cpu = super::cpu_model();
     if b.json {
         println!(
             "{}",

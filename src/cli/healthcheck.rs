@@ -26,7 +26,7 @@ pub fn run(args: HealthcheckArgs) -> ExitCode {
     };
     let (at, proxied) = portcullis_server::health::probe_for(&config, config.http);
     let timeout = Duration::from_millis(args.timeout_ms);
-    super::client::block_on(async move {
+    super::common::block_on(async move {
         match portcullis_server::health::readyz(at, proxied, config.tls.as_ref(), timeout).await {
             Ok(body) => {
                 println!("{at}: {body}");

@@ -3,6 +3,7 @@
 
 pub mod client;
 pub mod client_keys;
+pub mod common;
 pub mod config;
 pub mod demo;
 pub mod doctor;
@@ -22,4 +23,18 @@ pub mod user;
 pub fn fail(msg: impl std::fmt::Display) -> std::process::ExitCode {
     eprintln!("portcullis: error: {msg}");
     std::process::ExitCode::from(2)
+}
+
+/// The CPU's model name (`/proc/cpuinfo`), for benchmark reports: a figure means little
+/// without the CPU that gave it.
+pub(crate) fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown".to_owned())
 }

@@ -17,7 +17,7 @@ use portcullis_store::nas::{
 use portcullis_store::{Backend, NasRecord, StoreError};
 use zeroize::Zeroizing;
 
-use super::client::{
+use super::common::{
     DataDirArg, block_on, created_note, now, open, open_or_create, print_table, read_stdin_secret,
 };
 

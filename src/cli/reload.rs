@@ -18,18 +18,24 @@ use std::sync::Arc;
 
 use portcullis_server::{App, Config};
 
-use super::serve::{ServeArgs, load_config};
-
-/// Reload on every SIGHUP until the process ends.
-pub async fn watch(app: Arc<App>, args: ServeArgs, secrets_file: PathBuf, mut running: Config) {
+/// Reload on every SIGHUP until the process ends. `load` reads the configuration again
+/// the way `serve` read it at start (file plus command-line overrides); `None` when it was
+/// started without a file. Passed in, so this module does not import `serve`, which
+/// spawns it.
+pub async fn watch(
+    app: Arc<App>,
+    load: impl Fn() -> Option<Result<Config, String>> + Send,
+    secrets_file: PathBuf,
+    mut running: Config,
+) {
     let Ok(mut hup) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) else {
         tracing::warn!("cannot listen for SIGHUP: reloading needs a restart");
         return;
     };
     while hup.recv().await.is_some() {
         tracing::info!("SIGHUP: reloading the configuration, the secrets file and the certificate");
-        if args.config.is_some() {
-            match load_config(&args) {
+        if let Some(loaded) = load() {
+            match loaded {
                 Err(e) => tracing::error!(
                     "configuration reload refused, the running configuration stays: {}",
                     one_line(&e)

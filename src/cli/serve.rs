@@ -186,7 +186,7 @@ async fn serve(config: Config, args: ServeArgs) -> ExitCode {
     }
     tokio::spawn(super::reload::watch(
         std::sync::Arc::clone(&app),
-        args,
+        move || args.config.is_some().then(|| load_config(&args)),
         backend.secrets_file(),
         app.config.clone(),
     ));

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use portcullis_hash::{Credential, Format, Policy};
 use portcullis_store::{StoreError, UserRecord};
 
-use super::client::{
+use super::common::{
     DataDirArg, block_on, created_note, now, open, open_or_create, print_table, read_stdin_secret,
 };
 
