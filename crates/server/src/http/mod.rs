@@ -17,3 +17,10 @@ pub mod oauth;
 pub mod proxy_protocol;
 pub mod routes;
 pub mod status;
+
+/// The id of one HTTP request: in the audit event of every attempt it made and in the
+/// `X-Request-Id` response header, so a client's report can be matched with the log. Set
+/// by the router's middleware (`routes`), read by the endpoints (`oauth`): defined here,
+/// above both, so neither imports the other for it.
+#[derive(Debug, Clone)]
+pub struct RequestId(pub String);

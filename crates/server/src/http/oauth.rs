@@ -114,7 +114,7 @@ async fn drain(mut body: Body) {
 fn request_id_of(parts: &Parts) -> String {
     parts
         .extensions
-        .get::<crate::http::routes::RequestId>()
+        .get::<crate::http::RequestId>()
         .map_or_else(portcullis_core::audit::request_id, |r| r.0.clone())
 }
 

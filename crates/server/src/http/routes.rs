@@ -68,18 +68,13 @@ async fn not_found() -> Response {
     (StatusCode::NOT_FOUND, "not found\n").into_response()
 }
 
-/// The id of one HTTP request: in the audit event of every attempt it made and in the
-/// `X-Request-Id` response header, so a client's report can be matched with the log.
-#[derive(Debug, Clone)]
-pub struct RequestId(pub String);
-
 /// Count the request for the status page and Prometheus, and give it its request id.
 async fn track(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Response {
     app.stats.in_flight.fetch_add(1, Ordering::Relaxed);
     let _guard = Decrement(&app);
     let id = portcullis_core::audit::request_id();
     let header_value = HeaderValue::from_str(&id).ok();
-    req.extensions_mut().insert(RequestId(id));
+    req.extensions_mut().insert(super::RequestId(id));
     let mut resp = crate::metrics::track(req, next).await;
     if let Some(v) = header_value {
         resp.headers_mut().insert("x-request-id", v);
