@@ -17,7 +17,19 @@ use rustls::{ClientConfig, RootCertStore};
 use serde::{Deserialize, Serialize};
 
 use crate::LabError;
-use crate::scenario::ConnectionMode;
+
+/// Connection handling of a client group: what `TlsSpec::for_client` configures
+/// resumption for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConnectionMode {
+    /// Reuse one connection per client.
+    KeepAlive,
+    /// Open a new connection for every request (over HTTPS: a full handshake each time).
+    PerRequest,
+    /// A new connection for every request, resuming the client's previous TLS session.
+    PerRequestResume,
+}
 
 /// `tls = { ... }` as written, on `[target]` (every group) or on a group (its own).
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]

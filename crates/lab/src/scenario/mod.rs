@@ -347,17 +347,9 @@ pub enum Model {
     },
 }
 
-/// Connection handling.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ConnectionMode {
-    /// Reuse one connection per client.
-    KeepAlive,
-    /// Open a new connection for every request (over HTTPS: a full handshake each time).
-    PerRequest,
-    /// A new connection for every request, resuming the client's previous TLS session.
-    PerRequestResume,
-}
+/// Connection handling (defined beside the TLS client settings it selects, so `tls`
+/// does not import the scenario that imports it).
+pub use crate::tls::ConnectionMode;
 
 /// A validated group.
 #[derive(Debug, Clone)]
