@@ -96,69 +96,54 @@ macro_rules! blamka {
     }};
 }
 
-/// The quarter-round GB on eight independent lanes.
+/// The quarter-round GB on several groups of eight lanes at once, step by step across the
+/// groups: one GB is a chain of 28 dependent operations (some 30 cycles), so written one
+/// after another the groups leave the vector units mostly idle unless the out-of-order
+/// window holds several whole GBs; interleaved, four chains are in flight at every step.
 macro_rules! gb {
-    ($a:ident, $b:ident, $c:ident, $d:ident) => {
-        $a = blamka!($a, $b);
-        $d = _mm512_ror_epi64::<32>(_mm512_xor_si512($d, $a));
-        $c = blamka!($c, $d);
-        $b = _mm512_ror_epi64::<24>(_mm512_xor_si512($b, $c));
-        $a = blamka!($a, $b);
-        $d = _mm512_ror_epi64::<16>(_mm512_xor_si512($d, $a));
-        $c = blamka!($c, $d);
-        $b = _mm512_ror_epi64::<63>(_mm512_xor_si512($b, $c));
+    ($(($a:ident, $b:ident, $c:ident, $d:ident)),+) => {
+        $($a = blamka!($a, $b);)+
+        $($d = _mm512_ror_epi64::<32>(_mm512_xor_si512($d, $a));)+
+        $($c = blamka!($c, $d);)+
+        $($b = _mm512_ror_epi64::<24>(_mm512_xor_si512($b, $c));)+
+        $($a = blamka!($a, $b);)+
+        $($d = _mm512_ror_epi64::<16>(_mm512_xor_si512($d, $a));)+
+        $($c = blamka!($c, $d);)+
+        $($b = _mm512_ror_epi64::<63>(_mm512_xor_si512($b, $c));)+
     };
 }
 
-/// P on rows `2 $p` and `2 $p + 1`, held in `$n[4 $p .. 4 $p + 4]` (memory order), and
-/// back to memory order.
-macro_rules! rows {
-    ($n:ident, $p:expr, $undo:ident) => {{
+/// Rows `2 $p` and `2 $p + 1` (in `$n[4 $p .. 4 $p + 4]`, memory order) gathered into
+/// `(a, b, c, d)` of P's column step: `a = (a_r | a_r+1)` and so on.
+macro_rules! gather {
+    ($n:ident, $p:expr) => {{
         let (lo, hi) = ($n[4 * $p], $n[4 * $p + 2]);
-        let mut a = _mm512_shuffle_i64x2::<0b01_00_01_00>(lo, hi);
-        let mut b = _mm512_shuffle_i64x2::<0b11_10_11_10>(lo, hi);
+        let a = _mm512_shuffle_i64x2::<0b01_00_01_00>(lo, hi);
+        let b = _mm512_shuffle_i64x2::<0b11_10_11_10>(lo, hi);
         let (lo, hi) = ($n[4 * $p + 1], $n[4 * $p + 3]);
-        let mut c = _mm512_shuffle_i64x2::<0b01_00_01_00>(lo, hi);
-        let mut d = _mm512_shuffle_i64x2::<0b11_10_11_10>(lo, hi);
-        gb!(a, b, c, d);
-        // Diagonals: lane i of each 256-bit half meets b[i+1], c[i+2], d[i+3].
-        b = _mm512_permutex_epi64::<0b00_11_10_01>(b);
-        c = _mm512_permutex_epi64::<0b01_00_11_10>(c);
-        d = _mm512_permutex_epi64::<0b10_01_00_11>(d);
-        gb!(a, b, c, d);
-        $n[4 * $p] = _mm512_permutex2var_epi64(a, $undo[0], b);
-        $n[4 * $p + 2] = _mm512_permutex2var_epi64(a, $undo[1], b);
-        $n[4 * $p + 1] = _mm512_permutex2var_epi64(c, $undo[2], d);
-        $n[4 * $p + 3] = _mm512_permutex2var_epi64(c, $undo[3], d);
+        let c = _mm512_shuffle_i64x2::<0b01_00_01_00>(lo, hi);
+        let d = _mm512_shuffle_i64x2::<0b11_10_11_10>(lo, hi);
+        (a, b, c, d)
     }};
 }
 
-/// P on the four columns held in `$n[$h]`, `$n[$h + 2]`, ... (`$h` = 0: columns 0..4,
-/// `$h` = 1: columns 4..8). `x_k` = row `k`'s word pair of each column, i.e. `(v_2k,
-/// v_2k+1)`.
-macro_rules! columns {
-    ($n:ident, $h:expr) => {{
-        let (mut x0, mut x1, mut x2, mut x3) = ($n[$h], $n[2 + $h], $n[4 + $h], $n[6 + $h]);
-        let (mut x4, mut x5, mut x6, mut x7) = ($n[8 + $h], $n[10 + $h], $n[12 + $h], $n[14 + $h]);
-        gb!(x0, x2, x4, x6);
-        gb!(x1, x3, x5, x7);
-        // Diagonals: b = (v5, v6) and (v7, v4), c = (v10, v11) and (v8, v9) (a rename),
-        // d = (v15, v12) and (v13, v14).
-        let mut b0 = _mm512_alignr_epi8::<8>(x3, x2);
-        let mut b1 = _mm512_alignr_epi8::<8>(x2, x3);
-        let mut d0 = _mm512_alignr_epi8::<8>(x6, x7);
-        let mut d1 = _mm512_alignr_epi8::<8>(x7, x6);
-        gb!(x0, b0, x5, d0);
-        gb!(x1, b1, x4, d1);
-        $n[$h] = x0;
-        $n[2 + $h] = x1;
-        $n[4 + $h] = _mm512_alignr_epi8::<8>(b0, b1);
-        $n[6 + $h] = _mm512_alignr_epi8::<8>(b1, b0);
-        $n[8 + $h] = x4;
-        $n[10 + $h] = x5;
-        $n[12 + $h] = _mm512_alignr_epi8::<8>(d1, d0);
-        $n[14 + $h] = _mm512_alignr_epi8::<8>(d0, d1);
-    }};
+/// Diagonals of a row pair: lane i of each 256-bit half meets b[i+1], c[i+2], d[i+3].
+macro_rules! diagonals {
+    ($b:ident, $c:ident, $d:ident) => {
+        $b = _mm512_permutex_epi64::<0b00_11_10_01>($b);
+        $c = _mm512_permutex_epi64::<0b01_00_11_10>($c);
+        $d = _mm512_permutex_epi64::<0b10_01_00_11>($d);
+    };
+}
+
+/// A row pair back to memory order, undoing the diagonal rotation in the same `vpermt2q`.
+macro_rules! scatter {
+    ($n:ident, $p:expr, $undo:ident, $a:ident, $b:ident, $c:ident, $d:ident) => {
+        $n[4 * $p] = _mm512_permutex2var_epi64($a, $undo[0], $b);
+        $n[4 * $p + 2] = _mm512_permutex2var_epi64($a, $undo[1], $b);
+        $n[4 * $p + 1] = _mm512_permutex2var_epi64($c, $undo[2], $d);
+        $n[4 * $p + 3] = _mm512_permutex2var_epi64($c, $undo[3], $d);
+    };
 }
 
 /// G (see the module doc); `out` is XORed into when `xor` (version 0x13, later passes).
@@ -216,11 +201,94 @@ fn compress(prev: &Block, refb: &Block, out: &mut Block, xor: bool, hint: impl F
         _mm512_xor_si512(ld!(x, 14), ld!(y, 14)),
         _mm512_xor_si512(ld!(x, 15), ld!(y, 15)),
     ];
-    rows!(n, 0, undo);
-    rows!(n, 1, undo);
-    rows!(n, 2, undo);
-    rows!(n, 3, undo);
-    columns!(n, 0);
+    // Rows: the four row pairs at once.
+    let (mut a0, mut b0, mut c0, mut d0) = gather!(n, 0);
+    let (mut a1, mut b1, mut c1, mut d1) = gather!(n, 1);
+    let (mut a2, mut b2, mut c2, mut d2) = gather!(n, 2);
+    let (mut a3, mut b3, mut c3, mut d3) = gather!(n, 3);
+    gb!(
+        (a0, b0, c0, d0),
+        (a1, b1, c1, d1),
+        (a2, b2, c2, d2),
+        (a3, b3, c3, d3)
+    );
+    diagonals!(b0, c0, d0);
+    diagonals!(b1, c1, d1);
+    diagonals!(b2, c2, d2);
+    diagonals!(b3, c3, d3);
+    gb!(
+        (a0, b0, c0, d0),
+        (a1, b1, c1, d1),
+        (a2, b2, c2, d2),
+        (a3, b3, c3, d3)
+    );
+    scatter!(n, 0, undo, a0, b0, c0, d0);
+    scatter!(n, 1, undo, a1, b1, c1, d1);
+    scatter!(n, 2, undo, a2, b2, c2, d2);
+    scatter!(n, 3, undo, a3, b3, c3, d3);
+    // Columns: `x_k` / `y_k` = row k's word pair of columns 0..4 / 4..8, i.e. `(v_2k,
+    // v_2k+1)` of each column, in memory order. Both groups of four columns at once.
+    let [
+        mut x0,
+        mut y0,
+        mut x1,
+        mut y1,
+        mut x2,
+        mut y2,
+        mut x3,
+        mut y3,
+    ] = [n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[7]];
+    let [
+        mut x4,
+        mut y4,
+        mut x5,
+        mut y5,
+        mut x6,
+        mut y6,
+        mut x7,
+        mut y7,
+    ] = [n[8], n[9], n[10], n[11], n[12], n[13], n[14], n[15]];
+    gb!(
+        (x0, x2, x4, x6),
+        (x1, x3, x5, x7),
+        (y0, y2, y4, y6),
+        (y1, y3, y5, y7)
+    );
+    // Diagonals: b = (v5, v6) and (v7, v4), c = (v10, v11) and (v8, v9) (a rename),
+    // d = (v15, v12) and (v13, v14); `vpalignr` works inside each 128-bit lane, which
+    // holds one column's pair.
+    let mut xb0 = _mm512_alignr_epi8::<8>(x3, x2);
+    let mut xb1 = _mm512_alignr_epi8::<8>(x2, x3);
+    let mut xd0 = _mm512_alignr_epi8::<8>(x6, x7);
+    let mut xd1 = _mm512_alignr_epi8::<8>(x7, x6);
+    let mut yb0 = _mm512_alignr_epi8::<8>(y3, y2);
+    let mut yb1 = _mm512_alignr_epi8::<8>(y2, y3);
+    let mut yd0 = _mm512_alignr_epi8::<8>(y6, y7);
+    let mut yd1 = _mm512_alignr_epi8::<8>(y7, y6);
+    gb!(
+        (x0, xb0, x5, xd0),
+        (x1, xb1, x4, xd1),
+        (y0, yb0, y5, yd0),
+        (y1, yb1, y4, yd1)
+    );
+    n = [
+        x0,
+        y0,
+        x1,
+        y1,
+        _mm512_alignr_epi8::<8>(xb0, xb1),
+        _mm512_alignr_epi8::<8>(yb0, yb1),
+        _mm512_alignr_epi8::<8>(xb1, xb0),
+        _mm512_alignr_epi8::<8>(yb1, yb0),
+        x4,
+        y4,
+        x5,
+        y5,
+        _mm512_alignr_epi8::<8>(xd1, xd0),
+        _mm512_alignr_epi8::<8>(yd1, yd0),
+        _mm512_alignr_epi8::<8>(xd0, xd1),
+        _mm512_alignr_epi8::<8>(yd0, yd1),
+    ];
     let first = emit!(n, 0);
     hint(_mm_cvtsi128_si64(_mm512_castsi512_si128(first)) as u64);
     emit!(n, 2);
@@ -230,7 +298,6 @@ fn compress(prev: &Block, refb: &Block, out: &mut Block, xor: bool, hint: impl F
     emit!(n, 10);
     emit!(n, 12);
     emit!(n, 14);
-    columns!(n, 1);
     emit!(n, 1);
     emit!(n, 3);
     emit!(n, 5);
