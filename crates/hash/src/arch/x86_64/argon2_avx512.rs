@@ -15,7 +15,8 @@
 //!   `2j + 1` of row `r`, which is exactly the word pair of column `j` (columns 0..4 in the
 //!   `n_2r`, columns 4..8 in the `n_2r+1`). The column step is lane-wise on rows 0, 2, 4, 6
 //!   and on rows 1, 3, 5, 7; the diagonal step pairs the halves of neighbouring rows inside
-//!   each 128-bit lane (`vpalignr`, four per group of four columns) and renames `c`.
+//!   each 128-bit lane (`vpalignr`, four each way per group of four columns) and renames
+//!   `c`.
 //! - The rotations are native (`vprorq`; a `vpshufd` for the one by 32, one cycle of
 //!   latency less and off the multipliers' units, measured no faster on Zen 5); the
 //!   output `Q ^ X ^ Y` (and the old block on later passes of version 0x13) is one or two
