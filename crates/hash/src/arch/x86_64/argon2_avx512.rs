@@ -33,11 +33,13 @@
 //!   Everything is unrolled by macros, and the whole segment walk is instantiated inside
 //!   [`fill_avx512`].
 //!
-//! The previous block is read back from L1 (just stored; a store-to-load forwarding delay
-//! of a few cycles) rather than carried in registers across the walk: carrying it would
-//! take 16 of the 32 registers from the rounds for the whole compression (the lockstep
-//! rounds use all 16 state vectors plus temporaries) and change the walk's interface
-//! shared with the other kernels.
+//! The previous block is read back from memory (just stored) rather than carried in
+//! registers across the walk: carrying it would take 16 of the 32 registers from the
+//! rounds for the whole compression (the lockstep rounds use all 16 state vectors plus
+//! temporaries) and change the walk's interface shared with the other kernels, and it
+//! would buy nothing here: on Zen 5 a 512-bit store, a load of it and an add measured
+//! 1.9 cycles in a dependent loop against 1.7 for the add alone (the load is forwarded
+//! at almost no latency).
 
 use std::arch::x86_64::*;
 
