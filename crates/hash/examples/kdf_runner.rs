@@ -5,6 +5,7 @@
 //! ```text
 //! kdf_runner ours argon2id M T P COUNT
 //! kdf_runner rustcrypto argon2id M T P COUNT
+//! kdf_runner ours-avx512 argon2id M T P COUNT     (also ours-avx2, ours-portable)
 //! kdf_runner ours scrypt LOG_N R P COUNT
 //! kdf_runner ours bcrypt COST COUNT
 //! ```
@@ -12,11 +13,15 @@
 //! `ours` is the product path: `Policy::hash`, then `Credential::verify` (for argon2 our
 //! kernel with the thread's reused arena; scrypt and bcrypt through their crates).
 //! `rustcrypto` is the `argon2` crate as a server would use it (fresh memory per call).
+//! `ours-KERNEL` forces one of our compression kernels (same reused arena, raw tag
+//! compared with the first one's): to compare the kernels in whole processes beside the
+//! automatic choice. A kernel the CPU lacks is refused, not replaced.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Instant;
 
+use portcullis_hash::argon2_kernel::{self as kernel, Backend, Params, Serial, Variant, Version};
 use portcullis_hash::{Credential, Peppers, Policy};
 
 fn minor_faults() -> i64 {
@@ -55,6 +60,42 @@ fn main() {
                 let mut out = [0u8; 32];
                 ctx.hash_password_into(password, b"0123456789abcdef", &mut out)
                     .unwrap();
+                if want == [0u8; 32] {
+                    want = out;
+                }
+                assert_eq!(out, want);
+            })
+        }
+        (forced, "argon2id") if forced.starts_with("ours-") => {
+            let backend = match forced {
+                "ours-avx512" => Backend::Avx512,
+                "ours-avx2" => Backend::Avx2,
+                "ours-portable" => Backend::Portable,
+                other => panic!("unknown kernel {other}"),
+            };
+            assert_eq!(backend.resolve(), backend, "{forced}: not on this CPU");
+            let (m, t, p) = (num(2), num(3), num(4));
+            let mut want = [0u8; 32];
+            Box::new(move || {
+                let params = Params {
+                    variant: Variant::Id,
+                    version: Version::V0x13,
+                    m_cost: m,
+                    t_cost: t,
+                    p_cost: p,
+                    secret: &[],
+                    ad: &[],
+                };
+                let mut out = [0u8; 32];
+                kernel::hash_into(
+                    &params,
+                    password,
+                    b"0123456789abcdef",
+                    &mut out,
+                    backend,
+                    &Serial,
+                )
+                .unwrap();
                 if want == [0u8; 32] {
                     want = out;
                 }

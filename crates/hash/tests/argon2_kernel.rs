@@ -5,8 +5,13 @@
 //! tags with secret and associated data through its `argon2_ctx` binding, and encoded
 //! hashes that our parser and verifier must accept), and the RFC 9106 vectors (unit tests
 //! in `src/argon2_kernel/tests.rs`). Every case runs on every kernel this CPU offers
-//! (portable and AVX2 here), alternately serial and with lanes on threads. Random cases
-//! are seeded from the OS and the seed is printed on failure.
+//! (portable, AVX2 and AVX-512 where the CPU has them: each forced by name), alternately
+//! serial and with lanes on threads. Random cases are seeded from the OS and the seed is
+//! printed on failure. Each test prints (`issue 26: ...`, shown by `scripts/test`) the
+//! kernels it ran and those this CPU lacks, so a run on a CPU without AVX-512 says so
+//! instead of passing as if it had tested that kernel; which kernels must be offered is
+//! checked against the CPU flags in `/proc/cpuinfo`, independently of the code's own
+//! detection.
 //!
 //! `PORTCULLIS_ARGON2_CASES=N` runs N random RustCrypto cases instead of the default.
 
@@ -155,6 +160,34 @@ fn ours(c: &Case, backend: Backend, lanes: &dyn LaneExecutor) -> Vec<u8> {
     out
 }
 
+/// Every concrete kernel, in the order `backends()` lists them.
+const ALL: [Backend; 3] = [Backend::Portable, Backend::Avx2, Backend::Avx512];
+
+/// The kernels this CPU runs and those it lacks, by name.
+fn ran_and_absent() -> (Vec<&'static str>, Vec<&'static str>) {
+    let ran = backends();
+    let ran_names: Vec<&str> = ran.iter().map(|b| b.name()).collect();
+    let absent: Vec<&str> = ALL
+        .iter()
+        .filter(|b| !ran.contains(b))
+        .map(|b| match b {
+            Backend::Avx2 => "avx2",
+            Backend::Avx512 => "avx512",
+            _ => "portable",
+        })
+        .collect();
+    (ran_names, absent)
+}
+
+/// Prints which kernels `test` ran on `cases` cases and which this CPU lacks.
+fn report(test: &str, cases: usize) {
+    let (ran, absent) = ran_and_absent();
+    eprintln!(
+        "issue 26: {test}: {cases} cases, each on kernels {ran:?} (not on this CPU, not \
+         run: {absent:?})"
+    );
+}
+
 /// Every kernel, serial and threaded lanes alternately, against `want`.
 fn check_all_kernels(n: usize, seed: u64, c: &Case, want: &[u8]) {
     for backend in backends() {
@@ -173,17 +206,61 @@ fn check_all_kernels(n: usize, seed: u64, c: &Case, want: &[u8]) {
     }
 }
 
+/// The CPU flags the Linux kernel reports (empty elsewhere).
+fn cpu_flags() -> Vec<String> {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("flags"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.split_whitespace().map(str::to_owned).collect())
+        })
+        .unwrap_or_default()
+}
+
 #[test]
 fn issue_26_kernels_offered_match_the_cpu() {
     let names: Vec<&str> = backends().iter().map(|b| b.name()).collect();
-    println!("argon2 kernels on this CPU: {names:?}");
+    let (_, absent) = ran_and_absent();
+    eprintln!("issue 26: argon2 kernels on this CPU: {names:?}; lacking: {absent:?}");
     assert_eq!(names[0], "portable");
+    // A forced kernel names what actually runs: one the CPU lacks is not claimed.
+    for b in ALL {
+        let resolved = b.resolve();
+        assert!(
+            backends().contains(&resolved),
+            "{b:?} resolved to {resolved:?}"
+        );
+        assert_eq!(resolved == b, backends().contains(&b), "{b:?}");
+    }
     #[cfg(target_arch = "x86_64")]
-    assert_eq!(
-        names.contains(&"avx2"),
-        std::arch::is_x86_feature_detected!("avx2"),
-        "{names:?}"
-    );
+    {
+        assert_eq!(
+            names.contains(&"avx2"),
+            std::arch::is_x86_feature_detected!("avx2"),
+            "{names:?}"
+        );
+        assert_eq!(
+            names.contains(&"avx512"),
+            std::arch::is_x86_feature_detected!("avx512f")
+                && std::arch::is_x86_feature_detected!("avx512bw"),
+            "{names:?}"
+        );
+    }
+    // Independently of the code's own detection: what the flags promise is offered.
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    {
+        let flags = cpu_flags();
+        let has = |f: &str| flags.iter().any(|x| x == f);
+        assert!(!flags.is_empty(), "no flags line in /proc/cpuinfo");
+        assert_eq!(names.contains(&"avx2"), has("avx2"), "{names:?}");
+        assert_eq!(
+            names.contains(&"avx512"),
+            has("avx512f") && has("avx512bw"),
+            "{names:?}"
+        );
+    }
 }
 
 #[test]
@@ -209,6 +286,7 @@ fn issue_26_differential_against_rustcrypto_random_parameters() {
     for (n, c) in all.iter().enumerate() {
         check_all_kernels(n, seed, c, &rustcrypto(c));
     }
+    report("random cases against RustCrypto", all.len());
 }
 
 #[test]
@@ -219,6 +297,7 @@ fn issue_26_differential_64_mib() {
         (c.variant, c.version, c.m, c.t, c.p) = (variant, Version::V0x13, 64 * 1024, 1, p);
         check_all_kernels(n, seed, &c, &rustcrypto(&c));
     }
+    report("64 MiB against RustCrypto", 2);
 }
 
 /// The project interpreter (the .venv `./scripts/test` prepares); a missing one fails.
@@ -329,4 +408,5 @@ fn issue_26_differential_against_libargon2_raw_and_encoded() {
             "case {n} (seed {seed}): {encoded} accepts a wrong password"
         );
     }
+    report("random cases against libargon2 (argon2-cffi)", cases.len());
 }

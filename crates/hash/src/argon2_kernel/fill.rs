@@ -1,5 +1,5 @@
 //! Drives the memory walk of RFC 9106 section 3.4 slice by slice with the chosen
-//! compression kernel (`soft` or `arch/x86_64/argon2_avx2.rs`); the walk itself is
+//! compression kernel (`soft`, `arch/x86_64/argon2_avx2.rs` or `argon2_avx512.rs`); the walk itself is
 //! generic and lives in `walk`. Lanes of one slice go to the caller's [`LaneExecutor`].
 
 use super::block::Block;
@@ -12,12 +12,19 @@ pub(crate) fn avx2_available() -> bool {
     segment_kernel(Backend::Avx2).is_some()
 }
 
+/// Whether the AVX-512 kernel can run here.
+pub(crate) fn avx512_available() -> bool {
+    segment_kernel(Backend::Avx512).is_some()
+}
+
 /// The segment filler of a concrete backend (`None`: the CPU lacks it).
 fn segment_kernel(backend: Backend) -> Option<fn(Segment<'_>)> {
     match backend {
         Backend::Portable => Some(fill_portable),
         #[cfg(target_arch = "x86_64")]
         Backend::Avx2 => crate::arch::x86_64::argon2_avx2::detect(),
+        #[cfg(target_arch = "x86_64")]
+        Backend::Avx512 => crate::arch::x86_64::argon2_avx512::detect(),
         _ => None,
     }
 }

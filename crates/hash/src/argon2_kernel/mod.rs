@@ -6,9 +6,10 @@
 //! the first blocks of each lane, the final XOR and tag, the choice of compression kernel
 //! and the per-thread memory. `walk` owns the memory walk (segments, reference indexing,
 //! data-independent address blocks), `fill` drives it slice by slice with the chosen
-//! kernel, `block` holds the block type all of them share; `soft` is the portable BlaMka compression and
-//! `arch/x86_64/argon2_avx2.rs` the AVX2 one, chosen once per process by
-//! [`kernel_choice`] (measured, not only detected).
+//! kernel, `block` holds the block type all of them share; `soft` is the portable BlaMka
+//! compression, `arch/x86_64/argon2_avx2.rs` the AVX2 one and `argon2_avx512.rs` the
+//! AVX-512 one, chosen once per process by [`kernel_choice`] (measured, not only
+//! detected: AVX-512 is not faster on every CPU that has it).
 //!
 //! Lanes of one slice are independent; [`LaneExecutor`] lets a caller that owns threads
 //! run them in parallel ([`ScopedThreads`] for tools and tests). [`Serial`] runs them one
@@ -100,13 +101,16 @@ pub enum Backend {
     Portable,
     /// AVX2 (x86-64 CPUs that have it; falls back to portable elsewhere).
     Avx2,
+    /// AVX-512 F and BW (x86-64 CPUs that have them; falls back to portable elsewhere).
+    Avx512,
 }
 
 impl Backend {
-    /// Short name (`"avx2"`, `"portable"`); `Auto` names what it resolves to.
+    /// Short name (`"avx512"`, `"avx2"`, `"portable"`); `Auto` names what it resolves to.
     pub fn name(self) -> &'static str {
         match self.resolve() {
             Backend::Avx2 => "avx2",
+            Backend::Avx512 => "avx512",
             _ => "portable",
         }
     }
@@ -116,6 +120,7 @@ impl Backend {
         match self {
             Backend::Auto => kernel_choice().backend,
             Backend::Avx2 if fill::avx2_available() => Backend::Avx2,
+            Backend::Avx512 if fill::avx512_available() => Backend::Avx512,
             _ => Backend::Portable,
         }
     }
@@ -126,6 +131,9 @@ pub fn backends() -> Vec<Backend> {
     let mut v = vec![Backend::Portable];
     if fill::avx2_available() {
         v.push(Backend::Avx2);
+    }
+    if fill::avx512_available() {
+        v.push(Backend::Avx512);
     }
     v
 }

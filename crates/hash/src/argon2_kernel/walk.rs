@@ -149,10 +149,16 @@ fn reference(s: Pos<'_>, index: u32, rand: u64) -> (usize, usize, usize) {
     if absolute >= geo.lane_len {
         absolute -= geo.lane_len;
     }
+    // The segment by three comparisons, not a division: this is on the critical path of
+    // data-dependent addressing (the previous block's first word -> this index -> the
+    // reference block's loads), where a 32-bit `div` costs more than the rest of it.
+    let seg = u32::from(absolute >= seg_len)
+        + u32::from(absolute >= 2 * seg_len)
+        + u32::from(absolute >= 3 * seg_len);
     (
         ref_lane as usize,
-        (absolute / seg_len) as usize,
-        (absolute % seg_len) as usize,
+        seg as usize,
+        (absolute - seg * seg_len) as usize,
     )
 }
 

@@ -1,6 +1,7 @@
 //! x86-64 kernels. Add one `mod` line per backend file.
 
 pub(crate) mod argon2_avx2;
+pub(crate) mod argon2_avx512;
 pub(crate) mod sha1_ni;
 pub(crate) mod sha256_ni;
 pub(crate) mod sha512_bmi2;
