@@ -24,6 +24,10 @@ pub struct ServeArgs {
     /// e.g. `--radius 0.0.0.0:1812 --radius [::]:1812`.
     #[arg(long, value_name = "ADDR")]
     pub radius: Vec<SocketAddr>,
+    /// Serve RADIUS accounting on this UDP address (repeat for several; replaces
+    /// `radius.accounting_listen`), e.g. `--radius-accounting 0.0.0.0:1813`.
+    #[arg(long, value_name = "ADDR")]
+    pub radius_accounting: Vec<SocketAddr>,
 }
 
 /// The configuration file (or the defaults) with the command line's overrides applied;
@@ -43,6 +47,11 @@ pub fn load_config(args: &ServeArgs) -> Result<Config, String> {
         let mut listen = args.radius.clone();
         listen.dedup();
         config.radius.listen = listen;
+    }
+    if !args.radius_accounting.is_empty() {
+        let mut listen = args.radius_accounting.clone();
+        listen.dedup();
+        config.radius.accounting_listen = listen;
     }
     Ok(config)
 }
@@ -133,6 +142,12 @@ async fn serve(config: Config, args: ServeArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return super::fail(format_args!("cannot listen for RADIUS on {e}")),
     };
+    let accounting = match portcullis_server::radius::acct::bind(&config.radius) {
+        Ok(r) => r,
+        Err(e) => {
+            return super::fail(format_args!("cannot listen for RADIUS accounting on {e}"));
+        }
+    };
     let backend = match portcullis_server::app::open_store(&config).await {
         Ok(b) => b,
         Err(e) => return super::fail(e),
@@ -200,6 +215,7 @@ async fn serve(config: Config, args: ServeArgs) -> ExitCode {
     let listeners = portcullis_server::Listeners {
         http: listener,
         radius,
+        accounting,
     };
     let result = portcullis_server::run(listeners, app, portcullis_server::shutdown_signal()).await;
     backend.close().await;

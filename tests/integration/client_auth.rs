@@ -694,6 +694,7 @@ async fn issue_14_shared_ticket_keys_resume_across_instances() {
                 portcullis_server::Listeners {
                     http: listener,
                     radius: Vec::new(),
+                    accounting: Vec::new(),
                 },
                 app,
             ));

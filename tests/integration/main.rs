@@ -2,6 +2,7 @@
 //! servers on port 0. Each module covers one area; regression tests are named after their
 //! issue (`issue_N_...`).
 
+mod acct;
 mod audit;
 mod client_auth;
 mod crash;

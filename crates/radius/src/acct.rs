@@ -24,7 +24,9 @@ use md5::{Digest, Md5};
 use subtle::ConstantTimeEq;
 use thiserror::Error;
 
-use crate::auth::{EncodeError, MessageAuthenticator, message_authenticator, response_authenticator};
+use crate::auth::{
+    EncodeError, MessageAuthenticator, message_authenticator, response_authenticator,
+};
 use crate::packet::{Code, MAX_ATTRIBUTE_VALUE, MAX_PACKET, MIN_PACKET, Packet, attr};
 
 /// Acct-Status-Type (RFC 2866 §5.1, RFC 2869 §5.1 for Interim-Update).

@@ -54,7 +54,10 @@ fn issue_28_request_authenticator_is_rfc_2866_md5_and_checked() {
     );
     // One flipped octet of an attribute (the framed address) is detected.
     let mut tampered = raw.clone();
-    let at = tampered.windows(4).position(|w| w == [10, 1, 2, 3]).unwrap();
+    let at = tampered
+        .windows(4)
+        .position(|w| w == [10, 1, 2, 3])
+        .unwrap();
     tampered[at] = 11;
     let p = Packet::parse(&tampered).unwrap();
     assert_eq!(

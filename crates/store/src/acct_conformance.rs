@@ -82,11 +82,17 @@ pub async fn duplicates_are_stored_once_and_sessions_fold(store: &dyn Store) {
         .filter(|r| r.nas == nas)
         .collect();
     assert_eq!(stored.len(), 3);
-    assert_eq!(stored[0], batch[0], "every field and the raw attributes kept");
+    assert_eq!(
+        stored[0], batch[0],
+        "every field and the raw attributes kept"
+    );
     let sessions = store.acct_sessions(&query(nas)).await.unwrap();
     assert_eq!(sessions.len(), 1);
     let s = &sessions[0];
-    assert_eq!((s.started_at, s.updated_at, s.stopped_at), (1_000, 1_120, Some(1_120)));
+    assert_eq!(
+        (s.started_at, s.updated_at, s.stopped_at),
+        (1_000, 1_120, Some(1_120))
+    );
     assert_eq!((s.input_octets, s.output_octets), (Some(7 << 32), Some(9)));
     assert_eq!((s.session_time, s.terminate_cause), (Some(120), Some(1)));
     assert_eq!(s.username.as_deref(), Some("user-s1"));
@@ -137,10 +143,16 @@ pub async fn accounting_on_closes_only_its_nas_open_sessions(store: &dyn Store) 
         assert_eq!(s.terminate_cause, Some(TERMINATE_NAS_REBOOT));
     }
     let done = by_id(&sessions, "done");
-    assert_eq!((done.stopped_at, done.terminate_cause), (Some(3_010), Some(1)));
+    assert_eq!(
+        (done.stopped_at, done.terminate_cause),
+        (Some(3_010), Some(1))
+    );
     assert_eq!(by_id(&sessions, "later").stopped_at, None);
     let others = store.acct_sessions(&query(other)).await.unwrap();
-    assert_eq!(others[0].stopped_at, None, "another NAS's session stays open");
+    assert_eq!(
+        others[0].stopped_at, None,
+        "another NAS's session stays open"
+    );
 }
 
 /// `--user`, `--active`, `--at`, the address filter, and retention.

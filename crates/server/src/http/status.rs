@@ -60,7 +60,8 @@ fn radius_json(view: &RadiusView) -> serde_json::Value {
             "expired": load(&e.expired),
         })
     });
-    serde_json::json!({ "nas": nas, "eap": eap })
+    let accounting = stats.acct.get().map(|a| a.json());
+    serde_json::json!({ "nas": nas, "eap": eap, "accounting": accounting })
 }
 
 /// `GET /status.json`
