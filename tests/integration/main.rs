@@ -6,6 +6,7 @@ mod acct;
 mod audit;
 mod client_auth;
 mod crash;
+mod crash_acct;
 mod dashboards;
 mod eap;
 mod eap_support;
