@@ -179,6 +179,12 @@ async fn issue_28_radclient_acct_is_answered_and_its_sessions_show() {
         assert!(ok, "{out}");
     }
     assert_eq!(sessions(&r, &["--active", "--user", "ann"]).len(), 2);
+    // The status page counts them (refreshed every 5 s).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while r.s.get("/status.json").await.json()["radius"]["accounting"]["sessions_online"] != 2 {
+        assert!(Instant::now() < deadline, "sessions_online never reached 2");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let (ok, out) = run("Acct-Status-Type = Accounting-On, Event-Timestamp = 1700000400".into())
         .await
         .unwrap();
