@@ -187,12 +187,14 @@ pub struct AcctStats {
 impl AcctStats {
     /// The counters of `nas`, created on first use.
     pub fn nas(&self, nas: &str) -> Arc<AcctNasStats> {
-        Arc::clone(
-            self.by_nas
-                .lock()
-                .entry(nas.to_owned())
-                .or_insert_with(|| Arc::new(AcctNasStats::new(nas))),
-        )
+        let mut map = self.by_nas.lock();
+        // Looked up per datagram: no allocation unless the NAS is new.
+        if let Some(s) = map.get(nas) {
+            return Arc::clone(s);
+        }
+        let s = Arc::new(AcctNasStats::new(nas));
+        map.insert(nas.to_owned(), Arc::clone(&s));
+        s
     }
 
     /// The status page's `radius.accounting` object.
