@@ -84,10 +84,10 @@ pub fn storm(addr: SocketAddr, round: usize, stop: Arc<AtomicBool>, acked: Acked
             let Some((auth, _, _)) = sent.get(&buf[1]) else {
                 continue;
             };
-            if verify_response(&buf[..len], auth, SECRET.as_bytes(), false).is_ok() {
-                if let Some((_, session, status)) = sent.remove(&buf[1]) {
-                    acked.lock().unwrap().insert((session, status));
-                }
+            if verify_response(&buf[..len], auth, SECRET.as_bytes(), false).is_ok()
+                && let Some((_, session, status)) = sent.remove(&buf[1])
+            {
+                acked.lock().unwrap().insert((session, status));
             }
         }
     }
