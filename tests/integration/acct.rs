@@ -214,6 +214,15 @@ async fn issue_28_radclient_acct_is_answered_and_its_sessions_show() {
     let c = counters(&r, "lab").await;
     assert_eq!(c["records"]["start"], 3);
     assert_eq!(c["records"]["accounting_on"], 1);
+    // With a Message-Authenticator (radclient computes it as RFC 3579 does for
+    // accounting): checked and accepted.
+    let (ok, out) = run("Acct-Status-Type = Start, Acct-Session-Id = \"s-ma\", \
+                         User-Name = mia, Message-Authenticator = 0x00"
+        .into())
+    .await
+    .unwrap();
+    assert!(ok && out.contains("Received Accounting-Response"), "{out}");
+    assert_eq!(sessions(&r, &["--user", "mia"]).len(), 1);
     let metrics = String::from_utf8(r.s.get("/metrics").await.body).unwrap();
     assert!(
         metrics.contains("portcullis_acct_records_total{nas=\"lab\",status=\"stop\"} 1"),
