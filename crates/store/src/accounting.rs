@@ -204,22 +204,39 @@ pub(crate) const UPSERT_SESSION: &str = "INSERT INTO acct_sessions (nas, session
 /// A row of `acct_records` (17 columns: more than sqlx's tuples take).
 #[derive(sqlx::FromRow)]
 pub(crate) struct RecordRow {
+    /// Column `nas` (see [`AcctRecord`]).
     nas: String,
+    /// Column `session_id` (see [`AcctRecord`]).
     session_id: String,
+    /// Column `status` (see [`AcctRecord`]).
     status: i64,
+    /// Column `event_time` (see [`AcctRecord`]).
     event_time: i64,
+    /// Column `received_at` (see [`AcctRecord`]).
     received_at: i64,
+    /// Column `delay` (see [`AcctRecord`]).
     delay: i64,
+    /// Column `username` (see [`AcctRecord`]).
     username: Option<String>,
+    /// Column `station` (see [`AcctRecord`]).
     station: Option<String>,
+    /// Column `called_station` (see [`AcctRecord`]).
     called_station: Option<String>,
+    /// Column `framed_ip` (see [`AcctRecord`]).
     framed_ip: Option<String>,
+    /// Column `input_octets` (see [`AcctRecord`]).
     input_octets: Option<i64>,
+    /// Column `output_octets` (see [`AcctRecord`]).
     output_octets: Option<i64>,
+    /// Column `input_packets` (see [`AcctRecord`]).
     input_packets: Option<i64>,
+    /// Column `output_packets` (see [`AcctRecord`]).
     output_packets: Option<i64>,
+    /// Column `session_time` (see [`AcctRecord`]).
     session_time: Option<i64>,
+    /// Column `terminate_cause` (see [`AcctRecord`]).
     terminate_cause: Option<i64>,
+    /// Column `attributes` (see [`AcctRecord`]).
     attributes: Vec<u8>,
 }
 

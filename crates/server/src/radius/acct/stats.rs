@@ -101,9 +101,13 @@ pub struct AcctNasStats {
 /// Prometheus handles of one NAS (labels resolved once, not per request).
 #[derive(Debug)]
 struct Exported {
+    /// `portcullis_acct_requests_total{nas}`.
     requests: Counter,
+    /// `portcullis_acct_records_total{nas,status}`, in `STATUSES` order.
     records: [Counter; 6],
+    /// `portcullis_acct_duplicates_total{nas}`.
     duplicates: Counter,
+    /// `portcullis_acct_dropped_total{nas,reason}`, in [`AcctDrop::ALL`] order.
     dropped: [Counter; 6],
 }
 
