@@ -40,6 +40,9 @@ enum Command {
     /// Manage RADIUS clients (NAS) in the embedded store.
     #[command(subcommand)]
     Nas(cli::nas::NasCommand),
+    /// Read RADIUS accounting: sessions online or at a time, record export.
+    #[command(subcommand)]
+    Acct(cli::acct::AcctCommand),
     /// Configuration helpers.
     #[command(subcommand)]
     Config(cli::config::ConfigCommand),
@@ -71,6 +74,7 @@ fn main() -> ExitCode {
         Command::Client(c) => cli::client::run(c),
         Command::User(c) => cli::user::run(c),
         Command::Nas(c) => cli::nas::run(c),
+        Command::Acct(c) => cli::acct::run(c),
         Command::Config(c) => cli::config::run(c),
         Command::Tls(c) => cli::tls::run(c),
         Command::Lab(c) => cli::lab::run(c),

@@ -1,6 +1,7 @@
 //! One module per subcommand. Each exposes its clap argument type and a `run` function
 //! returning the process exit code; errors are printed on one line to stderr.
 
+pub mod acct;
 pub mod client;
 pub mod client_keys;
 pub mod common;

@@ -35,6 +35,10 @@ pub struct ServeArgs {
         value_delimiter = ','
     )]
     pub radius: Vec<SocketAddr>,
+    /// Serve RADIUS accounting on this UDP address (repeat for several; replaces
+    /// `radius.accounting_listen`), e.g. `--radius-accounting 0.0.0.0:1813`.
+    #[arg(long, value_name = "ADDR")]
+    pub radius_accounting: Vec<SocketAddr>,
 }
 
 /// The configuration file (or the defaults) with the command line's overrides applied;
@@ -59,6 +63,11 @@ pub fn load_config(args: &ServeArgs) -> Result<Config, String> {
         let mut listen = args.radius.clone();
         listen.dedup();
         config.radius.listen = listen;
+    }
+    if !args.radius_accounting.is_empty() {
+        let mut listen = args.radius_accounting.clone();
+        listen.dedup();
+        config.radius.accounting_listen = listen;
     }
     Ok(config)
 }
@@ -157,6 +166,12 @@ async fn serve(config: Config, args: ServeArgs) -> ExitCode {
     {
         return super::fail(portcullis_server::config::SHARED_STORE_NEEDS_ISSUER);
     }
+    let accounting = match portcullis_server::radius::acct::bind(&config.radius) {
+        Ok(r) => r,
+        Err(e) => {
+            return super::fail(format_args!("cannot listen for RADIUS accounting on {e}"));
+        }
+    };
     let backend = match portcullis_server::app::open_store(&config).await {
         Ok(b) => b,
         Err(e) => return super::fail(e),
@@ -217,6 +232,7 @@ async fn serve(config: Config, args: ServeArgs) -> ExitCode {
     let listeners = portcullis_server::Listeners {
         http: listener,
         radius,
+        accounting,
     };
     let shutdown = async {
         portcullis_server::shutdown_signal().await;

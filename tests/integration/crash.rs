@@ -7,8 +7,10 @@
 //! Writes raced against the kill: `client add`, `client rotate-secret` and `client
 //! rotate-pepper` (CLI; the last rewrites the secrets file), `user import` of hashes below
 //! the policy (CLI), token revocation (HTTP) and rehash-on-login
-//! (a password grant for an imported user: its hash is upgraded after the answer). Kill
-//! points: `PORTCULLIS_KILL_POINTS` (default 12; `scripts/crash` runs 120).
+//! (a password grant for an imported user: its hash is upgraded after the answer), and
+//! RADIUS accounting records (issue 28, `crash_acct.rs`: a storm whose acknowledged
+//! records must all be there, each once). Kill points: `PORTCULLIS_KILL_POINTS` (default
+//! 12; `scripts/crash` runs 120).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -52,10 +54,12 @@ fn cli(running: &Running, data: &Path, args: &[&str], stdin: &str) -> Option<Str
     out
 }
 
-/// Start the server (it must start cleanly, every time).
-fn start(data: &Path, config: &Path) -> (Child, SocketAddr) {
+/// Start the server (it must start cleanly, every time): the process, its HTTP address
+/// and its accounting address.
+fn start(data: &Path, config: &Path) -> (Child, SocketAddr, SocketAddr) {
     let srv = serve(config, data);
-    (srv.child, srv.addr)
+    let acct = crate::crash_acct::acct_addr(&srv);
+    (srv.child, srv.addr, acct)
 }
 
 /// One request on its own connection; `None` if the server is gone.
@@ -117,7 +121,8 @@ fn issue_15_sigkill_mid_write_loses_no_acknowledged_write() {
         &config,
         // One issuer across restarts (each listens on a new port).
         "[server]\nissuer = \"http://crash.test\"\n[policy]\nalgorithm = \"pbkdf2-sha256\"\n\
-         iterations = 2000\n[audit]\ndestination = \"off\"\n",
+         iterations = 2000\n[audit]\ndestination = \"off\"\n\
+         [radius]\naccounting_listen = [\"127.0.0.1:0\"]\n",
     )
     .unwrap();
     let running: Running = Arc::default();
@@ -136,13 +141,28 @@ fn issue_15_sigkill_mid_write_loses_no_acknowledged_write() {
         "",
     )
     .unwrap();
+    cli(
+        &running,
+        &data,
+        &[
+            "nas",
+            "add",
+            "lab",
+            "--address",
+            "127.0.0.0/8",
+            "--secret-stdin",
+        ],
+        &format!("{}\n", crate::crash_acct::SECRET),
+    )
+    .unwrap();
+    let acked = crate::crash_acct::Acked::default();
     let ledger = Arc::new(Mutex::new(Ledger::default()));
     let weak = Policy::Pbkdf2 {
         prf: Prf::Sha256,
         iterations: 1000,
     };
     // A token issued before any kill: the signing key must survive them all.
-    let (mut server, mut addr) = start(&data, &config);
+    let (mut server, mut addr, mut acct) = start(&data, &config);
     let cc = "grant_type=client_credentials";
     let kept = token_of(&http(addr, "/oauth2/token", ("app", &app), cc).unwrap().1);
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
@@ -225,6 +245,13 @@ fn issue_15_sigkill_mid_write_loses_no_acknowledged_write() {
                 }
             }));
         }
+        // An accounting storm from a NAS noting what was acknowledged.
+        {
+            let (stop, acked) = (stop.clone(), acked.clone());
+            writers.push(std::thread::spawn(move || {
+                crate::crash_acct::storm(acct, round, stop, acked);
+            }));
+        }
         // The kill point.
         std::thread::sleep(Duration::from_millis(50 + next(&mut seed) % 400));
         kill(server.id());
@@ -241,15 +268,16 @@ fn issue_15_sigkill_mid_write_loses_no_acknowledged_write() {
             "ok",
             "round {round}"
         );
-        (server, addr) = start(&data, &config);
+        (server, addr, acct) = start(&data, &config);
     }
     kill(server.id());
     let _ = server.wait();
 
     // Everything acknowledged is there.
-    let (mut server, addr) = start(&data, &config);
+    let (acct_acked, acct_lost) = crate::crash_acct::check(&data, &acked);
+    let (mut server, addr, _) = start(&data, &config);
     let l = ledger.lock().unwrap();
-    let mut lost = Vec::new();
+    let mut lost = acct_lost;
     for (id, secret) in &l.clients {
         if !matches!(
             http(addr, "/oauth2/token", (id, secret), cc),
@@ -295,7 +323,7 @@ fn issue_15_sigkill_mid_write_loses_no_acknowledged_write() {
     let _ = server.wait();
     let acknowledged = l.clients.len() + l.users.len() + l.revoked.len();
     eprintln!(
-        "issue 15: {kill_points} kill points, {acknowledged} acknowledged writes ({} clients, {} users, {} revocations; {} logins with rehash), {} lost",
+        "issue 15: {kill_points} kill points, {acknowledged} acknowledged writes ({} clients, {} users, {} revocations; {} logins with rehash; {acct_acked} accounting records), {} lost",
         l.clients.len(),
         l.users.len(),
         l.revoked.len(),
@@ -304,4 +332,5 @@ fn issue_15_sigkill_mid_write_loses_no_acknowledged_write() {
     );
     assert!(lost.is_empty(), "lost: {lost:?}");
     assert!(l.clients.len() >= kill_points && !l.users.is_empty() && !l.revoked.is_empty());
+    assert!(acct_acked > 0, "no accounting record was acknowledged");
 }

@@ -449,6 +449,7 @@ async fn two_instances(
             portcullis_server::Listeners {
                 http: listener,
                 radius,
+                accounting: Vec::new(),
             },
             app,
         ));

@@ -2,10 +2,12 @@
 //! servers on port 0. Each module covers one area; regression tests are named after their
 //! issue (`issue_N_...`).
 
+mod acct;
 mod audit;
 mod client_auth;
 mod container;
 mod crash;
+mod crash_acct;
 mod dashboards;
 mod doctor;
 mod eap;

@@ -73,13 +73,13 @@ pub fn serve(config: &Path, data: &Path) -> Serve {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 if line.contains("ERROR") {
                     let _ = tx.send(Err(line.clone()));
-                } else if let Some(addr) = line
+                } else if let Some(Ok(addr)) = line
                     .split("listening on ")
                     .nth(1)
                     .and_then(|rest| rest.split(';').next())
-                    .and_then(|a| a.parse().ok())
+                    .map(str::parse::<SocketAddr>)
                 {
-                    // The HTTP listener's line ("RADIUS listening on udp ..." is not).
+                    // The HTTP listener's line (RADIUS lines name "udp ADDR" instead).
                     let _ = tx.send(Ok(addr));
                 }
                 log.lock().unwrap().push(line);

@@ -59,6 +59,7 @@ pub async fn start_in(dir: tempfile::TempDir, tweak: impl FnOnce(&mut Config)) -
     let data = DataDir::open(dir.path()).await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let radius = portcullis_server::radius::bind(&config.radius).unwrap();
+    let accounting = portcullis_server::radius::acct::bind(&config.radius).unwrap();
     let app = App::from_data_dir(config, &data, listener.local_addr().unwrap())
         .await
         .unwrap();
@@ -66,6 +67,7 @@ pub async fn start_in(dir: tempfile::TempDir, tweak: impl FnOnce(&mut Config)) -
         portcullis_server::Listeners {
             http: listener,
             radius,
+            accounting,
         },
         app,
     );

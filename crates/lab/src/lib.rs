@@ -6,6 +6,8 @@
 //! - [`schedule`]: intended send times of open-loop arrivals; closed-loop start spread.
 //! - [`driver`]: the [`driver::Driver`] trait (one attempt, classified) and its OAuth 2.0 and
 //!   `http-get` implementations; [`conn`] opens source-bound hyper connections.
+//! - [`radius_acct`]: the RADIUS accounting driver (Start/Interim/Stop per device;
+//!   success = a verified Accounting-Response).
 //! - [`radius`]: the RADIUS driver (PAP over UDP, NAS-like retransmits, every reply
 //!   verified against its own request).
 //! - [`eap`]: the 802.1X driver (whole EAP-TLS and EAP-TTLS/PAP logins inside RADIUS,
@@ -30,6 +32,7 @@ pub mod eap;
 pub mod fingerprint;
 pub mod jwt;
 pub mod radius;
+pub mod radius_acct;
 pub mod record;
 pub mod report;
 pub mod runner;

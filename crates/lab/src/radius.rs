@@ -177,6 +177,28 @@ impl RadiusDriver {
         (id, authenticator)
     }
 
+    /// A fresh identifier for a request whose authenticator is computed from its
+    /// contents (Accounting-Request, RFC 2866 §3); [`RadiusDriver::note_request`] records
+    /// the pair once the packet is built.
+    pub(crate) fn next_identifier(&self, session: &mut RadiusSession) -> u8 {
+        let id = session.next_id;
+        session.next_id = id.wrapping_add(1);
+        id
+    }
+
+    /// Remember a sent (identifier, authenticator) so a late reply to it is recognised.
+    pub(crate) fn note_request(
+        &self,
+        session: &mut RadiusSession,
+        id: u8,
+        authenticator: [u8; 16],
+    ) {
+        if session.recent.len() == REMEMBERED {
+            session.recent.pop_front();
+        }
+        session.recent.push_back((id, authenticator));
+    }
+
     /// A random octet from the session's generator (EAP identifiers).
     pub(crate) fn random_u8(&self, session: &mut RadiusSession) -> u8 {
         session.rng.random()

@@ -20,6 +20,7 @@ fn spec(retransmit_ms: u64, retries: u32) -> RadiusSpec {
         retries,
         require_message_authenticator: true,
         nas_identifier: "test-nas".into(),
+        accounting: false,
     }
 }
 

@@ -218,6 +218,7 @@ fn driver_summary(scn: &Scenario) -> String {
             }
             format!("radius {}", kinds.join(", "))
         }
+        DriverSpec::Radius(spec) if spec.accounting => "radius accounting".to_string(),
         DriverSpec::Radius(_) => "radius pap".to_string(),
     }
 }
@@ -377,6 +378,10 @@ async fn run_once(
         }
         DriverSpec::Radius(spec) if scn.uses_eap() => {
             let d = crate::eap::EapDriver::new(addr, spec.clone());
+            drive(scn, Arc::new(d), addr, repeat, opts).await
+        }
+        DriverSpec::Radius(spec) if spec.accounting => {
+            let d = crate::radius_acct::AcctDriver::new(addr, spec.clone());
             drive(scn, Arc::new(d), addr, repeat, opts).await
         }
         DriverSpec::Radius(spec) => {

@@ -129,7 +129,7 @@ pub fn unhide_user_password(
 
 /// HMAC-MD5 of `packet` with the authenticator field set to `authenticator` and the value
 /// of the Message-Authenticator at `ma_offset` zeroed.
-fn message_authenticator(
+pub(crate) fn message_authenticator(
     packet: &[u8],
     authenticator: &[u8; 16],
     ma_offset: usize,
@@ -259,7 +259,7 @@ pub fn encode_response(
     Ok(buf)
 }
 
-fn response_authenticator(
+pub(crate) fn response_authenticator(
     packet: &[u8],
     request_authenticator: &[u8; 16],
     secret: &[u8],

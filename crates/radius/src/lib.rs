@@ -1,4 +1,4 @@
-//! RADIUS packet codec and authenticator maths (RFC 2865, RFC 2869 §5.14, RFC 3579 §3.2,
+//! RADIUS packet codec and authenticator maths (RFC 2865, RFC 2866, RFC 2869, RFC 3579 §3.2,
 //! RFC 5997): pure functions over byte slices, no I/O, no clock, no randomness (callers
 //! pass the Request Authenticator), so it is easy to fuzz and to share between the server's
 //! UDP front end and the load lab's RADIUS driver.
@@ -6,6 +6,8 @@
 //! Module map:
 //! - [`packet`]: codes, attribute numbers, the strict parser ([`Packet::parse`]).
 //! - [`mppe`]: MS-MPPE-Send/Recv-Key hiding (RFC 2548), for EAP keys in Access-Accept.
+//! - [`acct`]: accounting (RFC 2866): the Accounting-Request authenticator check,
+//!   the Accounting-Response, and the typed record ([`AcctRequest`]).
 //! - [`auth`]: User-Password hiding, Message-Authenticator, Response Authenticator, and
 //!   the request/reply encoders (Message-Authenticator always first).
 //!
@@ -13,10 +15,15 @@
 //! [`unhide_user_password`] → (verify) → [`encode_response`]. A client's:
 //! [`hide_user_password`] → [`encode_request`] → [`verify_response`].
 
+pub mod acct;
 pub mod auth;
 pub mod mppe;
 pub mod packet;
 
+pub use acct::{
+    AcctError, AcctRequest, StatusType, check_accounting_request, encode_accounting_request,
+    encode_accounting_response,
+};
 pub use auth::{
     EncodeError, MAX_PASSWORD, MessageAuthenticator, PasswordError, ResponseError,
     check_request_message_authenticator, encode_request, encode_response, hide_user_password,

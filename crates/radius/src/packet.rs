@@ -27,6 +27,8 @@ pub mod attr {
     pub const NAS_PORT: u8 = 5;
     /// RFC 2865 §5.6.
     pub const SERVICE_TYPE: u8 = 6;
+    /// RFC 2865 §5.8: the address the NAS gave the user.
+    pub const FRAMED_IP_ADDRESS: u8 = 8;
     /// RFC 2865 §5.12: the NAS's link MTU (bounds EAP fragments).
     pub const FRAMED_MTU: u8 = 12;
     /// RFC 2865 §5.18.
@@ -37,12 +39,38 @@ pub mod attr {
     pub const CLASS: u8 = 25;
     /// RFC 2865 §5.26.
     pub const VENDOR_SPECIFIC: u8 = 26;
+    /// RFC 2865 §5.30.
+    pub const CALLED_STATION_ID: u8 = 30;
     /// RFC 2865 §5.31.
     pub const CALLING_STATION_ID: u8 = 31;
     /// RFC 2865 §5.32.
     pub const NAS_IDENTIFIER: u8 = 32;
     /// RFC 2865 §5.33 (copied into replies unchanged, in order).
     pub const PROXY_STATE: u8 = 33;
+    /// RFC 2866 §5.1: Start, Stop, Interim-Update (RFC 2869), Accounting-On/Off.
+    pub const ACCT_STATUS_TYPE: u8 = 40;
+    /// RFC 2866 §5.2: seconds the NAS has been trying to send this record.
+    pub const ACCT_DELAY_TIME: u8 = 41;
+    /// RFC 2866 §5.3 (low 32 bits; the rest in Acct-Input-Gigawords).
+    pub const ACCT_INPUT_OCTETS: u8 = 42;
+    /// RFC 2866 §5.4 (low 32 bits; the rest in Acct-Output-Gigawords).
+    pub const ACCT_OUTPUT_OCTETS: u8 = 43;
+    /// RFC 2866 §5.5.
+    pub const ACCT_SESSION_ID: u8 = 44;
+    /// RFC 2866 §5.7.
+    pub const ACCT_SESSION_TIME: u8 = 46;
+    /// RFC 2866 §5.8.
+    pub const ACCT_INPUT_PACKETS: u8 = 47;
+    /// RFC 2866 §5.9.
+    pub const ACCT_OUTPUT_PACKETS: u8 = 48;
+    /// RFC 2866 §5.10.
+    pub const ACCT_TERMINATE_CAUSE: u8 = 49;
+    /// RFC 2869 §5.1: how many times Acct-Input-Octets wrapped around 2^32.
+    pub const ACCT_INPUT_GIGAWORDS: u8 = 52;
+    /// RFC 2869 §5.2.
+    pub const ACCT_OUTPUT_GIGAWORDS: u8 = 53;
+    /// RFC 2869 §5.3: when the event happened (unix seconds, the NAS's clock).
+    pub const EVENT_TIMESTAMP: u8 = 55;
     /// RFC 2865 §5.40.
     pub const CHAP_CHALLENGE: u8 = 60;
     /// RFC 2865 §5.41.
@@ -53,6 +81,8 @@ pub mod attr {
     pub const MESSAGE_AUTHENTICATOR: u8 = 80;
     /// RFC 3162 §2.1.
     pub const NAS_IPV6_ADDRESS: u8 = 95;
+    /// RFC 6911 §3.1.
+    pub const FRAMED_IPV6_ADDRESS: u8 = 168;
     /// RFC 4072 §6.2: the EAP Session-Id, sent when the NAS asks for it.
     pub const EAP_KEY_NAME: u8 = 102;
     /// Microsoft's vendor id: MS-CHAP attributes live in Vendor-Specific under it

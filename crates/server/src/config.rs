@@ -42,6 +42,8 @@ pub struct FileConfig {
     pub throttle: FileThrottle,
     /// `[radius]` (absent: no UDP listener)
     pub radius: crate::radius::config::FileRadius,
+    /// `[accounting]` (used when `radius.accounting_listen` is set)
+    pub accounting: crate::radius::acct::config::FileAccounting,
     /// `[audit]`: where authentication events go.
     pub audit: crate::audit::FileAudit,
     /// `[log]`: the log stream's format and level.
@@ -257,6 +259,8 @@ pub struct Config {
     pub client_cache_ttl: Duration,
     /// The RADIUS front end (`listen` empty: off).
     pub radius: crate::radius::config::RadiusConfig,
+    /// RADIUS accounting: queue, batches, retention.
+    pub accounting: crate::radius::acct::config::AcctConfig,
     /// Audit events: destination and per-source rate limit.
     pub audit: crate::audit::AuditConfig,
     /// The log stream.
@@ -363,6 +367,7 @@ impl Config {
             ));
         }
         let radius = crate::radius::config::RadiusConfig::from_file(f.radius)?;
+        let accounting = crate::radius::acct::config::AcctConfig::from_file(f.accounting)?;
         let audit = crate::audit::AuditConfig::from_file(f.audit)?;
         let log = crate::logging::LogConfig::from_file(f.log)?;
         let store = match f.store.url {
@@ -437,6 +442,7 @@ impl Config {
             throttle_redis,
             client_cache_ttl: Duration::from_millis(f.store.client_cache_ttl_ms),
             radius,
+            accounting,
             audit,
             log,
         })
@@ -474,11 +480,12 @@ fn validate_policy(p: portcullis_hash::policy::PolicyConfig) -> Result<Policy, C
 /// with its default value (a test checks that this text parses to the defaults).
 pub fn example() -> String {
     format!(
-        "{EXAMPLE_HEAD}{}{}{EXAMPLE_TOKENS}{EXAMPLE_VERIFIER}{EXAMPLE_TAIL}{}{}{}{}",
+        "{EXAMPLE_HEAD}{}{}{EXAMPLE_TOKENS}{EXAMPLE_VERIFIER}{EXAMPLE_TAIL}{}{}{}{}{}",
         crate::tls::config::EXAMPLE,
         crate::client_auth::config::EXAMPLE,
         crate::radius::config::EXAMPLE,
         crate::radius::eap::config::EXAMPLE,
+        crate::radius::acct::config::EXAMPLE,
         crate::audit::EXAMPLE,
         crate::logging::EXAMPLE
     )

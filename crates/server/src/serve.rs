@@ -30,6 +30,7 @@ use crate::client_auth::mtls::ClientCerts;
 use crate::config::Config;
 use crate::http::oauth::Peer;
 use crate::keys::unix_now;
+use crate::radius::acct::AcctDoor;
 use crate::radius::nas::StatsRegistry;
 use crate::radius::{Radius, RadiusSocket};
 
@@ -41,6 +42,8 @@ pub struct Listeners {
     pub http: TcpListener,
     /// RADIUS sockets; empty: no RADIUS.
     pub radius: Vec<RadiusSocket>,
+    /// RADIUS accounting sockets; empty: no accounting.
+    pub accounting: Vec<RadiusSocket>,
 }
 
 /// Serve `app` on `listeners` until `shutdown` resolves, then drain and return.
@@ -52,6 +55,7 @@ pub async fn run(
     let Listeners {
         http: listener,
         radius,
+        accounting,
     } = listeners;
     let tls = app
         .tls
@@ -59,14 +63,26 @@ pub async fn run(
         .map(|t| TlsAcceptor::from(Arc::clone(&t.config)));
     let stop = CancellationToken::new();
     let tracker = TaskTracker::new();
-    let radius_stats = if radius.is_empty() {
+    let radius_stats = if radius.is_empty() && accounting.is_empty() {
         None
     } else {
-        let stats = Arc::new(StatsRegistry::default());
-        let front = Radius::new(Arc::clone(&app), Arc::clone(&stats)).await?;
-        tracker.spawn(crate::radius::run(front, radius, stop.clone()));
-        Some(stats)
+        Some(Arc::new(StatsRegistry::default()))
     };
+    if let Some(stats) = &radius_stats {
+        if !radius.is_empty() {
+            let front = Radius::new(Arc::clone(&app), Arc::clone(stats)).await?;
+            tracker.spawn(crate::radius::run(front, radius, stop.clone()));
+        }
+        if !accounting.is_empty() {
+            let (door, queue) = AcctDoor::new(Arc::clone(&app), Arc::clone(stats)).await?;
+            tracker.spawn(crate::radius::acct::run(
+                door,
+                queue,
+                accounting,
+                stop.clone(),
+            ));
+        }
+    }
     let router = crate::http::routes::router(Arc::clone(&app), radius_stats);
     tracker.spawn(crate::metrics::upkeep(app.metrics.clone(), stop.clone()));
     tracker.spawn(maintenance(Arc::clone(&app), stop.clone()));
@@ -317,6 +333,8 @@ pub struct Server {
     addr: SocketAddr,
     /// The RADIUS sockets' addresses (empty: RADIUS off).
     radius_addrs: Vec<SocketAddr>,
+    /// The accounting sockets' addresses (empty: accounting off).
+    accounting_addrs: Vec<SocketAddr>,
     /// Issuer URL (base URL of the endpoints).
     issuer: String,
     /// The shared state (store access for provisioning, metrics).
@@ -335,6 +353,7 @@ impl Server {
         let backend = crate::app::open_store(&config).await?;
         let addr = listener.local_addr()?;
         let radius = crate::radius::bind(&config.radius)?;
+        let accounting = crate::radius::acct::bind(&config.radius)?;
         let app = App::new(
             config,
             backend.store(),
@@ -347,6 +366,7 @@ impl Server {
             Listeners {
                 http: listener,
                 radius,
+                accounting,
             },
             app,
         ))
@@ -359,6 +379,7 @@ impl Server {
             .local_addr()
             .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
         let radius_addrs = crate::radius::addresses(&listeners.radius);
+        let accounting_addrs = crate::radius::addresses(&listeners.accounting);
         let stop = CancellationToken::new();
         let signal = stop.clone();
         let task = tokio::spawn(run(listeners, Arc::clone(&app), async move {
@@ -367,6 +388,7 @@ impl Server {
         Server {
             addr,
             radius_addrs,
+            accounting_addrs,
             issuer: app.issuer.clone(),
             app,
             stop,
@@ -382,6 +404,11 @@ impl Server {
     /// The RADIUS sockets' bound addresses (empty when RADIUS is off).
     pub fn radius_addrs(&self) -> &[SocketAddr] {
         &self.radius_addrs
+    }
+
+    /// The accounting sockets' bound addresses (empty when accounting is off).
+    pub fn accounting_addrs(&self) -> &[SocketAddr] {
+        &self.accounting_addrs
     }
 
     /// The issuer URL, e.g. `http://127.0.0.1:41234`; endpoints hang off it.
@@ -524,6 +551,7 @@ mod tests {
             Listeners {
                 http: listener,
                 radius: Vec::new(),
+                accounting: Vec::new(),
             },
             app,
         );

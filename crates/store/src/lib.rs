@@ -13,6 +13,8 @@
 //!   holding pepper keys and the master key, which never enter the database.
 //! - [`nas`]: [`NasRecord`], RADIUS clients: validation, sealed shared secrets, and the
 //!   one copy of their SQL that both backends run.
+//! - [`accounting`]: RADIUS accounting records and sessions (issue 28): group-committed
+//!   batches with duplicates stored once, session folding, retention, and their SQL.
 //! - [`throttle_redis`]: [`RedisThrottleStore`], the core's failure budgets and trust
 //!   marks in Redis, shared by every instance (one Lua script per call).
 //! - [`seal`]: [`MasterKey`] AEAD sealing for secrets kept in the database (signing keys).
@@ -20,6 +22,9 @@
 //! - `conformance` (tests / feature `conformance`): the suite every backend must pass;
 //!   `testing`: PostgreSQL schemas and Redis processes for tests.
 
+pub mod accounting;
+#[cfg(any(test, feature = "conformance"))]
+pub mod acct_conformance;
 pub mod backend;
 #[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
@@ -42,6 +47,7 @@ pub mod throttle_redis;
 #[cfg(test)]
 mod tests;
 
+pub use accounting::{AcctRecord, AcctSession, SessionQuery};
 pub use backend::Backend;
 pub use datadir::{DEFAULT_DATA_DIR, DataDir, Secrets, generate_client_secret};
 pub use error::StoreError;

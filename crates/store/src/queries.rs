@@ -10,7 +10,7 @@
 
 /// `impl Store`, the hash compare-and-set and `impl CredentialSource` for `$store` (a
 /// struct with a `pool` field of its backend's pool type); `$nas` names the backend's
-/// module in [`crate::nas`]; `{ ... }` holds backend-only `Store` methods (PostgreSQL's
+/// module in [`crate::nas`] and [`crate::accounting`]; `{ ... }` holds backend-only `Store` methods (PostgreSQL's
 /// change feed).
 macro_rules! identity_store {
     ($store:ty, $nas:ident, { $($extra:tt)* }) => {
@@ -407,6 +407,36 @@ macro_rules! identity_store {
                 require: bool,
             ) -> Result<(), StoreError> {
                 crate::nas::$nas::set_require_message_authenticator(&self.pool, name, require).await
+            }
+
+            async fn append_accounting(
+                &self,
+                records: &[crate::accounting::AcctRecord],
+            ) -> Result<Vec<bool>, StoreError> {
+                crate::accounting::$nas::append(&self.pool, records).await
+            }
+
+            async fn acct_sessions(
+                &self,
+                query: &crate::accounting::SessionQuery,
+            ) -> Result<Vec<crate::accounting::AcctSession>, StoreError> {
+                crate::accounting::$nas::sessions(&self.pool, query).await
+            }
+
+            async fn acct_records_since(
+                &self,
+                since: i64,
+                limit: u32,
+            ) -> Result<Vec<crate::accounting::AcctRecord>, StoreError> {
+                crate::accounting::$nas::records_since(&self.pool, since, limit).await
+            }
+
+            async fn prune_accounting(&self, before: i64) -> Result<u64, StoreError> {
+                crate::accounting::$nas::prune(&self.pool, before).await
+            }
+
+            async fn acct_sessions_online(&self) -> Result<u64, StoreError> {
+                crate::accounting::$nas::online(&self.pool).await
             }
 
             fn as_credential_source(self: Arc<Self>) -> Arc<dyn CredentialSource> {

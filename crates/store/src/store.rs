@@ -17,6 +17,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use portcullis_core::CredentialSource;
 
+use crate::accounting::{AcctRecord, AcctSession, SessionQuery};
 use crate::error::StoreError;
 use crate::nas::NasRecord;
 use crate::record::{ClientAuth, ClientRecord, Grant, SigningKeyRecord, UserRecord};
@@ -127,6 +128,27 @@ pub trait Store: CredentialSource {
         name: &str,
         require: bool,
     ) -> Result<(), StoreError>;
+
+    // ---- RADIUS accounting (issue 28) ----
+
+    /// Store a batch of accounting records in one transaction and return after its
+    /// commit (durable: the server acknowledges them then); per record, whether it was
+    /// new (`false`: a duplicate, stored before). New records fold into their session;
+    /// a new Accounting-On/Off closes its NAS's open sessions.
+    async fn append_accounting(&self, records: &[AcctRecord]) -> Result<Vec<bool>, StoreError>;
+    /// Sessions matching `query`, oldest start first.
+    async fn acct_sessions(&self, query: &SessionQuery) -> Result<Vec<AcctSession>, StoreError>;
+    /// Records received at or after `since` (unix seconds), oldest first, at most `limit`.
+    async fn acct_records_since(
+        &self,
+        since: i64,
+        limit: u32,
+    ) -> Result<Vec<AcctRecord>, StoreError>;
+    /// Forget records received before `before`, and sessions not updated since then;
+    /// returns how many records went.
+    async fn prune_accounting(&self, before: i64) -> Result<u64, StoreError>;
+    /// How many sessions are open.
+    async fn acct_sessions_online(&self) -> Result<u64, StoreError>;
 
     /// Changes made by other processes sharing this store, as they happen (PostgreSQL:
     /// LISTEN/NOTIFY), so caches can drop stale records at once. `None`: the backend has

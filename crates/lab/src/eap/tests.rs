@@ -141,6 +141,7 @@ fn driver(addr: SocketAddr) -> EapDriver {
             retries: 1,
             require_message_authenticator: true,
             nas_identifier: "lab-ap".into(),
+            accounting: false,
         },
     )
 }

@@ -186,6 +186,8 @@ pub struct RadiusSpec {
     pub require_message_authenticator: bool,
     /// NAS-Identifier attribute.
     pub nas_identifier: String,
+    /// Accounting-Requests (Start, Interim-Update, Stop) instead of PAP.
+    pub accounting: bool,
 }
 
 impl std::fmt::Debug for RadiusSpec {
@@ -199,6 +201,7 @@ impl std::fmt::Debug for RadiusSpec {
                 &self.require_message_authenticator,
             )
             .field("nas_identifier", &self.nas_identifier)
+            .field("accounting", &self.accounting)
             .finish()
     }
 }

@@ -144,6 +144,10 @@ pub struct RawDriver {
     /// `radius`: NAS-Identifier sent in every request (default `portcullis-lab`).
     #[serde(default)]
     pub nas_identifier: Option<String>,
+    /// `radius`: Accounting-Requests (RFC 2866: each client's sessions as Start,
+    /// Interim-Update, Stop in turn) to an accounting port instead of PAP requests.
+    #[serde(default)]
+    pub accounting: Option<bool>,
     /// `radius`: 802.1X logins (EAP-TLS or EAP-TTLS/PAP) instead of PAP requests, for
     /// every group (a group's own `eap` overrides it key by key).
     #[serde(default)]

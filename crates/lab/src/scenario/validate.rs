@@ -77,6 +77,7 @@ fn radius_spec(d: &raw::RawDriver) -> Result<RadiusSpec, LabError> {
         retries,
         require_message_authenticator: d.require_message_authenticator.unwrap_or(true),
         nas_identifier,
+        accounting: d.accounting.unwrap_or(false),
     })
 }
 
@@ -245,11 +246,19 @@ impl Scenario {
                 || d.retries.is_some()
                 || d.require_message_authenticator.is_some()
                 || d.nas_identifier.is_some()
+                || d.accounting.is_some()
                 || d.eap.is_some()
                 || raw.groups.iter().any(|g| g.eap.is_some()))
         {
             return Err(bad("driver.secret, secret_env, retransmit_ms, retries, \
-                 require_message_authenticator, nas_identifier and eap are only for kind = \"radius\""));
+                 require_message_authenticator, nas_identifier, accounting and eap are only for kind = \"radius\""));
+        }
+        if d.accounting == Some(true)
+            && (d.eap.is_some() || raw.groups.iter().any(|g| g.eap.is_some()))
+        {
+            return Err(bad(
+                "driver.accounting and eap cannot be combined: a scenario drives one port",
+            ));
         }
         let driver = match d.kind.as_str() {
             "oauth2" => {

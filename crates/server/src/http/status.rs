@@ -60,7 +60,8 @@ fn radius_json(view: &RadiusView) -> serde_json::Value {
             "expired": load(&e.expired),
         })
     });
-    serde_json::json!({ "nas": nas, "eap": eap })
+    let accounting = stats.acct.get().map(|a| a.json());
+    serde_json::json!({ "nas": nas, "eap": eap, "accounting": accounting })
 }
 
 /// `GET /status.json`
@@ -206,6 +207,9 @@ td.l,th.l{text-align:left} svg{width:100%;height:140px;display:block}
 <table id="et" hidden><thead><tr><th>conversations open</th><th>EAP-TLS full</th>
 <th>EAP-TLS resumed</th><th>TTLS full</th><th>TTLS resumed</th><th>failures</th>
 <th>round trips / login</th><th>new refused</th><th>expired</th></tr></thead><tbody></tbody></table>
+<h2 class="k" id="ah" hidden>RADIUS accounting: <span id="online"></span> sessions online (per NAS, totals)</h2>
+<table id="at" hidden><thead><tr><th>NAS</th><th>requests</th><th>stored</th><th>duplicates</th>
+<th>dropped</th></tr></thead><tbody></tbody></table>
 <script>
 const cards=[["calls_s","verifications / s"],["tokens_s","tokens issued / s"],
 ["outstanding","verifications outstanding"],["in_flight","HTTP requests in flight"],
@@ -284,7 +288,13 @@ async function poll(){
    if(e){const done=e.tls_full+e.tls_resumed+e.ttls_full+e.ttls_resumed+e.failures;
     rows("#et tbody",[{...e,rt:done?(e.round_trips/done).toFixed(1):"-"}],[["conversations"],["tls_full"],
      ["tls_resumed"],["ttls_full"],["ttls_resumed"],["failures"],["rt"],["refused_new"],["expired"]]);
-    document.getElementById("et").hidden=false; document.getElementById("eh").hidden=false;}}
+    document.getElementById("et").hidden=false; document.getElementById("eh").hidden=false;}
+   const a=s.radius.accounting;
+   if(a){set("online",a.sessions_online);
+    const ar=Object.entries(a.nas).map(([n,c])=>({n,req:c.requests,st:Object.values(c.records).reduce((x,y)=>x+y,0),
+     du:c.duplicates,dr:Object.entries(c.dropped).filter(([k,x])=>x>0).map(([k,x])=>k+" "+x).join(", ")||"0"}));
+    rows("#at tbody",ar,[["n"],["req"],["st"],["du"],["dr"]]);
+    document.getElementById("at").hidden=false; document.getElementById("ah").hidden=false;}}
   set("err",""); prev=s; document.body.setAttribute("data-polled",(+document.body.getAttribute("data-polled")||0)+1);
  }catch(e){set("err","(status unavailable)");}
 }

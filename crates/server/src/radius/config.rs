@@ -15,6 +15,8 @@ use crate::config_error::{ConfigError, invalid};
 pub struct FileRadius {
     /// UDP addresses to listen on.
     pub listen: Vec<String>,
+    /// UDP addresses to serve accounting on (issue 28).
+    pub accounting_listen: Vec<String>,
     /// Minimum delay before an Access-Reject, in milliseconds.
     pub reject_delay_ms: u64,
     /// Random extra delay added to each reject, up to this many milliseconds.
@@ -37,6 +39,7 @@ impl Default for FileRadius {
     fn default() -> Self {
         FileRadius {
             listen: Vec::new(),
+            accounting_listen: Vec::new(),
             reject_delay_ms: 1000,
             reject_jitter_ms: 500,
             answer_timeout_ms: 3000,
@@ -54,6 +57,9 @@ impl Default for FileRadius {
 pub struct RadiusConfig {
     /// UDP listen addresses (`portcullis serve --radius ADDR` replaces them); empty: off.
     pub listen: Vec<SocketAddr>,
+    /// UDP addresses of the accounting door (`serve --radius-accounting ADDR` replaces
+    /// them); empty: no accounting. Same NAS table and secrets as `listen`.
+    pub accounting_listen: Vec<SocketAddr>,
     /// Minimum delay before an Access-Reject: a timer, never a thread.
     pub reject_delay: Duration,
     /// Uniform random extra delay on top of `reject_delay`.
@@ -85,16 +91,15 @@ impl Default for RadiusConfig {
 impl RadiusConfig {
     /// Validate the file layer.
     pub fn from_file(f: FileRadius) -> Result<RadiusConfig, ConfigError> {
-        let mut listen = Vec::with_capacity(f.listen.len());
-        for a in &f.listen {
-            let addr: SocketAddr = a.parse().map_err(|_| {
-                invalid(format!(
-                    "radius.listen: '{a}' is not an address like 127.0.0.1:1812 or [::1]:1812"
-                ))
-            })?;
-            if !listen.contains(&addr) {
-                listen.push(addr);
-            }
+        let listen = addresses("radius.listen", &f.listen, 1812)?;
+        let accounting_listen = addresses("radius.accounting_listen", &f.accounting_listen, 1813)?;
+        if let Some(both) = listen
+            .iter()
+            .find(|a| a.port() != 0 && accounting_listen.contains(a))
+        {
+            return Err(invalid(format!(
+                "{both} is in both radius.listen and radius.accounting_listen"
+            )));
         }
         if f.reject_delay_ms > 10_000 || f.reject_jitter_ms > 10_000 {
             return Err(invalid(
@@ -134,6 +139,7 @@ impl RadiusConfig {
         }
         Ok(RadiusConfig {
             listen,
+            accounting_listen,
             reject_delay: Duration::from_millis(f.reject_delay_ms),
             reject_jitter: Duration::from_millis(f.reject_jitter_ms),
             answer_timeout: Duration::from_millis(f.answer_timeout_ms),
@@ -146,6 +152,22 @@ impl RadiusConfig {
     }
 }
 
+/// Parse a list of socket addresses, duplicates folded.
+fn addresses(key: &str, list: &[String], port: u16) -> Result<Vec<SocketAddr>, ConfigError> {
+    let mut out = Vec::with_capacity(list.len());
+    for a in list {
+        let addr: SocketAddr = a.parse().map_err(|_| {
+            invalid(format!(
+                "{key}: '{a}' is not an address like 127.0.0.1:{port} or [::1]:{port}"
+            ))
+        })?;
+        if !out.contains(&addr) {
+            out.push(addr);
+        }
+    }
+    Ok(out)
+}
+
 /// The documented `[radius]` section of `portcullis config example`.
 pub(crate) const EXAMPLE: &str = r#"
 # RADIUS (RFC 2865) over UDP: PAP Access-Requests from registered NASes
@@ -156,6 +178,11 @@ pub(crate) const EXAMPLE: &str = r#"
 # (repeatable) replaces this list. IPv4 and IPv6, e.g. ["0.0.0.0:1812", "[::]:1812"];
 # on wildcard addresses replies leave from the address each request was sent to.
 listen = []
+# UDP addresses of the accounting door (RFC 2866, usually port 1813); empty: no
+# accounting. Same NAS table and shared secrets; `portcullis serve --radius-accounting
+# ADDR` (repeatable) replaces this list. Records are acknowledged only once durable; see
+# [accounting] below.
+accounting_listen = []
 # Access-Rejects are sent no earlier than this many milliseconds after the request
 # arrived, plus a random 0..reject_jitter_ms (a timer: no thread waits). Slows online
 # guessing through a NAS (draft-ietf-radext-deprecating-radius asks for about 1 s).
@@ -192,6 +219,10 @@ mod tests {
         let text = EXAMPLE.replace("[radius]\n", "");
         assert_eq!(parse(&text).unwrap(), RadiusConfig::default());
         assert!(RadiusConfig::default().listen.is_empty(), "off by default");
+        assert!(
+            RadiusConfig::default().accounting_listen.is_empty(),
+            "accounting off by default"
+        );
     }
 
     #[test]
@@ -201,6 +232,14 @@ mod tests {
         for (text, needle) in [
             ("listen = [\"localhost:1812\"]", "radius.listen"),
             ("listen = [\"127.0.0.1\"]", "radius.listen"),
+            (
+                "accounting_listen = [\"127.0.0.1\"]",
+                "radius.accounting_listen",
+            ),
+            (
+                "listen = [\"127.0.0.1:1812\"]\naccounting_listen = [\"127.0.0.1:1812\"]",
+                "in both",
+            ),
             ("answer_timeout_ms = 5", "answer_timeout_ms"),
             (
                 "duplicate_ttl_secs = 1",

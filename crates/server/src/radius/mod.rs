@@ -20,10 +20,14 @@
 //! address and its *station* is Calling-Station-Id (else User-Name): throttling and fair
 //! queuing see (NAS, station), not the NAS alone.
 //!
+//! Accounting (RFC 2866) is the sibling door in [`acct`]: its own sockets, queue and
+//! writer over the same NAS table.
+//!
 //! BlastRADIUS (CVE-2024-3596): Access-Requests without a valid Message-Authenticator are
 //! dropped unless the NAS is registered with `--no-message-authenticator`, and every reply
 //! carries Message-Authenticator as its first attribute (`portcullis_radius`).
 
+pub mod acct;
 pub mod config;
 pub mod dedup;
 pub mod eap;

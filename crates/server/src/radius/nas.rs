@@ -182,6 +182,8 @@ pub struct StatsRegistry {
     by_name: Mutex<BTreeMap<String, Arc<NasStats>>>,
     /// The 802.1X door's counters, when it is configured.
     pub eap: std::sync::OnceLock<Arc<super::eap::stats::EapStats>>,
+    /// The accounting door's counters, when `accounting_listen` is set.
+    pub acct: std::sync::OnceLock<Arc<super::acct::stats::AcctStats>>,
 }
 
 impl StatsRegistry {

@@ -1,0 +1,132 @@
+//! The `[accounting]` section: how the accounting door queues, commits and keeps records.
+//! Where it listens is `[radius] accounting_listen` (next to the authentication door's
+//! `listen`, same NAS table); without an address nothing here is used.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::config_error::{ConfigError, invalid};
+
+/// `[accounting]` as written in the file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FileAccounting {
+    /// Most records waiting for the writer; more are dropped unanswered.
+    pub queue: usize,
+    /// Most records in one transaction.
+    pub max_batch: usize,
+    /// Days a record is kept (0: forever).
+    pub keep_days: u64,
+    /// How often old records are pruned, in seconds.
+    pub prune_interval_secs: u64,
+}
+
+impl Default for FileAccounting {
+    fn default() -> Self {
+        FileAccounting {
+            queue: 16_384,
+            max_batch: 2_048,
+            keep_days: 365,
+            prune_interval_secs: 3_600,
+        }
+    }
+}
+
+/// The validated `[accounting]` section.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AcctConfig {
+    /// Bound of the queue in front of the writer: what a storm can make us hold. Full:
+    /// requests are dropped unanswered (never acknowledged before they are durable) and
+    /// the NAS retransmits.
+    pub queue: usize,
+    /// Records per transaction: bounds one commit's latency under a backlog.
+    pub max_batch: usize,
+    /// Retention; `None`: keep forever.
+    pub keep: Option<Duration>,
+    /// Period of the background pruning.
+    pub prune_interval: Duration,
+}
+
+impl Default for AcctConfig {
+    fn default() -> Self {
+        match AcctConfig::from_file(FileAccounting::default()) {
+            Ok(c) => c,
+            Err(e) => unreachable!("default [accounting] is invalid: {e}"),
+        }
+    }
+}
+
+impl AcctConfig {
+    /// Validate the file layer.
+    pub fn from_file(f: FileAccounting) -> Result<AcctConfig, ConfigError> {
+        if !(1..=1_000_000).contains(&f.queue) {
+            return Err(invalid("accounting.queue must be between 1 and 1000000"));
+        }
+        if !(1..=65_536).contains(&f.max_batch) {
+            return Err(invalid("accounting.max_batch must be between 1 and 65536"));
+        }
+        if f.keep_days > 36_500 {
+            return Err(invalid(
+                "accounting.keep_days must be at most 36500 (0 keeps records forever)",
+            ));
+        }
+        if !(1..=86_400).contains(&f.prune_interval_secs) {
+            return Err(invalid(
+                "accounting.prune_interval_secs must be between 1 and 86400",
+            ));
+        }
+        Ok(AcctConfig {
+            queue: f.queue,
+            max_batch: f.max_batch,
+            keep: (f.keep_days > 0).then(|| Duration::from_secs(f.keep_days * 86_400)),
+            prune_interval: Duration::from_secs(f.prune_interval_secs),
+        })
+    }
+}
+
+/// The documented `[accounting]` section of `portcullis config example`.
+pub(crate) const EXAMPLE: &str = r#"
+# RADIUS accounting (RFC 2866), served on [radius] accounting_listen. Every
+# Accounting-Request is acknowledged only after its record is committed to the store
+# (SQLite: WAL, fsync per commit; PostgreSQL: commit); records arriving together share
+# one transaction. `portcullis acct sessions` and `portcullis acct export` read them.
+[accounting]
+# Most records waiting for the writer. When full, new requests are dropped unanswered
+# and counted (portcullis_acct_dropped_total{reason="overload"}); the NAS retransmits.
+queue = 16384
+# Most records committed in one transaction.
+max_batch = 2048
+# Records received more than this many days ago are deleted in the background, with
+# sessions not heard of for as long; 0 keeps everything.
+keep_days = 365
+# How often that pruning runs, in seconds.
+prune_interval_secs = 3600
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<AcctConfig, String> {
+        let f: FileAccounting = toml::from_str(text).map_err(|e| e.to_string())?;
+        AcctConfig::from_file(f).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn issue_28_example_section_is_the_defaults_and_is_validated() {
+        let text = EXAMPLE.replace("[accounting]\n", "");
+        assert_eq!(parse(&text).unwrap(), AcctConfig::default());
+        assert_eq!(parse("keep_days = 0").unwrap().keep, None);
+        for (text, needle) in [
+            ("queue = 0", "accounting.queue"),
+            ("max_batch = 0", "accounting.max_batch"),
+            ("keep_days = 100000", "accounting.keep_days"),
+            ("prune_interval_secs = 0", "prune_interval_secs"),
+            ("bogus = 1", "bogus"),
+        ] {
+            let err = parse(text).unwrap_err();
+            assert!(err.contains(needle), "{text}: {err}");
+        }
+    }
+}

@@ -1,0 +1,380 @@
+//! The RADIUS accounting door (RFC 2866 over UDP, issue 28): Accounting-Requests from the
+//! registered NASes, acknowledged only once their record is durable in the store.
+//!
+//! It is a sibling of the authentication door ([`super`]), not a part of it: its own
+//! sockets (`[radius] accounting_listen`), its own receive loops, queue and writer, the
+//! same NAS table (its own snapshot of the store's `nas` rows, refreshed on the same
+//! period) and secrets. Parts:
+//! - this module: the receive loop's cheap checks ([`AcctDoor::dispatch`]: NAS lookup,
+//!   parse, RFC 2866 authenticator and Message-Authenticator when present, the typed
+//!   record, the duplicate cache) and the hand-off to the bounded queue; [`run`] wires
+//!   the loops, the writer and the background upkeep (NAS refresh, retention, sessions
+//!   online);
+//! - [`writer`]: the one task that group-commits queued records and then sends their
+//!   Accounting-Responses;
+//! - [`config`]: the `[accounting]` section; [`stats`]: counters per NAS and status type.
+//!
+//! Report 003's lessons, as for authentication: the receive loop never waits on the
+//! store; the queue in front of the writer is bounded (`[accounting] queue`) and when it
+//! is full a request is dropped unanswered and counted, never acknowledged early (the NAS
+//! retransmits). A retransmission with the same identifier and authenticator is answered
+//! from the duplicate cache once its batch committed (and dropped while it waits); one
+//! with a new identifier (Acct-Delay-Time grew) reaches the store, whose key (NAS, session,
+//! status, event time) stores it once, and is answered again. Authentication keeps its
+//! share of the machine during an accounting storm because nothing here blocks a runtime
+//! worker: a storm costs one MD5 per datagram in these loops and one transaction per
+//! batch, and what exceeds the queue is dropped at the door.
+
+pub mod config;
+pub mod stats;
+mod writer;
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Mutex, RwLock};
+use portcullis_radius::{
+    AcctRequest, MAX_PACKET, Packet, StatusType, check_accounting_request,
+    encode_accounting_response,
+};
+use portcullis_store::AcctRecord;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::dedup::{DuplicateCache, RequestKey, Seen};
+use super::nas::{NasTable, StatsRegistry, UNKNOWN_NAS};
+use super::socket::{RadiusSocket, Received};
+use crate::app::App;
+use crate::keys::unix_now;
+use config::AcctConfig;
+use stats::{AcctDrop, AcctNasStats, AcctStats, ONLINE};
+
+/// Bind every configured accounting address (none: accounting is off).
+pub fn bind(config: &super::RadiusConfig) -> std::io::Result<Vec<RadiusSocket>> {
+    config
+        .accounting_listen
+        .iter()
+        .map(|a| {
+            RadiusSocket::bind(*a).map_err(|e| std::io::Error::new(e.kind(), format!("{a}: {e}")))
+        })
+        .collect()
+}
+
+/// What the writer needs to answer one request once its record is committed.
+pub(crate) struct Reply {
+    /// The Accounting-Response, built in the receive loop (it does not depend on the
+    /// store's answer: a duplicate is acknowledged like a new record).
+    bytes: Arc<[u8]>,
+    /// The socket it arrived on: the reply leaves from there.
+    sock: Arc<RadiusSocket>,
+    /// Where it came from: the reply goes there.
+    peer: SocketAddr,
+    /// The local address it was sent to: the reply comes from there.
+    local: Option<IpAddr>,
+    /// Its duplicate-cache key (completed after the commit, forgotten if it fails).
+    key: RequestKey,
+    /// Its status type, for the per-status counters.
+    status: StatusType,
+    /// Its NAS's counters.
+    stats: Arc<AcctNasStats>,
+    /// When it arrived (the commit latency histogram counts from here).
+    arrived: Instant,
+}
+
+/// One queued request: the record to store and how to answer it (opaque outside).
+pub struct Pending {
+    /// The row to write.
+    record: AcctRecord,
+    /// The answer, sent only after the commit.
+    reply: Reply,
+}
+
+/// The accounting door's shared state.
+pub struct AcctDoor {
+    /// The server's shared state (the store, the master key for NAS secrets).
+    app: Arc<App>,
+    /// `[accounting]`, validated.
+    config: AcctConfig,
+    /// How often the NAS table is reloaded (`[radius] nas_refresh_secs`).
+    nas_refresh: Duration,
+    /// The current NAS snapshot; swapped whole on refresh.
+    nas: RwLock<Arc<NasTable>>,
+    /// The authentication door's registry, which `NasTable::load` keys NASes into (and
+    /// which carries our counters to the status page).
+    registry: Arc<StatsRegistry>,
+    /// Counters per NAS and status type.
+    stats: Arc<AcctStats>,
+    /// Requests queued or answered, keyed by source, identifier and authenticator.
+    dedup: Mutex<DuplicateCache>,
+    /// The bounded queue to the writer; `try_send` only, never awaited.
+    queue: mpsc::Sender<Pending>,
+}
+
+impl std::fmt::Debug for AcctDoor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AcctDoor")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AcctDoor {
+    /// Assemble the door and load the NAS table once; returns the queue's receiving end
+    /// for [`run`]'s writer.
+    pub async fn new(
+        app: Arc<App>,
+        registry: Arc<StatsRegistry>,
+    ) -> Result<(Arc<AcctDoor>, mpsc::Receiver<Pending>), crate::ServerError> {
+        let config = app.config.accounting.clone();
+        let radius = &app.config.radius;
+        let table = NasTable::load(app.store.as_ref(), &app.master_key, &registry, None).await?;
+        let stats = Arc::clone(registry.acct.get_or_init(Arc::default));
+        let (queue, rx) = mpsc::channel(config.queue);
+        let door = AcctDoor {
+            nas_refresh: radius.nas_refresh,
+            dedup: Mutex::new(DuplicateCache::new(
+                radius.duplicate_cache_entries,
+                radius.duplicate_ttl,
+            )),
+            nas: RwLock::new(Arc::new(table)),
+            registry,
+            stats,
+            queue,
+            config,
+            app,
+        };
+        Ok((Arc::new(door), rx))
+    }
+
+    /// The cheap checks on one datagram, in the receive loop; a good new record goes to
+    /// the writer's queue, or is dropped (counted) if the queue is full.
+    fn dispatch(
+        &self,
+        sock: &Arc<RadiusSocket>,
+        data: &[u8],
+        got: Received,
+        tracker: &TaskTracker,
+    ) {
+        let arrived = Instant::now();
+        let table = Arc::clone(&self.nas.read());
+        let Some(nas) = table.lookup(got.peer.ip()) else {
+            let unknown = self.stats.nas(UNKNOWN_NAS);
+            unknown.request();
+            unknown.dropped(AcctDrop::UnknownNas);
+            return;
+        };
+        let stats = self.stats.nas(&nas.name);
+        stats.request();
+        if got.truncated {
+            stats.dropped(AcctDrop::Malformed);
+            return;
+        }
+        let Ok(packet) = Packet::parse(data) else {
+            stats.dropped(AcctDrop::Malformed);
+            return;
+        };
+        if let Err(e) = check_accounting_request(&packet, nas.secret()) {
+            let why = match e {
+                portcullis_radius::AcctError::NotAccountingRequest => AcctDrop::Malformed,
+                _ => AcctDrop::BadAuthenticator,
+            };
+            stats.dropped(why);
+            return;
+        }
+        let Ok(request) = AcctRequest::parse(&packet) else {
+            stats.dropped(AcctDrop::Malformed);
+            return;
+        };
+        let record = to_record(&nas.name, &request, &packet, unix_now());
+        let Ok(bytes) = encode_accounting_response(&packet, nas.secret()) else {
+            stats.dropped(AcctDrop::Malformed);
+            return;
+        };
+        if record.validate().is_err() {
+            stats.dropped(AcctDrop::Malformed);
+            return;
+        }
+        let key = RequestKey {
+            peer: got.peer,
+            identifier: packet.identifier,
+            authenticator: packet.authenticator,
+        };
+        match self.dedup.lock().check(key, arrived) {
+            Seen::New => {}
+            Seen::InProgress => {
+                stats.dropped(AcctDrop::InProgress);
+                return;
+            }
+            Seen::Answered(reply) => {
+                stats.duplicate();
+                let sock = Arc::clone(sock);
+                tracker.spawn(async move {
+                    if let Err(e) = sock.send(&reply, got.peer, got.local).await {
+                        tracing::debug!(peer = %got.peer, "resending an Accounting-Response failed: {e}");
+                    }
+                });
+                return;
+            }
+        }
+        let pending = Pending {
+            record,
+            reply: Reply {
+                bytes: bytes.into(),
+                sock: Arc::clone(sock),
+                peer: got.peer,
+                local: got.local,
+                key,
+                status: request.status,
+                stats: Arc::clone(&stats),
+                arrived,
+            },
+        };
+        if self.queue.try_send(pending).is_err() {
+            self.dedup.lock().forget(&key);
+            stats.dropped(AcctDrop::Overload);
+        }
+    }
+
+    /// Reload the NAS table (keeps the old one if the store fails).
+    async fn refresh(&self) {
+        let previous = Arc::clone(&self.nas.read());
+        match NasTable::load(
+            self.app.store.as_ref(),
+            &self.app.master_key,
+            &self.registry,
+            Some(&previous),
+        )
+        .await
+        {
+            Ok(t) => *self.nas.write() = Arc::new(t),
+            Err(e) => crate::metrics::store_failure("reloading the NAS table", &e),
+        }
+    }
+
+    /// Retention: forget what is older than `keep_days`.
+    async fn prune(&self) {
+        let Some(keep) = self.config.keep else {
+            return;
+        };
+        let before = unix_now() - i64::try_from(keep.as_secs()).unwrap_or(i64::MAX);
+        match self.app.store.prune_accounting(before).await {
+            Ok(0) => {}
+            Ok(n) => {
+                tracing::info!("accounting retention: {n} records older than {before} removed")
+            }
+            Err(e) => crate::metrics::store_failure("pruning accounting records", &e),
+        }
+    }
+
+    /// Count the open sessions for the status page and `/metrics`.
+    async fn count_online(&self) {
+        match self.app.store.acct_sessions_online().await {
+            Ok(n) => {
+                self.stats
+                    .online
+                    .store(n, std::sync::atomic::Ordering::Relaxed);
+                metrics::gauge!(ONLINE).set(n as f64);
+            }
+            Err(e) => crate::metrics::store_failure("counting accounting sessions", &e),
+        }
+    }
+}
+
+/// Text of an attribute (lossy: a NAS may send any octets; the raw value stays in
+/// `attributes`).
+fn text(v: Option<&[u8]>) -> Option<String> {
+    v.map(|b| String::from_utf8_lossy(b).into_owned())
+}
+
+/// The stored form of one parsed request received at `now`.
+fn to_record(nas: &str, r: &AcctRequest<'_>, packet: &Packet<'_>, now: i64) -> AcctRecord {
+    let clamp = |v: Option<u64>| v.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
+    let framed = r
+        .framed_ip
+        .map(|a| a.to_string())
+        .or_else(|| r.framed_ipv6.map(|a| a.to_string()));
+    AcctRecord {
+        nas: nas.to_owned(),
+        session_id: String::from_utf8_lossy(r.session_id).into_owned(),
+        status: i64::from(r.status.as_u32()),
+        event_time: r.event_time(now),
+        received_at: now,
+        delay: i64::from(r.delay),
+        username: text(r.user_name),
+        station: text(r.calling_station_id),
+        called_station: text(r.called_station_id),
+        framed_ip: framed,
+        input_octets: clamp(r.input_octets),
+        output_octets: clamp(r.output_octets),
+        input_packets: r.input_packets.map(i64::from),
+        output_packets: r.output_packets.map(i64::from),
+        session_time: r.session_time.map(i64::from),
+        terminate_cause: r.terminate_cause.map(i64::from),
+        attributes: packet.raw().get(20..).unwrap_or_default().to_vec(),
+    }
+}
+
+/// Serve accounting on `sockets` until `stop`; then commit and answer what is queued.
+pub async fn run(
+    door: Arc<AcctDoor>,
+    rx: mpsc::Receiver<Pending>,
+    sockets: Vec<RadiusSocket>,
+    stop: CancellationToken,
+) {
+    let tracker = TaskTracker::new();
+    for sock in sockets {
+        tracing::info!("RADIUS accounting listening on udp {}", sock.local_addr());
+        tracker.spawn(receive_loop(
+            Arc::clone(&door),
+            Arc::new(sock),
+            stop.clone(),
+            tracker.clone(),
+        ));
+    }
+    tracker.spawn(writer::run(
+        Arc::clone(&door),
+        rx,
+        stop.clone(),
+        tracker.clone(),
+    ));
+    let mut refresh = tokio::time::interval(door.nas_refresh);
+    let mut prune = tokio::time::interval(door.config.prune_interval);
+    let mut online = tokio::time::interval(Duration::from_secs(5));
+    for t in [&mut refresh, &mut prune, &mut online] {
+        t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    }
+    refresh.tick().await;
+    loop {
+        tokio::select! {
+            _ = refresh.tick() => door.refresh().await,
+            _ = prune.tick() => door.prune().await,
+            _ = online.tick() => door.count_online().await,
+            () = stop.cancelled() => break,
+        }
+    }
+    tracker.close();
+    tracker.wait().await;
+}
+
+async fn receive_loop(
+    door: Arc<AcctDoor>,
+    sock: Arc<RadiusSocket>,
+    stop: CancellationToken,
+    tracker: TaskTracker,
+) {
+    // One octet more than the largest legal packet, so an oversized datagram is seen as
+    // truncated rather than mistaken for a legal one.
+    let mut buf = vec![0u8; MAX_PACKET + 1];
+    loop {
+        let got = tokio::select! {
+            r = sock.recv(&mut buf) => r,
+            () = stop.cancelled() => return,
+        };
+        match got {
+            Ok(got) => door.dispatch(&sock, &buf[..got.len], got, &tracker),
+            Err(e) => tracing::debug!("RADIUS accounting receive on {}: {e}", sock.local_addr()),
+        }
+    }
+}

@@ -1,0 +1,334 @@
+//! Issue 28: RADIUS accounting. An unmodified `radclient ... acct` (Debian
+//! freeradius-utils, installed by ./scripts/test; a missing client FAILS the test) gets
+//! its Accounting-Response and the record shows in `portcullis acct sessions`; a NAS that
+//! retransmits with a new identifier and a larger Acct-Delay-Time is answered again and
+//! stored once; Accounting-On closes the NAS's open sessions; forged requests get no
+//! answer; and no answer ever leaves before its record is committed: while another
+//! connection holds SQLite's write lock nothing is acknowledged, a full queue drops
+//! (counted, unanswered), and releasing the lock answers exactly what was queued.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use portcullis_radius::{Code, attr, encode_accounting_request, verify_response};
+use sqlx::Connection;
+
+use crate::process_support::cli;
+use crate::radius_support::{Nas, RadiusServer, SECRET, start_radius};
+
+/// A server with RADIUS auth and accounting on loopback port 0 and NAS `lab` for
+/// 127.0.0.0/8.
+async fn start(tweak: impl FnOnce(&mut portcullis_server::Config)) -> (RadiusServer, SocketAddr) {
+    let r = start_radius("127.0.0.1:0", "127.0.0.0/8", |c| {
+        c.radius.accounting_listen = vec!["127.0.0.1:0".parse().unwrap()];
+        tweak(c);
+    })
+    .await;
+    let acct = r.s.server.accounting_addrs()[0];
+    (r, acct)
+}
+
+/// Run `radclient ADDR acct SECRET` with `attrs` on stdin: (exit ok, its output).
+fn radclient_acct(server: SocketAddr, attrs: &str) -> (bool, String) {
+    let mut child = Command::new("radclient")
+        .args(["-x", "-r", "1", "-t", "10"])
+        .arg(server.to_string())
+        .arg("acct")
+        .arg(String::from_utf8(SECRET.to_vec()).unwrap())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!("cannot run radclient ({e}): ./scripts/test installs freeradius-utils")
+        });
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(attrs.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// `portcullis acct sessions --json ARGS` on the server's data directory.
+fn sessions(r: &RadiusServer, args: &[&str]) -> Vec<serde_json::Value> {
+    let mut all = vec!["acct", "sessions", "--json"];
+    all.extend_from_slice(args);
+    let out = cli(r.s.dir.path(), &all, "");
+    serde_json::from_str::<serde_json::Value>(&out)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// `portcullis acct export` lines (JSON) on the server's data directory.
+fn export(r: &RadiusServer) -> Vec<serde_json::Value> {
+    cli(r.s.dir.path(), &["acct", "export", "--format", "jsonl"], "")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The accounting counters of NAS `nas` from `/status.json`.
+async fn counters(r: &RadiusServer, nas: &str) -> serde_json::Value {
+    r.s.get("/status.json").await.json()["radius"]["accounting"]["nas"][nas].clone()
+}
+
+/// Wait (bounded) until `nas`'s counter at `path` reaches `want`.
+async fn wait_counter(r: &RadiusServer, nas: &str, path: &[&str], want: u64) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let mut v = counters(r, nas).await;
+        for p in path {
+            v = v[*p].clone();
+        }
+        if v.as_u64() == Some(want) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{nas} {path:?} = {v}, want {want}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// An Accounting-Request built with the codec, with Event-Timestamp `t`.
+fn acct_request(id: u8, session: &str, status: u32, t: u32, delay: u32) -> Vec<u8> {
+    let (st, ts, dl) = (status.to_be_bytes(), t.to_be_bytes(), delay.to_be_bytes());
+    let attrs: Vec<(u8, &[u8])> = vec![
+        (attr::ACCT_STATUS_TYPE, &st),
+        (attr::ACCT_SESSION_ID, session.as_bytes()),
+        (attr::USER_NAME, b"bulk"),
+        (attr::EVENT_TIMESTAMP, &ts),
+        (attr::ACCT_DELAY_TIME, &dl),
+    ];
+    encode_accounting_request(id, &attrs, SECRET, false).unwrap()
+}
+
+/// The Request Authenticator of a request we built (to check its reply).
+fn authenticator(req: &[u8]) -> [u8; 16] {
+    req[4..20].try_into().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_28_radclient_acct_is_answered_and_its_sessions_show() {
+    let (r, acct) = start(|_| {}).await;
+    let run = |attrs: String| tokio::task::spawn_blocking(move || radclient_acct(acct, &attrs));
+    let start = "Acct-Status-Type = Start, Acct-Session-Id = \"s-1\", User-Name = fred, \
+                 Calling-Station-Id = \"02-00-00-00-00-01\", Framed-IP-Address = 10.1.2.3, \
+                 Event-Timestamp = 1700000000";
+    let (ok, out) = run(start.to_owned()).await.unwrap();
+    assert!(ok && out.contains("Received Accounting-Response"), "{out}");
+    let online = sessions(&r, &["--active"]);
+    assert_eq!(online.len(), 1, "{online:?}");
+    assert_eq!(online[0]["user"], "fred");
+    assert_eq!(online[0]["address"], "10.1.2.3");
+    assert_eq!(online[0]["started_at"], "2023-11-14T22:13:20Z");
+
+    // The NAS heard nothing and retries with a new identifier and a larger delay: same
+    // event, answered again, stored once.
+    let (ok, out) = run(format!("{start}, Acct-Delay-Time = 7")).await.unwrap();
+    assert!(ok && out.contains("Received Accounting-Response"), "{out}");
+    assert_eq!(export(&r).len(), 1, "a retransmission is stored once");
+    assert_eq!(counters(&r, "lab").await["duplicates"], 1);
+
+    // Interim with Gigawords, then Stop: one closed session with the Stop's counters.
+    let interim = "Acct-Status-Type = Interim-Update, Acct-Session-Id = \"s-1\", \
+                   User-Name = fred, Acct-Input-Octets = 10, Acct-Input-Gigawords = 1, \
+                   Acct-Session-Time = 60, Event-Timestamp = 1700000060";
+    let (ok, out) = run(interim.to_owned()).await.unwrap();
+    assert!(ok, "{out}");
+    let stop = "Acct-Status-Type = Stop, Acct-Session-Id = \"s-1\", User-Name = fred, \
+                Acct-Input-Octets = 20, Acct-Input-Gigawords = 1, Acct-Output-Octets = 5, \
+                Acct-Session-Time = 120, Acct-Terminate-Cause = User-Request, \
+                Event-Timestamp = 1700000120";
+    let (ok, out) = run(stop.to_owned()).await.unwrap();
+    assert!(ok, "{out}");
+    assert!(sessions(&r, &["--active"]).is_empty());
+    // "Who had 10.1.2.3 at 22:14?" fred; at 22:16 (after the Stop) nobody.
+    let at = sessions(
+        &r,
+        &["--address", "10.1.2.3", "--at", "2023-11-14T22:14:00Z"],
+    );
+    assert_eq!(at.len(), 1);
+    assert_eq!(at[0]["input_octets"], (1u64 << 32) + 20);
+    assert_eq!(at[0]["terminate_cause"], 1);
+    assert!(sessions(&r, &["--address", "10.1.2.3", "--at", "1700000200"]).is_empty());
+
+    // Two sessions open, then the NAS reboots: Accounting-On closes both.
+    for s in ["s-2", "s-3"] {
+        let (ok, out) = run(format!(
+            "Acct-Status-Type = Start, Acct-Session-Id = \"{s}\", User-Name = ann, \
+             Event-Timestamp = 1700000300"
+        ))
+        .await
+        .unwrap();
+        assert!(ok, "{out}");
+    }
+    assert_eq!(sessions(&r, &["--active", "--user", "ann"]).len(), 2);
+    // The status page counts them (refreshed every 5 s).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while r.s.get("/status.json").await.json()["radius"]["accounting"]["sessions_online"] != 2 {
+        assert!(Instant::now() < deadline, "sessions_online never reached 2");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (ok, out) = run("Acct-Status-Type = Accounting-On, Event-Timestamp = 1700000400".into())
+        .await
+        .unwrap();
+    assert!(ok, "{out}");
+    assert!(sessions(&r, &["--active"]).is_empty());
+    let ann = sessions(&r, &["--user", "ann"]);
+    assert!(
+        ann.iter()
+            .all(|s| s["stopped_at"] == "2023-11-14T22:20:00Z"),
+        "{ann:?}"
+    );
+
+    let records = export(&r);
+    assert_eq!(records.len(), 6);
+    let first = records
+        .iter()
+        .find(|r| r["session_id"] == "s-1" && r["status"] == "Start")
+        .unwrap();
+    assert_eq!(first["address"], "10.1.2.3");
+    assert_eq!(first["delay"], "0", "the original, not the retransmission");
+    assert!(
+        first["attributes"].as_str().unwrap().contains("0a010203"),
+        "raw attributes kept: {first}"
+    );
+    let csv = cli(r.s.dir.path(), &["acct", "export", "--format", "csv"], "");
+    assert_eq!(csv.lines().count(), 7, "header and six records");
+    let c = counters(&r, "lab").await;
+    assert_eq!(c["records"]["start"], 3);
+    assert_eq!(c["records"]["accounting_on"], 1);
+    // With a Message-Authenticator (radclient computes it as RFC 3579 does for
+    // accounting): checked and accepted.
+    let (ok, out) = run("Acct-Status-Type = Start, Acct-Session-Id = \"s-ma\", \
+                         User-Name = mia, Message-Authenticator = 0x00"
+        .into())
+    .await
+    .unwrap();
+    assert!(ok && out.contains("Received Accounting-Response"), "{out}");
+    assert_eq!(sessions(&r, &["--user", "mia"]).len(), 1);
+    let metrics = String::from_utf8(r.s.get("/metrics").await.body).unwrap();
+    assert!(
+        metrics.contains("portcullis_acct_records_total{nas=\"lab\",status=\"stop\"} 1"),
+        "{metrics}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_28_forged_and_unknown_requests_get_no_answer() {
+    let (r, acct) = start(|_| {}).await;
+    let nas = Nas::bind("127.0.0.7:0", acct).await;
+    // Signed with another secret: its Request Authenticator does not verify.
+    let st = 1u32.to_be_bytes();
+    let forged = encode_accounting_request(
+        1,
+        &[(attr::ACCT_STATUS_TYPE, &st), (attr::ACCT_SESSION_ID, b"f")],
+        b"not the shared secret",
+        false,
+    )
+    .unwrap();
+    nas.send(&forged).await;
+    // A good one after it; datagrams from one socket are handled in order, so once it is
+    // answered the forged one was judged.
+    let good = acct_request(2, "g", 1, 1_700_000_000, 0);
+    nas.send(&good).await;
+    let raw = nas.recv(Duration::from_secs(20)).await.expect("no answer");
+    let reply = verify_response(&raw, &authenticator(&good), SECRET, false).unwrap();
+    assert_eq!(
+        (reply.code, reply.identifier),
+        (Code::AccountingResponse, 2)
+    );
+    let c = counters(&r, "lab").await;
+    assert_eq!(c["dropped"]["bad_authenticator"], 1, "{c}");
+    assert!(nas.nothing_queued(), "the forged request got an answer");
+    assert_eq!(export(&r).len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_28_nothing_is_acknowledged_before_its_commit_and_a_full_queue_drops() {
+    let _heavy = crate::server_support::exclusive();
+    let (r, acct) = start(|c| {
+        c.accounting.queue = 4;
+        c.accounting.max_batch = 1;
+    })
+    .await;
+    let nas = Nas::bind("127.0.0.8:0", acct).await;
+    // Another connection takes SQLite's write lock: no commit can happen until it goes.
+    let db = r.s.dir.path().join("portcullis.db");
+    let mut lock = sqlx::SqliteConnection::connect(&format!("sqlite://{}", db.display()))
+        .await
+        .unwrap();
+    sqlx::query("BEGIN IMMEDIATE")
+        .execute(&mut lock)
+        .await
+        .unwrap();
+    let n = 12u8;
+    let requests: Vec<Vec<u8>> = (0..n)
+        .map(|i| acct_request(i, &format!("q-{i}"), 1, 1_700_000_000, 0))
+        .collect();
+    for req in &requests {
+        nas.send(req).await;
+    }
+    wait_counter(&r, "lab", &["requests"], u64::from(n)).await;
+    let dropped = counters(&r, "lab").await["dropped"]["overload"]
+        .as_u64()
+        .unwrap();
+    // One record in the writer's hands (max_batch 1) and four queued, or four if the
+    // writer had not taken the first yet when the rest arrived.
+    assert!((7..=8).contains(&dropped), "dropped {dropped}");
+    assert!(
+        nas.nothing_queued(),
+        "an Accounting-Response left before its record was committed"
+    );
+    sqlx::query("ROLLBACK").execute(&mut lock).await.unwrap();
+    lock.close().await.unwrap();
+    let accepted = u64::from(n) - dropped;
+    let mut answered = std::collections::BTreeSet::new();
+    for _ in 0..accepted {
+        let raw = nas.recv(Duration::from_secs(20)).await.expect("no answer");
+        let id = raw[1];
+        verify_response(
+            &raw,
+            &authenticator(&requests[usize::from(id)]),
+            SECRET,
+            false,
+        )
+        .unwrap();
+        answered.insert(id);
+    }
+    assert_eq!(
+        export(&r).len() as u64,
+        accepted,
+        "exactly the acknowledged ones"
+    );
+    // The NAS retransmits the dropped ones: now they are stored and answered.
+    for (i, req) in requests.iter().enumerate() {
+        if !answered.contains(&(i as u8)) {
+            nas.send(req).await;
+            let raw = nas.recv(Duration::from_secs(20)).await.expect("no answer");
+            assert_eq!(raw[1], i as u8);
+        }
+    }
+    assert_eq!(export(&r).len(), usize::from(n));
+    // A copy of an answered request (same bytes) is answered from the duplicate cache.
+    nas.send(&requests[0]).await;
+    let raw = nas.recv(Duration::from_secs(20)).await.expect("no answer");
+    verify_response(&raw, &authenticator(&requests[0]), SECRET, false).unwrap();
+    assert_eq!(export(&r).len(), usize::from(n));
+}
