@@ -14,7 +14,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use portcullis_store::accounting::status;
 use portcullis_store::{AcctRecord, AcctSession, SessionQuery};
 
-use super::client::{DataDirArg, block_on, open, print_table};
+use super::common::{DataDirArg, block_on, open, print_table};
 
 /// `portcullis acct` subcommands.
 #[derive(Debug, clap::Subcommand)]
