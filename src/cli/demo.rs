@@ -163,7 +163,7 @@ mod portcullis_demo {
                         )
                         .map_err(err)?,
                         require_message_authenticator: true,
-                        created_at: portcullis_lab::driver::unix_now(),
+                        created_at: portcullis_lab::clock::unix_now(),
                     };
                     let stored = data.store().put_nas(&nas).await;
                     data.close().await;
@@ -221,7 +221,7 @@ mod portcullis_demo {
                 .await
                 .map_err(err)?
                 .map_err(err)?;
-                let now = portcullis_lab::driver::unix_now();
+                let now = portcullis_lab::clock::unix_now();
                 for (id, hash) in hashes {
                     let rec = ClientRecord {
                         id,

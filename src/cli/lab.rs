@@ -114,7 +114,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
 
 /// `./lab-out/<name>-<YYYYMMDD-HHMMSS>`.
 pub fn default_out(name: &str) -> PathBuf {
-    let stamp: String = fingerprint::utc(portcullis_lab::driver::unix_now())
+    let stamp: String = fingerprint::utc(portcullis_lab::clock::unix_now())
         .chars()
         .filter_map(|c| match c {
             '-' | ':' => None,

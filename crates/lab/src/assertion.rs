@@ -170,7 +170,7 @@ impl Signer {
         self.key.sign(
             client_id,
             &self.audience,
-            crate::driver::unix_now(),
+            crate::clock::unix_now(),
             self.lifetime_secs,
         )
     }

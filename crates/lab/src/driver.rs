@@ -24,9 +24,10 @@ use serde::Deserialize;
 use crate::LabError;
 use futures::FutureExt;
 
+use crate::clock::unix_now;
 use crate::conn::{self, Body, ClientConn};
 use crate::jwt::{self, Check, Expected, Jwks};
-use crate::record::Outcome;
+use crate::outcome::Outcome;
 use crate::scenario::{ClientAuth, ConnectionMode, Grant};
 
 /// Who one virtual client is.
@@ -43,7 +44,7 @@ pub struct Identity {
     /// This client's TLS (own session cache), for `https://` targets.
     pub tls: Option<crate::tls::Tls>,
     /// RADIUS: this client is an 802.1X station (its method and own TLS).
-    pub eap: Option<crate::eap::Station>,
+    pub eap: Option<crate::eap::station::Station>,
     /// Its group's own client authentication, when it differs from the driver's.
     pub auth: Option<GroupAuth>,
 }
@@ -72,7 +73,7 @@ pub struct AttemptResult {
     /// The attempt opened a connection: how its connect and TLS handshake went.
     pub conn: Option<conn::Phases>,
     /// The attempt was an 802.1X login: its round trips, resumption and key check.
-    pub eap: Option<crate::eap::EapLogin>,
+    pub eap: Option<crate::eap::station::EapLogin>,
 }
 
 impl AttemptResult {
@@ -539,14 +540,6 @@ fn token_answer(d: &OAuth2Driver, client: &OAuth2Client, resp: &Response<Bytes>)
             _ => AttemptResult::of(Outcome::WrongResponse),
         }
     }
-}
-
-/// Seconds since the Unix epoch.
-pub fn unix_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
 }
 
 #[cfg(test)]

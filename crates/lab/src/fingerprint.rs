@@ -46,7 +46,7 @@ impl Fingerprint {
             git_commit,
             os: format!("{} {}", std::env::consts::OS, std::env::consts::ARCH),
             version: env!("CARGO_PKG_VERSION").to_string(),
-            created_unix: crate::driver::unix_now(),
+            created_unix: crate::clock::unix_now(),
         }
     }
 }

@@ -25,12 +25,14 @@
 pub mod assertion;
 pub mod baseline;
 pub mod certs;
+pub mod clock;
 pub mod conn;
 pub mod demo;
 pub mod driver;
 pub mod eap;
 pub mod fingerprint;
 pub mod jwt;
+pub mod outcome;
 pub mod radius;
 pub mod radius_acct;
 pub mod record;

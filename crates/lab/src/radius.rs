@@ -26,7 +26,7 @@ use tokio::net::UdpSocket;
 
 use crate::LabError;
 use crate::driver::{AttemptResult, Driver, Identity};
-use crate::record::Outcome;
+use crate::outcome::Outcome;
 use crate::scenario::RadiusSpec;
 
 /// How many of a socket's earlier requests a late reply may belong to.

@@ -19,8 +19,8 @@ use portcullis_radius::{Code, Packet, attr, encode_accounting_request};
 
 use crate::LabError;
 use crate::driver::{AttemptResult, Driver, Identity};
+use crate::outcome::Outcome;
 use crate::radius::{RadiusDriver, RadiusSession, Trip, nas_ip};
-use crate::record::Outcome;
 use crate::scenario::RadiusSpec;
 
 /// Sends Accounting-Requests to one server.

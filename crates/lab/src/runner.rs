@@ -508,7 +508,7 @@ async fn drive<D: Driver>(
         }
     };
     let host = format!("{}:{}", scn.target.host, scn.target.port);
-    let started_unix = crate::driver::unix_now();
+    let started_unix = crate::clock::unix_now();
     let t0 = Instant::now() + Duration::from_millis(100);
     let clock = RunClock { t0: t0.into_std() };
     let run_end = t0 + scn.run.duration;

@@ -24,9 +24,11 @@
 //! after the first resume; without, resumption is off and every login is a full
 //! handshake. Groups without `eap` in the same scenario send PAP requests as before.
 
-mod stats;
+pub(crate) mod station;
+pub(crate) mod stats;
 
-pub use stats::{EapLogin, EapStats, EapSummary};
+pub use station::{EapLogin, Station};
+pub use stats::{EapStats, EapSummary};
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -37,8 +39,8 @@ use zeroize::Zeroizing;
 
 use crate::LabError;
 use crate::driver::{AttemptResult, Driver, Identity};
+use crate::outcome::Outcome;
 use crate::radius::{RadiusClient, RadiusDriver, RadiusSession, Trip, nas_ip};
-use crate::record::Outcome;
 use crate::scenario::{EapMethod, RadiusSpec};
 
 /// A login that has not ended after this many round trips is a wrong response (a full
@@ -52,17 +54,6 @@ const FRAMED_MTU: u32 = 1400;
 const SERVICE_FRAMED: u32 = 2;
 /// NAS-Port-Type Wireless - IEEE 802.11 (RFC 2865 §5.41).
 const PORT_WIRELESS: u32 = 19;
-
-/// What makes a virtual client an 802.1X station (set on its [`Identity`]).
-#[derive(Debug, Clone)]
-pub struct Station {
-    /// EAP-TLS or EAP-TTLS/PAP.
-    pub method: EapMethod,
-    /// Its TLS: its own configuration, resuming or not.
-    pub tls: crate::tls::Tls,
-    /// TTLS outer identity (default: the user name).
-    pub anonymous_identity: Option<String>,
-}
 
 /// Sends 802.1X logins (and PAP requests for groups without `eap`) to one RADIUS server.
 #[derive(Debug)]

@@ -9,19 +9,8 @@ use hdrhistogram::Histogram;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
-use crate::record::{Outcome, hist, pct_ms};
-
-/// One login's particulars, carried in [`crate::driver::AttemptResult`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct EapLogin {
-    /// Access-Requests of the login (retransmissions not counted).
-    pub round_trips: u32,
-    /// The TLS handshake was abbreviated (a resumed session).
-    pub resumed: bool,
-    /// An Access-Accept whose MS-MPPE keys differ from the station's own (or are
-    /// missing): a wrong response that fails the run.
-    pub wrong_keys: bool,
-}
+use super::station::EapLogin;
+use crate::outcome::{Outcome, hist, pct_ms};
 
 /// A group's 802.1X counters (shared by its tasks).
 #[derive(Debug)]
