@@ -44,7 +44,7 @@ use std::time::Instant;
 use parking_lot::{Mutex, RwLock};
 use portcullis_core::{AuditContext, AuditEvent, AuditOutcome, PrincipalKind, Protocol};
 use portcullis_radius::{
-    Code, MAX_PACKET, MessageAuthenticator, Packet, attr, check_request_message_authenticator,
+    Code, MessageAuthenticator, Packet, attr, check_request_message_authenticator,
 };
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
@@ -350,21 +350,10 @@ async fn receive_loop(
     stop: CancellationToken,
     tracker: TaskTracker,
 ) {
-    // One octet more than the largest legal packet, so an oversized datagram is seen as
-    // truncated rather than mistaken for a legal one.
-    let mut buf = vec![0u8; MAX_PACKET + 1];
-    loop {
-        let got = tokio::select! {
-            r = sock.recv(&mut buf) => r,
-            () = stop.cancelled() => return,
-        };
-        match got {
-            Ok(got) => radius.dispatch(&sock, &buf[..got.len], got, &tracker),
-            // Per-datagram errors (e.g. an ICMP error queued on the socket) must not stop
-            // the loop; nothing here is fatal.
-            Err(e) => tracing::debug!("RADIUS receive on {}: {e}", sock.local_addr()),
-        }
-    }
+    socket::receive_until(&sock, &stop, "RADIUS", |data, got| {
+        radius.dispatch(&sock, data, got, &tracker);
+    })
+    .await;
 }
 
 /// The addresses RADIUS sockets are bound to (for logs and embedding).

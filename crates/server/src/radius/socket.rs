@@ -20,6 +20,7 @@ use nix::sys::socket::{
 };
 use tokio::io::Interest;
 use tokio::net::UdpSocket;
+use tokio_util::sync::CancellationToken;
 
 /// Receive buffer asked of the kernel. Under a burst the kernel queue, not our memory,
 /// absorbs the excess, and when it is full the kernel drops datagrams, which the NAS
@@ -93,6 +94,31 @@ impl RadiusSocket {
         self.io
             .async_io(Interest::WRITABLE, || send_from(fd, data, peer, local))
             .await
+    }
+}
+
+/// Receive datagrams on `sock` until `stop`, handing each to `each` with its addressing:
+/// the receive loop of both RADIUS doors (authentication and accounting). `door` names it
+/// in the debug log of per-datagram errors (an ICMP error queued on the socket, say), which
+/// must not stop the loop: nothing here is fatal.
+pub async fn receive_until(
+    sock: &RadiusSocket,
+    stop: &CancellationToken,
+    door: &str,
+    mut each: impl FnMut(&[u8], Received),
+) {
+    // One octet more than the largest legal packet, so an oversized datagram is seen as
+    // truncated rather than mistaken for a legal one.
+    let mut buf = vec![0u8; portcullis_radius::MAX_PACKET + 1];
+    loop {
+        let got = tokio::select! {
+            r = sock.recv(&mut buf) => r,
+            () = stop.cancelled() => return,
+        };
+        match got {
+            Ok(got) => each(&buf[..got.len], got),
+            Err(e) => tracing::debug!("{door} receive on {}: {e}", sock.local_addr()),
+        }
     }
 }
 

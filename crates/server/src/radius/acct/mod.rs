@@ -35,8 +35,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLock};
 use portcullis_radius::{
-    AcctRequest, MAX_PACKET, Packet, StatusType, check_accounting_request,
-    encode_accounting_response,
+    AcctRequest, Packet, StatusType, check_accounting_request, encode_accounting_response,
 };
 use portcullis_store::AcctRecord;
 use tokio::sync::mpsc;
@@ -364,17 +363,8 @@ async fn receive_loop(
     stop: CancellationToken,
     tracker: TaskTracker,
 ) {
-    // One octet more than the largest legal packet, so an oversized datagram is seen as
-    // truncated rather than mistaken for a legal one.
-    let mut buf = vec![0u8; MAX_PACKET + 1];
-    loop {
-        let got = tokio::select! {
-            r = sock.recv(&mut buf) => r,
-            () = stop.cancelled() => return,
-        };
-        match got {
-            Ok(got) => door.dispatch(&sock, &buf[..got.len], got, &tracker),
-            Err(e) => tracing::debug!("RADIUS accounting receive on {}: {e}", sock.local_addr()),
-        }
-    }
+    super::socket::receive_until(&sock, &stop, "RADIUS accounting", |data, got| {
+        door.dispatch(&sock, data, got, &tracker);
+    })
+    .await;
 }
