@@ -191,18 +191,13 @@ impl Radius {
 
     /// Reload the NAS table from the store (keeps the old one if the store fails).
     async fn refresh(&self) {
-        let previous = Arc::clone(&self.nas.read());
-        match NasTable::load(
+        NasTable::refresh(
+            &self.nas,
             self.app.store.as_ref(),
             &self.app.master_key,
             &self.stats,
-            Some(&previous),
         )
-        .await
-        {
-            Ok(t) => *self.nas.write() = Arc::new(t),
-            Err(e) => crate::metrics::store_failure("reloading the NAS table", &e),
-        }
+        .await;
     }
 
     /// The cheap checks on one datagram, in the receive loop: who sent it, is it a

@@ -220,6 +220,21 @@ impl NasTable {
     /// (the secrets file was replaced, or the row was tampered with) is left out and
     /// logged: its packets are dropped as from an unknown source, rather than answered
     /// with a wrong key.
+    /// Replace `current` with a fresh read of the store; on a store error the table in
+    /// force stays (and the failure is counted). Both RADIUS doors refresh this way.
+    pub async fn refresh(
+        current: &parking_lot::RwLock<Arc<NasTable>>,
+        store: &dyn Store,
+        master: &MasterKey,
+        stats: &StatsRegistry,
+    ) {
+        let previous = Arc::clone(&current.read());
+        match NasTable::load(store, master, stats, Some(&previous)).await {
+            Ok(t) => *current.write() = Arc::new(t),
+            Err(e) => crate::metrics::store_failure("reloading the NAS table", &e),
+        }
+    }
+
     pub async fn load(
         store: &dyn Store,
         master: &MasterKey,

@@ -238,18 +238,13 @@ impl AcctDoor {
 
     /// Reload the NAS table (keeps the old one if the store fails).
     async fn refresh(&self) {
-        let previous = Arc::clone(&self.nas.read());
-        match NasTable::load(
+        NasTable::refresh(
+            &self.nas,
             self.app.store.as_ref(),
             &self.app.master_key,
             &self.registry,
-            Some(&previous),
         )
-        .await
-        {
-            Ok(t) => *self.nas.write() = Arc::new(t),
-            Err(e) => crate::metrics::store_failure("reloading the NAS table", &e),
-        }
+        .await;
     }
 
     /// Retention: forget what is older than `keep_days`.
