@@ -105,6 +105,11 @@ pub struct BenchArgs {
     /// argon2id, the pool part of the report (its `--pool-seconds` default to 3).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
     threads: Option<u32>,
+    /// With `--pool-seconds`: every batch on this batch kernel (a name `hash bench` lists,
+    /// e.g. shani-x4, avx512-x16), full width, instead of the pool's own choice; for
+    /// comparing kernels from outside (scripts/kernel-choice).
+    #[arg(long, hide = true, value_name = "KERNEL")]
+    kernel: Option<String>,
 }
 
 fn parse_seconds(s: &str) -> Result<f64, String> {
@@ -260,26 +265,8 @@ impl Clock {
 }
 
 /// CPU time consumed by the calling thread, in nanoseconds.
-#[cfg(target_os = "linux")]
 fn thread_cpu_ns() -> Option<u64> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec for the duration of the call, and
-    // clock_gettime writes nothing else.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return None;
-    }
-    let secs = u64::try_from(ts.tv_sec).ok()?;
-    let nanos = u64::try_from(ts.tv_nsec).ok()?;
-    Some(secs * 1_000_000_000 + nanos)
-}
-
-#[cfg(not(target_os = "linux"))]
-fn thread_cpu_ns() -> Option<u64> {
-    None
+    portcullis_hash::thread_cpu_ns()
 }
 
 /// Median of `v` (sorted in place); `v` is never empty here (at least five runs).
@@ -313,7 +300,18 @@ fn bench(a: BenchArgs) -> ExitCode {
     }
     let iterations = a.iterations.unwrap_or_else(|| prf.default_iterations());
     if let Some(seconds) = a.pool_seconds {
-        return super::hash_pool::run(prf, iterations, threads, seconds, a.json);
+        let forced = match a.kernel.as_deref() {
+            None => None,
+            Some(name) => match batch::backend_named(prf, name) {
+                Some(b) => Some(b),
+                None => {
+                    return fail(format_args!(
+                        "no batch kernel {name} for this PRF on this CPU"
+                    ));
+                }
+            },
+        };
+        return super::hash_pool::run(prf, iterations, threads, seconds, a.json, forced);
     }
     let backend = if a.portable {
         Backend::Portable

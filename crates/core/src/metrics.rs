@@ -18,7 +18,8 @@
 //! | `portcullis_bad_stored_hash_total` | counter | |
 //! | `portcullis_pool_jobs_total` | counter | `class`: verifications that reached a hash thread (one KDF derivation each; two for a principal holding two KDF hashes) |
 //! | `portcullis_hash_kernel_relative_time` | gauge | `prf`, `kernel`, `width`: time per derivation of each PBKDF2 kernel this CPU offers, measured at start-up, relative to the single stream (1.0; lower is faster) |
-//! | `portcullis_hash_kernel_selected` | gauge | `prf`, `kernel`: the kernel a saturated pool runs; the value is its batch width |
+//! | `portcullis_hash_kernel_selected` | gauge | `prf` (`sha1`, `sha256`, `sha512`, `argon2`), `kernel`: the kernel a saturated pool runs now; the value is its batch width (1 for argon2), 0 for a kernel it moved away from |
+//! | `portcullis_hash_kernel_switches_total` | counter | the in-service re-check moved a kernel choice (issue 26; `portcullis_hash::contest`) |
 //! | `portcullis_distributed_attacks_total` | counter | `kind` (`client`, `user`): a principal's failures came from many untrusted origins and its untrusted budget was cut (alert on its rate) |
 
 use std::time::Duration;
@@ -42,6 +43,7 @@ pub(crate) const BAD_STORED_HASH: &str = "portcullis_bad_stored_hash_total";
 pub(crate) const DISTRIBUTED_ATTACKS: &str = "portcullis_distributed_attacks_total";
 pub(crate) const POOL_JOBS: &str = "portcullis_pool_jobs_total";
 pub(crate) const KERNEL_TIME: &str = "portcullis_hash_kernel_relative_time";
+pub(crate) const KERNEL_SWITCHES: &str = "portcullis_hash_kernel_switches_total";
 pub(crate) const KERNEL_SELECTED: &str = "portcullis_hash_kernel_selected";
 
 #[cfg(test)]
@@ -172,6 +174,39 @@ pub(crate) fn hash_kernels() {
         }
         metrics::gauge!(KERNEL_SELECTED, "prf" => prf.name(), "kernel" => cal.best)
             .set(cal.best_width as f64);
+    }
+    argon2_kernel_selected();
+    metrics::counter!(KERNEL_SWITCHES).increment(0);
+}
+
+/// A kernel choice moved in service (the hash crate's contest): count it and publish the
+/// new choice of every PRF and of argon2.
+pub(crate) fn hash_kernels_switched() {
+    use portcullis_hash::batch::calibration;
+    use portcullis_hash::pbkdf2::Prf;
+    metrics::counter!(KERNEL_SWITCHES).increment(1);
+    for prf in [Prf::Sha1, Prf::Sha256, Prf::Sha512] {
+        let cal = calibration(prf);
+        for k in &cal.kernels {
+            let selected = if k.backend == cal.best {
+                cal.best_width as f64
+            } else {
+                0.0
+            };
+            metrics::gauge!(KERNEL_SELECTED, "prf" => prf.name(), "kernel" => k.backend)
+                .set(selected);
+        }
+    }
+    argon2_kernel_selected();
+}
+
+/// Publish the argon2 kernel in use (value 1; the others 0).
+fn argon2_kernel_selected() {
+    use portcullis_hash::argon2_kernel::{backends, kernel_in_service};
+    let now = kernel_in_service();
+    for b in backends() {
+        metrics::gauge!(KERNEL_SELECTED, "prf" => "argon2", "kernel" => b.name())
+            .set(if b == now { 1.0 } else { 0.0 });
     }
 }
 

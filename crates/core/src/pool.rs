@@ -165,6 +165,9 @@ struct Shared {
     batches: AtomicU64,
     /// The widest batch run so far: whether saturation reached the widest kernel.
     largest_batch: AtomicUsize,
+    /// The hash crate's count of in-service kernel switches last published: a batch that
+    /// sees it move republishes the kernel gauges (issue 26).
+    kernel_changes: AtomicU64,
     /// Summed queue wait (microseconds) and count of the jobs that reached a thread: the
     /// status page's mean wait per second comes from their differences.
     wait_us: AtomicU64,
@@ -241,6 +244,7 @@ impl Pool {
             hashes: AtomicU64::new(0),
             batches: AtomicU64::new(0),
             largest_batch: AtomicUsize::new(0),
+            kernel_changes: AtomicU64::new(portcullis_hash::kernel_choice_changes()),
             wait_us: AtomicU64::new(0),
             waits: AtomicU64::new(0),
             shed: AtomicU64::new(0),
@@ -629,6 +633,10 @@ impl Shared {
         }
         self.largest_batch.fetch_max(batch.len(), Ordering::Relaxed);
         metrics::batch_size(batch.len());
+        let changes = portcullis_hash::kernel_choice_changes();
+        if self.kernel_changes.swap(changes, Ordering::Relaxed) != changes {
+            metrics::hash_kernels_switched();
+        }
         let results = match outcome {
             Ok((r, _)) => r,
             // A bug in a KDF must cost one answer, not a pool thread.

@@ -24,11 +24,13 @@
 //! - [`policy`]: the algorithm and cost of new hashes, rehash decisions, `PolicyConfig`.
 //! - [`import`]: reading existing password stores for `portcullis user import`.
 //! - [`calibrate`]: measuring each KDF to suggest parameters for a target time.
+//! - [`contest`]: re-checking a kernel choice in service from the process's own runs.
 
 mod arch;
 pub mod argon2_kernel;
 pub mod batch;
 pub mod calibrate;
+pub mod contest;
 pub mod credential;
 pub mod error;
 pub mod formats;
@@ -48,6 +50,19 @@ pub use policy::{HashError, Policy, PolicyConfig};
 pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
     use subtle::ConstantTimeEq;
     a.len() == b.len() && bool::from(a.ct_eq(b))
+}
+
+/// CPU time consumed by the calling thread, in nanoseconds (`None` where the OS has no
+/// per-thread CPU clock): what kernel timings are measured in.
+pub fn thread_cpu_ns() -> Option<u64> {
+    arch::clock::thread_cpu_ns()
+}
+
+/// How many times a kernel choice of this process has moved in service (PBKDF2 batch
+/// kernels and the argon2 block kernel): callers that publish the choice refresh it
+/// when this changes.
+pub fn kernel_choice_changes() -> u64 {
+    contest::changes()
 }
 
 /// Fill `buf` with bytes from the operating system's CSPRNG.

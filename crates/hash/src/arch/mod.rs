@@ -10,6 +10,7 @@
 //! (batch) kernels are added as further modules next to them. Argon2: `x86_64::argon2_avx2`
 //! (block compression) and `mem` (per-thread arenas: aligned, huge-page advised mappings).
 
+pub(crate) mod clock;
 pub(crate) mod mem;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86_64;

@@ -35,7 +35,9 @@ use zeroize::Zeroize;
 
 use crate::arch::mem::Arena;
 pub use block::{BLOCK_BYTES, BLOCK_WORDS, Block};
-pub use select::{KernelChoice, KernelTiming, kernel_choice};
+pub use select::{
+    KernelChoice, KernelTiming, kernel_choice, kernel_in_service, kernels_in_service,
+};
 
 /// Largest arena (in blocks) a thread keeps between hashes: 256 MiB. A larger hash maps
 /// its own memory and unmaps it afterwards, so one huge imported hash does not pin
@@ -115,10 +117,10 @@ impl Backend {
         }
     }
 
-    /// The concrete kernel this CPU runs for `self`.
+    /// The concrete kernel this CPU runs for `self` (for `Auto`: the in-service choice).
     pub fn resolve(self) -> Backend {
         match self {
-            Backend::Auto => kernel_choice().backend,
+            Backend::Auto => kernel_in_service(),
             Backend::Avx2 if fill::avx2_available() => Backend::Avx2,
             Backend::Avx512 if fill::avx512_available() => Backend::Avx512,
             _ => Backend::Portable,
@@ -222,7 +224,17 @@ pub fn hash_into(
     let n = block_count(params.m_cost, params.p_cost);
     let mut run = |arena: &mut Arena| -> Result<(), Argon2Error> {
         let memory = arena.blocks(n).ok_or(Argon2Error::Alloc(n))?;
-        hash_in(params, pwd, salt, out, backend.resolve(), lanes, memory);
+        // One lane runs wholly on this thread, so its thread CPU time is the hash's: an
+        // automatic hash then feeds the in-service kernel contest (select.rs).
+        let (kernel, timed) = match backend {
+            Backend::Auto if params.p_cost == 1 => select::auto_pick(n),
+            _ => (backend.resolve(), None),
+        };
+        let start = timed.and_then(|_| crate::thread_cpu_ns());
+        hash_in(params, pwd, salt, out, kernel, lanes, memory);
+        if let (Some(k), Some(start), Some(end)) = (timed, start, crate::thread_cpu_ns()) {
+            select::auto_record(k, end.saturating_sub(start), n);
+        }
         arena.wipe(n);
         Ok(())
     };

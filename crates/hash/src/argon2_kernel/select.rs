@@ -5,12 +5,23 @@
 //! the lowest median wins: a median over interleaved rounds is not moved by a neighbour
 //! that loads the other core during one window, which a single timing is (issue 17). The
 //! whole measurement takes a few milliseconds on the first argon2 hash of the process.
+//!
+//! That choice is a first guess. Hashes the process computes afterwards with
+//! [`Backend::Auto`] on one lane (the pool's: the whole hash on the calling thread) are
+//! timed in thread CPU time per block and feed a [`Contest`] among the kernels: now and
+//! then one runs on a challenger within range, and a challenger that is faster on the
+//! process's own work takes over (see [`crate::contest`] for the rules and what exploring
+//! costs).
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
 use super::{Backend, Params, Serial, Variant, Version, backends, hash_in};
 use crate::arch::mem::Arena;
+use crate::contest::Contest;
+
+/// Hashes of fewer blocks are not timed for the contest: too short to time well.
+const MIN_TIMED_BLOCKS: usize = 1024;
 
 /// Rounds per kernel; the median decides.
 const ROUNDS: usize = 9;
@@ -43,6 +54,74 @@ pub struct KernelChoice {
 pub fn kernel_choice() -> &'static KernelChoice {
     static CHOICE: OnceLock<KernelChoice> = OnceLock::new();
     CHOICE.get_or_init(measure)
+}
+
+/// The in-service contest among the measured kernels (indices into
+/// [`KernelChoice::timings`]), if the CPU offers more than one and has a thread CPU clock.
+fn contest() -> Option<std::sync::MutexGuard<'static, Contest>> {
+    static CONTEST: OnceLock<Option<Mutex<Contest>>> = OnceLock::new();
+    CONTEST
+        .get_or_init(|| {
+            let choice = kernel_choice();
+            let startup: Vec<f64> = choice.timings.iter().map(|t| t.ns_per_block).collect();
+            let current = choice
+                .timings
+                .iter()
+                .position(|t| t.backend == choice.backend)?;
+            (startup.len() >= 2 && crate::thread_cpu_ns().is_some())
+                .then(|| Mutex::new(Contest::new(startup, current)))
+        })
+        .as_ref()
+        .map(|m| m.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+}
+
+/// The kernel an automatic hash runs now: the start-up choice until the in-service
+/// contest moves it.
+pub fn kernel_in_service() -> Backend {
+    let choice = kernel_choice();
+    match contest() {
+        Some(c) => choice
+            .timings
+            .get(c.current())
+            .map_or(choice.backend, |t| t.backend),
+        None => choice.backend,
+    }
+}
+
+/// In-service record per measured kernel: (kernel, hashes timed in the window, median
+/// thread-CPU nanoseconds per block), and the switches so far.
+pub fn kernels_in_service() -> (Vec<(Backend, usize, f64)>, u64) {
+    let choice = kernel_choice();
+    let Some(c) = contest() else {
+        return (Vec::new(), 0);
+    };
+    let rows = choice
+        .timings
+        .iter()
+        .enumerate()
+        .filter(|&(k, _)| c.samples(k) > 0)
+        .map(|(k, t)| (t.backend, c.samples(k), c.estimate(k)))
+        .collect();
+    (rows, c.switches())
+}
+
+/// For an automatic hash of `blocks` blocks on the calling thread: the kernel to run and,
+/// when it is to be timed, its contest index.
+pub(crate) fn auto_pick(blocks: usize) -> (Backend, Option<usize>) {
+    let choice = kernel_choice();
+    let Some(mut c) = contest().filter(|_| blocks >= MIN_TIMED_BLOCKS) else {
+        return (kernel_in_service(), None);
+    };
+    let k = c.pick(|_| true);
+    let backend = choice.timings.get(k).map_or(choice.backend, |t| t.backend);
+    (backend, Some(k))
+}
+
+/// Record a timed automatic hash: contest index `k`, `ns` thread CPU for `blocks` blocks.
+pub(crate) fn auto_record(k: usize, ns: u64, blocks: usize) {
+    if let Some(mut c) = contest() {
+        c.record(k, ns as f64 / blocks.max(1) as f64);
+    }
 }
 
 fn measure() -> KernelChoice {

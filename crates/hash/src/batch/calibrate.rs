@@ -5,10 +5,14 @@
 //! about 2x on Zen 5, and sixteen AVX-512 lanes beat both on the Xeon but not necessarily
 //! on a core that splits 512-bit operations in two. So the first use of a PRF in a process
 //! times every kernel the CPU offers for it on a full group, a few thousand iterations at
-//! a time (about a millisecond each), five rounds in turn, and keeps each kernel's fastest
-//! round: interference from the other core only ever makes a round slower. The whole
-//! measurement takes 10 to 40 ms per PRF; [`calibration`] runs it eagerly (the server does
-//! at start-up, before it takes traffic) and reports it.
+//! a time (about a millisecond each), in [`ROUNDS`] interleaved rounds (each round starts
+//! at a different kernel), in thread CPU time, and keeps each kernel's median. Thread CPU
+//! time leaves out preemption; the median of interleaved rounds leaves out a neighbour
+//! that was busy during some of them. Taking the fastest round instead, as this once did,
+//! rewards whichever kernel happened to run alone once. The whole measurement takes 10 to
+//! 40 ms per PRF; [`calibration`] runs it eagerly (the server does at start-up, before it
+//! takes traffic) and reports it. It is a first guess: the derivations the process runs
+//! afterwards re-check it ([`super::service`]).
 //!
 //! Costs are relative to the single-stream loop on one chain ([`SINGLE_COST`]), which is
 //! always on the menu, so the planner never prefers a kernel that measured slower than
@@ -20,8 +24,8 @@ use super::chain::Chain;
 use super::{Backend, Cpu, Kernel, Lanes, MenuItem, SINGLE_COST, best_item};
 use crate::pbkdf2::Prf;
 
-/// Measurement rounds; each kernel keeps its fastest.
-const ROUNDS: usize = 5;
+/// Measurement rounds; each kernel keeps its median.
+const ROUNDS: usize = 7;
 
 /// One kernel's measured cost on this CPU.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,29 +53,58 @@ pub struct Calibration {
     pub best_width: usize,
     /// Derivations per second at that width relative to the single stream.
     pub best_speedup: f64,
+    /// What the process's own derivations measured since (see [`super::service`]): per
+    /// multi-chain kernel that ran full groups, its runs and median time per chain.
+    pub in_service: Vec<InService>,
+    /// How many times the in-service contest moved the choice.
+    pub switches: u64,
+}
+
+/// One kernel's in-service record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InService {
+    /// The kernel ([`Backend::name`]).
+    pub backend: &'static str,
+    /// Full groups timed (within the contest's window).
+    pub runs: usize,
+    /// Median thread-CPU nanoseconds per chain and PBKDF2 iteration over those runs (the
+    /// start-up figure while fewer than the contest's minimum have run).
+    pub ns_per_chain: f64,
 }
 
 /// The calibrated menu of `prf` on this CPU (measured on the first call in the process).
 pub fn calibration(prf: Prf) -> Calibration {
-    let menu = super::menu_of(prf);
+    let full = super::menu_of(prf);
+    let menu = &full.items;
     let kernels = menu
         .iter()
         .map(|o| KernelCost {
             backend: o.kernel.backend().name(),
             width: o.width,
             group_ns: o.ns,
-            per_chain: f64::from(o.cost) / f64::from(SINGLE_COST) / o.width as f64,
+            per_chain: f64::from(o.cost()) / f64::from(SINGLE_COST) / o.width as f64,
         })
         .collect();
     let best = best_item(menu);
+    let (rows, switches) = full.in_service();
+    let in_service = rows
+        .into_iter()
+        .map(|(i, runs, ns_per_chain)| InService {
+            backend: menu[i].kernel.backend().name(),
+            runs,
+            ns_per_chain,
+        })
+        .collect();
     Calibration {
         prf,
         kernels,
         best: best.map_or(Backend::Single, |o| o.kernel.backend()).name(),
         best_width: best.map_or(1, |o| o.width),
         best_speedup: best.map_or(1.0, |o| {
-            f64::from(SINGLE_COST) * o.width as f64 / f64::from(o.cost.max(1))
+            f64::from(SINGLE_COST) * o.width as f64 / f64::from(o.cost().max(1))
         }),
+        in_service,
+        switches,
     }
 }
 
@@ -103,28 +136,48 @@ pub(super) fn measure<H: Lanes>(cpu: &Cpu) -> Vec<MenuItem> {
     for &(kernel, width) in &offered {
         H::run(cpu, kernel, &mut chains[..width], iterations / 8);
     }
-    let mut best = vec![f64::INFINITY; offered.len()];
-    for _ in 0..ROUNDS {
-        for (b, &(kernel, width)) in best.iter_mut().zip(&offered) {
-            let start = Instant::now();
-            H::run(cpu, kernel, &mut chains[..width], iterations);
-            let ns = start.elapsed().as_nanos() as f64 / f64::from(iterations);
-            *b = b.min(ns);
+    let mut rounds = vec![Vec::with_capacity(ROUNDS); offered.len()];
+    for round in 0..ROUNDS {
+        for i in 0..offered.len() {
+            let k = (i + round) % offered.len();
+            let (kernel, width) = offered[k];
+            let ns = elapsed_ns(|| H::run(cpu, kernel, &mut chains[..width], iterations));
+            rounds[k].push(ns / f64::from(iterations));
         }
     }
+    let best: Vec<f64> = rounds
+        .iter_mut()
+        .map(|r| {
+            r.sort_by(f64::total_cmp);
+            r.get(r.len() / 2).copied().unwrap_or(f64::INFINITY)
+        })
+        .collect();
     let single = best.first().copied().unwrap_or(1.0).max(f64::MIN_POSITIVE);
     offered
         .iter()
         .zip(best)
-        .map(|(&(kernel, width), ns)| MenuItem {
-            kernel,
-            width,
-            cost: if kernel == Kernel::Single {
+        .map(|(&(kernel, width), ns)| {
+            let cost = if kernel == Kernel::Single {
                 SINGLE_COST
             } else {
                 (ns / single * f64::from(SINGLE_COST)).round().max(1.0) as u32
-            },
-            ns,
+            };
+            MenuItem::new(kernel, width, cost, ns)
         })
         .collect()
+}
+
+/// Nanoseconds `f` took in thread CPU time (wall time where there is no such clock).
+fn elapsed_ns(f: impl FnOnce()) -> f64 {
+    match crate::thread_cpu_ns() {
+        Some(start) => {
+            f();
+            crate::thread_cpu_ns().map_or(f64::NAN, |end| end.saturating_sub(start) as f64)
+        }
+        None => {
+            let start = Instant::now();
+            f();
+            start.elapsed().as_nanos() as f64
+        }
+    }
 }

@@ -47,11 +47,13 @@
 
 mod calibrate;
 pub(crate) mod chain;
+mod service;
 pub(crate) mod sha;
 
-pub use calibrate::{Calibration, KernelCost, calibration};
+pub use calibrate::{Calibration, InService, KernelCost, calibration};
 
 use chain::Chain;
+use service::{Menu, MenuItem};
 use sha::{Hash, Sha1, Sha256, Sha512};
 
 use crate::pbkdf2::Prf;
@@ -94,24 +96,24 @@ pub fn derive(prf: Prf, iterations: u32, jobs: &mut [Job<'_>]) {
 /// derivations per second on this CPU (1 means batching does not help). Counted for jobs
 /// whose output is at most one digest long (one chain each), as stored hashes are.
 pub fn preferred_batch(prf: Prf) -> usize {
-    best_item(menu_of(prf)).map_or(1, |o| o.width)
+    best_item(&menu_of(prf).items).map_or(1, |o| o.width)
 }
 
 /// The time [`derive`] takes for `n` one-chain jobs of `prf`, in units of one
 /// single-stream derivation (its plan's summed group costs; 1.0 for one job). What a
 /// caller needs to know whether a wider batch still meets a deadline.
 pub fn batch_time_factor(prf: Prf, n: usize) -> f64 {
-    let menu = menu_of(prf);
+    let menu = &menu_of(prf).items;
     let cost: u64 = plan(menu, n)
         .iter()
         .filter_map(|(k, _)| menu.iter().find(|o| o.kernel == *k))
-        .map(|o| u64::from(o.cost))
+        .map(|o| u64::from(o.cost()))
         .sum();
     cost as f64 / f64::from(SINGLE_COST)
 }
 
 /// The calibrated menu of `prf` on this CPU.
-fn menu_of(prf: Prf) -> &'static [MenuItem] {
+fn menu_of(prf: Prf) -> &'static Menu {
     let cpu = Cpu::detect();
     match prf {
         Prf::Sha1 => Sha1::menu(&cpu),
@@ -124,8 +126,8 @@ fn menu_of(prf: Prf) -> &'static [MenuItem] {
 /// waiting to fill a batch for the same throughput).
 fn best_item(menu: &[MenuItem]) -> Option<&MenuItem> {
     menu.iter().min_by(|x, y| {
-        (u64::from(x.cost) * y.width as u64)
-            .cmp(&(u64::from(y.cost) * x.width as u64))
+        (u64::from(x.cost()) * y.width as u64)
+            .cmp(&(u64::from(y.cost()) * x.width as u64))
             .then(x.width.cmp(&y.width))
     })
 }
@@ -291,7 +293,7 @@ pub fn derive_on(
 /// group, in order (benchmark reports).
 #[doc(hidden)]
 pub fn plan_for(prf: Prf, chains: usize) -> Vec<(Backend, usize)> {
-    plan(menu_of(prf), chains)
+    plan(&menu_of(prf).items, chains)
         .into_iter()
         .map(|(k, n)| (k.backend(), n))
         .collect()
@@ -326,18 +328,6 @@ impl Kernel {
             .find(|b| b.kernel() == self)
             .unwrap_or(Backend::Single)
     }
-}
-
-/// One entry of a hash's menu on this CPU: a kernel, its lanes, and the relative time of
-/// one PBKDF2 iteration of a (full or padded) group, in units where the single stream's
-/// one chain is [`SINGLE_COST`].
-#[derive(Debug, Clone, Copy)]
-struct MenuItem {
-    kernel: Kernel,
-    width: usize,
-    cost: u32,
-    /// The measured nanoseconds per iteration of a full group (reports only).
-    ns: f64,
 }
 
 /// The cost of one single-stream chain: the unit of [`MenuItem::cost`]. Fine enough that
@@ -395,10 +385,11 @@ trait Lanes: Hash {
     /// Whether this CPU offers `kernel` for this hash (planned or forced).
     fn has(cpu: &Cpu, kernel: Kernel) -> bool;
     /// Where this hash's calibrated menu is kept for the process.
-    fn table() -> &'static std::sync::OnceLock<Vec<MenuItem>>;
-    /// The offered kernels with their measured costs (measured on first use).
-    fn menu(cpu: &Cpu) -> &'static [MenuItem] {
-        Self::table().get_or_init(|| calibrate::measure::<Self>(cpu))
+    fn table() -> &'static std::sync::OnceLock<Menu>;
+    /// The offered kernels with their measured costs (measured on first use) and their
+    /// in-service contest.
+    fn menu(cpu: &Cpu) -> &'static Menu {
+        Self::table().get_or_init(|| Menu::new(calibrate::measure::<Self>(cpu)))
     }
 }
 
@@ -466,8 +457,8 @@ macro_rules! lanes32_impl {
                 has32(shani, cpu, kernel)
             }
 
-            fn table() -> &'static std::sync::OnceLock<Vec<MenuItem>> {
-                static TABLE: std::sync::OnceLock<Vec<MenuItem>> = std::sync::OnceLock::new();
+            fn table() -> &'static std::sync::OnceLock<Menu> {
+                static TABLE: std::sync::OnceLock<Menu> = std::sync::OnceLock::new();
                 &TABLE
             }
 
@@ -515,8 +506,8 @@ impl Lanes for Sha512 {
             || Self::offered(cpu).iter().any(|o| o.0 == kernel)
     }
 
-    fn table() -> &'static std::sync::OnceLock<Vec<MenuItem>> {
-        static TABLE: std::sync::OnceLock<Vec<MenuItem>> = std::sync::OnceLock::new();
+    fn table() -> &'static std::sync::OnceLock<Menu> {
+        static TABLE: std::sync::OnceLock<Menu> = std::sync::OnceLock::new();
         &TABLE
     }
 
@@ -543,7 +534,7 @@ fn plan(menu: &[MenuItem], n: usize) -> Vec<(Kernel, usize)> {
         let choice = menu
             .iter()
             .enumerate()
-            .map(|(j, o)| (best[i - o.width.min(i)].0 + u64::from(o.cost), j))
+            .map(|(j, o)| (best[i - o.width.min(i)].0 + u64::from(o.cost()), j))
             .min()
             .unwrap_or((u64::MAX, 0));
         best.push(choice);
@@ -568,10 +559,21 @@ fn derive_as<H: Lanes>(cpu: &Cpu, forced: Option<Kernel>, iterations: u32, jobs:
     match forced {
         Some(kernel) => H::run(cpu, kernel, &mut chains, iterations),
         None => {
+            let menu = H::menu(cpu);
             let mut rest = &mut chains[..];
-            for (kernel, take) in plan(H::menu(cpu), rest.len()) {
+            // Now and then one full group on a challenger kernel (service.rs): how the
+            // choice made at start-up is re-checked on this process's own work.
+            if let Some(item) = menu.explore(rest.len(), iterations) {
+                let (group, tail) = rest.split_at_mut(menu.items[item].width);
+                menu.run::<H>(cpu, item, group, iterations);
+                rest = tail;
+            }
+            for (kernel, take) in plan(&menu.items, rest.len()) {
                 let (group, tail) = rest.split_at_mut(take);
-                H::run(cpu, kernel, group, iterations);
+                match menu.index_of(kernel) {
+                    Some(item) => menu.run::<H>(cpu, item, group, iterations),
+                    None => H::run(cpu, kernel, group, iterations),
+                }
                 rest = tail;
             }
         }

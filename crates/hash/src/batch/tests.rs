@@ -290,20 +290,15 @@ fn issue_3_plan_is_optimal() {
             return 0;
         }
         menu.iter()
-            .map(|o| u64::from(o.cost) + brute(menu, n - o.width.min(n)))
+            .map(|o| u64::from(o.cost()) + brute(menu, n - o.width.min(n)))
             .min()
             .unwrap_or(u64::MAX)
     }
-    let item = |kernel, width, cost| MenuItem {
-        kernel,
-        width,
-        cost,
-        ns: 0.0,
-    };
-    let single = item(Kernel::Single, 1, SINGLE_COST);
+    let item = |kernel, width, cost| MenuItem::new(kernel, width, cost, 0.0);
+    let single = || item(Kernel::Single, 1, SINGLE_COST);
     let menus = [
         vec![
-            single,
+            single(),
             item(Kernel::ShaNi(2), 2, 1060),
             item(Kernel::ShaNi(3), 3, 1350),
             item(Kernel::ShaNi(4), 4, 1750),
@@ -311,11 +306,11 @@ fn issue_3_plan_is_optimal() {
             item(Kernel::Avx2X8, 8, 6100),
         ],
         vec![
-            single,
+            single(),
             item(Kernel::Avx512X8, 8, 2440),
             item(Kernel::Avx2X4, 4, 2890),
         ],
-        vec![single, item(Kernel::ShaNi(3), 3, 1500)],
+        vec![single(), item(Kernel::ShaNi(3), 3, 1500)],
     ];
     for menu in &menus {
         for n in 0..=20 {
@@ -326,7 +321,7 @@ fn issue_3_plan_is_optimal() {
                 .map(|(k, take)| {
                     let o = menu.iter().find(|o| o.kernel == *k).expect("from menu");
                     assert!(*take >= 1 && *take <= o.width);
-                    u64::from(o.cost)
+                    u64::from(o.cost())
                 })
                 .sum();
             assert_eq!(cost, brute(menu, n), "n = {n}");

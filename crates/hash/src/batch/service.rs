@@ -1,0 +1,171 @@
+//! The batch kernels' choice re-checked in service (issue 26): a PRF's calibrated menu and
+//! the [`Contest`] among its multi-chain kernels, fed by the derivations the process runs.
+//!
+//! Start-up calibration ([`super::calibrate`]) ranks the kernels from a few milliseconds
+//! of each; this module keeps that ranking honest afterwards. Every full group of a
+//! multi-chain kernel that [`super::derive`] runs is timed in thread CPU time, and now and
+//! then a group goes to a challenger (a kernel within the contest's range; see
+//! [`crate::contest`]). When a challenger's median per chain beats the current kernel's,
+//! its planning cost is re-based on the current kernel's (the same ratio the two showed
+//! on the same traffic), so the planner, [`super::preferred_batch`] and
+//! [`super::calibration`] all move to it. Single-chain runs are not contested: a lone
+//! derivation on an idle pool is a different situation from a saturated batch, and the
+//! single stream stays the unit every cost is expressed in.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use super::chain::Chain;
+use super::{Cpu, Kernel, Lanes};
+use crate::contest::Contest;
+
+/// Groups of fewer iterations are not timed: too short for a meaningful clock reading.
+const MIN_TIMED_ITERATIONS: u32 = 1000;
+
+/// One entry of a hash's menu on this CPU: a kernel, its lanes, and the relative time of
+/// one PBKDF2 iteration of a (full or padded) group, in units where the single stream's
+/// one chain is [`super::SINGLE_COST`].
+#[derive(Debug)]
+pub(super) struct MenuItem {
+    /// The kernel.
+    pub(super) kernel: Kernel,
+    /// Chains per group.
+    pub(super) width: usize,
+    /// Relative time of a group; atomic because the in-service contest re-bases it.
+    cost: AtomicU32,
+    /// The measured nanoseconds per iteration of a full group at start-up (reports only).
+    pub(super) ns: f64,
+}
+
+impl MenuItem {
+    pub(super) fn new(kernel: Kernel, width: usize, cost: u32, ns: f64) -> MenuItem {
+        MenuItem {
+            kernel,
+            width,
+            cost: AtomicU32::new(cost),
+            ns,
+        }
+    }
+
+    /// The group's current planning cost.
+    pub(super) fn cost(&self) -> u32 {
+        self.cost.load(Ordering::Relaxed)
+    }
+}
+
+/// A PRF's menu and its in-service contest.
+#[derive(Debug)]
+pub(super) struct Menu {
+    /// The kernels the planner may use, single stream first.
+    pub(super) items: Vec<MenuItem>,
+    /// Menu index of each contest candidate (the multi-chain kernels).
+    candidates: Vec<usize>,
+    /// The contest among `candidates` (indices into it), if there are two or more.
+    contest: Option<Mutex<Contest>>,
+}
+
+impl Menu {
+    pub(super) fn new(items: Vec<MenuItem>) -> Menu {
+        let candidates: Vec<usize> = (0..items.len()).filter(|&i| items[i].width >= 2).collect();
+        // Nanoseconds per chain-iteration at start-up: the unit in-service runs are timed in.
+        let per_chain: Vec<f64> = candidates
+            .iter()
+            .map(|&i| items[i].ns / items[i].width as f64)
+            .collect();
+        let current = (0..per_chain.len())
+            .min_by(|&a, &b| per_chain[a].total_cmp(&per_chain[b]))
+            .unwrap_or(0);
+        let contest = (candidates.len() >= 2 && crate::thread_cpu_ns().is_some())
+            .then(|| Mutex::new(Contest::new(per_chain, current)));
+        Menu {
+            items,
+            candidates,
+            contest,
+        }
+    }
+
+    /// The contest, if any (a poisoned lock only means a panic elsewhere mid-update of
+    /// plain numbers: still usable).
+    fn contest(&self) -> Option<std::sync::MutexGuard<'_, Contest>> {
+        self.contest
+            .as_ref()
+            .map(|m| m.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    /// A challenger to run one full group of in a derivation of `chains` chains, if the
+    /// exploration schedule says so: its menu index.
+    pub(super) fn explore(&self, chains: usize, iterations: u32) -> Option<usize> {
+        if iterations < MIN_TIMED_ITERATIONS {
+            return None;
+        }
+        let mut contest = self.contest()?;
+        let current = contest.current();
+        let pick = contest.pick(|k| self.items[self.candidates[k]].width <= chains);
+        (pick != current).then(|| self.candidates[pick])
+    }
+
+    /// Run one group on menu item `item`, timing it for the contest when it is a full
+    /// group of a candidate.
+    pub(super) fn run<H: Lanes>(
+        &self,
+        cpu: &Cpu,
+        item: usize,
+        group: &mut [Chain<H>],
+        iterations: u32,
+    ) {
+        let kernel = self.items[item].kernel;
+        let width = self.items[item].width;
+        let candidate = self.candidates.iter().position(|&i| i == item);
+        let timed = self.contest.is_some()
+            && candidate.is_some()
+            && group.len() == width
+            && iterations >= MIN_TIMED_ITERATIONS;
+        if !timed {
+            return H::run(cpu, kernel, group, iterations);
+        }
+        let start = crate::thread_cpu_ns();
+        H::run(cpu, kernel, group, iterations);
+        let (Some(start), Some(end), Some(k)) = (start, crate::thread_cpu_ns(), candidate) else {
+            return;
+        };
+        let per_chain = end.saturating_sub(start) as f64 / (width as f64 * f64::from(iterations));
+        let Some(mut contest) = self.contest() else {
+            return;
+        };
+        let before = contest.current();
+        if let Some(now) = contest.record(k, per_chain) {
+            // Re-base the winner's cost on the loser's, by the ratio the two showed here.
+            let (from, to) = (
+                &self.items[self.candidates[before]],
+                &self.items[self.candidates[now]],
+            );
+            let ratio = contest.estimate(now) / contest.estimate(before);
+            let cost = f64::from(from.cost()) / from.width as f64 * to.width as f64 * ratio;
+            to.cost.store(
+                cost.round().clamp(1.0, f64::from(u32::MAX)) as u32,
+                Ordering::Relaxed,
+            );
+        }
+    }
+
+    /// The menu index of `kernel`.
+    pub(super) fn index_of(&self, kernel: Kernel) -> Option<usize> {
+        self.items.iter().position(|o| o.kernel == kernel)
+    }
+
+    /// In-service state for reports: per candidate (menu index, runs in the window,
+    /// median nanoseconds per chain-iteration), and the switches so far.
+    pub(super) fn in_service(&self) -> (Vec<(usize, usize, f64)>, u64) {
+        let Some(contest) = self.contest() else {
+            return (Vec::new(), 0);
+        };
+        let rows = self
+            .candidates
+            .iter()
+            .enumerate()
+            .filter(|&(k, _)| contest.samples(k) > 0)
+            .map(|(k, &i)| (i, contest.samples(k), contest.estimate(k)))
+            .collect();
+        (rows, contest.switches())
+    }
+}
