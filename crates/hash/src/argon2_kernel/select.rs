@@ -112,7 +112,7 @@ pub(crate) fn auto_pick(blocks: usize) -> (Backend, Option<usize>) {
     let Some(mut c) = contest().filter(|_| blocks >= MIN_TIMED_BLOCKS) else {
         return (kernel_in_service(), None);
     };
-    let k = c.pick(|_| true);
+    let k = c.pick();
     let backend = choice.timings.get(k).map_or(choice.backend, |t| t.backend);
     (backend, Some(k))
 }

@@ -94,9 +94,11 @@ pub fn derive(prf: Prf, iterations: u32, jobs: &mut [Job<'_>]) {
 
 /// How many jobs a caller should gather for one [`derive`] call to get the most
 /// derivations per second on this CPU (1 means batching does not help). Counted for jobs
-/// whose output is at most one digest long (one chain each), as stored hashes are.
+/// whose output is at most one digest long (one chain each), as stored hashes are. Now and
+/// then wider than the best kernel needs: when the in-service re-check wants to time a
+/// wider kernel (`service.rs`), until a batch that wide has run.
 pub fn preferred_batch(prf: Prf) -> usize {
-    best_item(&menu_of(prf).items).map_or(1, |o| o.width)
+    menu_of(prf).preferred_width()
 }
 
 /// The time [`derive`] takes for `n` one-chain jobs of `prf`, in units of one

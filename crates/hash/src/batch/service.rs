@@ -61,7 +61,19 @@ pub(super) struct Menu {
     /// Menu index of each contest candidate (the multi-chain kernels).
     candidates: Vec<usize>,
     /// The contest among `candidates` (indices into it), if there are two or more.
-    contest: Option<Mutex<Contest>>,
+    contest: Option<Mutex<Contested>>,
+}
+
+/// The contest and the challenger it is waiting to run.
+#[derive(Debug)]
+struct Contested {
+    /// Who runs, and who leads.
+    contest: Contest,
+    /// A challenger picked for a derivation too narrow for its lanes (candidate index):
+    /// [`Menu::preferred_width`] asks for a batch wide enough until it has run, or a
+    /// wide kernel could never be re-checked while a narrow one is current (batches are
+    /// gathered at the current kernel's width).
+    pending: Option<usize>,
 }
 
 impl Menu {
@@ -75,8 +87,12 @@ impl Menu {
         let current = (0..per_chain.len())
             .min_by(|&a, &b| per_chain[a].total_cmp(&per_chain[b]))
             .unwrap_or(0);
-        let contest = (candidates.len() >= 2 && crate::thread_cpu_ns().is_some())
-            .then(|| Mutex::new(Contest::new(per_chain, current)));
+        let contest = (candidates.len() >= 2 && crate::thread_cpu_ns().is_some()).then(|| {
+            Mutex::new(Contested {
+                contest: Contest::new(per_chain, current),
+                pending: None,
+            })
+        });
         Menu {
             items,
             candidates,
@@ -86,7 +102,7 @@ impl Menu {
 
     /// The contest, if any (a poisoned lock only means a panic elsewhere mid-update of
     /// plain numbers: still usable).
-    fn contest(&self) -> Option<std::sync::MutexGuard<'_, Contest>> {
+    fn contest(&self) -> Option<std::sync::MutexGuard<'_, Contested>> {
         self.contest
             .as_ref()
             .map(|m| m.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
@@ -98,10 +114,32 @@ impl Menu {
         if iterations < MIN_TIMED_ITERATIONS {
             return None;
         }
-        let mut contest = self.contest()?;
-        let current = contest.current();
-        let pick = contest.pick(|k| self.items[self.candidates[k]].width <= chains);
-        (pick != current).then(|| self.candidates[pick])
+        let mut c = self.contest()?;
+        let fits = |k: usize| self.items[self.candidates[k]].width <= chains;
+        if let Some(k) = c.pending.filter(|&k| fits(k)) {
+            c.pending = None;
+            return Some(self.candidates[k]);
+        }
+        let pick = c.contest.pick();
+        if pick == c.contest.current() {
+            return None;
+        }
+        if fits(pick) {
+            return Some(self.candidates[pick]);
+        }
+        c.pending = Some(pick);
+        None
+    }
+
+    /// The batch width callers should gather: the planner's best kernel's, or wider while
+    /// a challenger waits for a batch its lanes fit.
+    pub(super) fn preferred_width(&self) -> usize {
+        let best = super::best_item(&self.items).map_or(1, |o| o.width);
+        let waiting = self
+            .contest()
+            .and_then(|c| c.pending)
+            .map_or(1, |k| self.items[self.candidates[k]].width);
+        best.max(waiting)
     }
 
     /// Run one group on menu item `item`, timing it for the contest when it is a full
@@ -129,16 +167,21 @@ impl Menu {
             return;
         };
         let per_chain = end.saturating_sub(start) as f64 / (width as f64 * f64::from(iterations));
-        let Some(mut contest) = self.contest() else {
+        self.record(k, per_chain);
+    }
+
+    /// Record one timed full group of candidate `k` (thread-CPU nanoseconds per chain and
+    /// iteration); when the contest moves, re-base the winner's planning cost on the
+    /// loser's by the ratio the two showed on the same traffic.
+    pub(super) fn record(&self, k: usize, per_chain: f64) {
+        let Some(mut c) = self.contest() else {
             return;
         };
+        let contest = &mut c.contest;
         let before = contest.current();
         if let Some(now) = contest.record(k, per_chain) {
-            // Re-base the winner's cost on the loser's, by the ratio the two showed here.
-            let (from, to) = (
-                &self.items[self.candidates[before]],
-                &self.items[self.candidates[now]],
-            );
+            let from = &self.items[self.candidates[before]];
+            let to = &self.items[self.candidates[now]];
             let ratio = contest.estimate(now) / contest.estimate(before);
             let cost = f64::from(from.cost()) / from.width as f64 * to.width as f64 * ratio;
             to.cost.store(
@@ -146,6 +189,11 @@ impl Menu {
                 Ordering::Relaxed,
             );
         }
+    }
+
+    /// The contest index of menu item `item`, if it is a candidate.
+    pub(super) fn candidate(&self, item: usize) -> Option<usize> {
+        self.candidates.iter().position(|&i| i == item)
     }
 
     /// The menu index of `kernel`.
@@ -156,9 +204,10 @@ impl Menu {
     /// In-service state for reports: per candidate (menu index, runs in the window,
     /// median nanoseconds per chain-iteration), and the switches so far.
     pub(super) fn in_service(&self) -> (Vec<(usize, usize, f64)>, u64) {
-        let Some(contest) = self.contest() else {
+        let Some(c) = self.contest() else {
             return (Vec::new(), 0);
         };
+        let contest = &c.contest;
         let rows = self
             .candidates
             .iter()

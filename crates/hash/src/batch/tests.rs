@@ -369,3 +369,84 @@ fn job_debug_is_redacted() {
     assert!(!text.contains("104"), "{text}"); // 'h' as a byte list
     assert!(!text.contains("derived"), "{text}");
 }
+
+/// Issue 26: start-up ranked avx512-x16 first (a busy window), the work shows shani-x4
+/// faster per chain; once the contest moves, the planner, the preferred width and the
+/// calibration report all follow, and the single stream's unit cost is untouched.
+#[test]
+fn issue_26_an_in_service_switch_moves_the_plan() {
+    // ns per iteration of a full group; per chain: single 1.0, shani-x4 0.45, avx512 0.41.
+    let menu = Menu::new(vec![
+        MenuItem::new(Kernel::Single, 1, SINGLE_COST, 100.0),
+        MenuItem::new(Kernel::ShaNi(4), 4, 1800, 180.0),
+        MenuItem::new(Kernel::Avx512X16, 16, 6560, 656.0),
+    ]);
+    if crate::thread_cpu_ns().is_none() {
+        return; // No contest without a thread CPU clock (not Linux).
+    }
+    assert_eq!(best_item(&menu.items).map(|o| o.width), Some(16));
+    assert_eq!(plan(&menu.items, 16), vec![(Kernel::Avx512X16, 16)]);
+    let (shani, avx) = (
+        menu.candidate(1).expect("x4"),
+        menu.candidate(2).expect("x16"),
+    );
+    // In service: avx512-x16 takes 0.45 ns per chain-iteration, shani-x4 0.40.
+    for _ in 0..5 {
+        menu.record(avx, 45.0);
+    }
+    for _ in 0..4 {
+        menu.record(shani, 40.0);
+    }
+    assert_eq!(
+        plan(&menu.items, 16),
+        vec![(Kernel::Avx512X16, 16)],
+        "too few runs yet"
+    );
+    menu.record(shani, 40.0);
+    assert_eq!(best_item(&menu.items).map(|o| o.width), Some(4));
+    assert_eq!(plan(&menu.items, 16), vec![(Kernel::ShaNi(4), 4); 4]);
+    assert_eq!(menu.items[0].cost(), SINGLE_COST);
+    // Re-based on avx512's cost by the measured ratio: 6560/16 * 4 * 40/45.
+    assert_eq!(menu.items[1].cost(), 1458);
+    let (rows, switches) = menu.in_service();
+    assert_eq!(switches, 1);
+    assert_eq!(rows.len(), 2);
+}
+
+/// Issue 26: with a narrow kernel current, batches are gathered at its width, so a wider
+/// challenger could never run a full group; the menu asks for one wide batch instead.
+#[test]
+fn issue_26_a_wider_challenger_gets_a_batch_it_fits() {
+    let menu = Menu::new(vec![
+        MenuItem::new(Kernel::Single, 1, SINGLE_COST, 100.0),
+        MenuItem::new(Kernel::ShaNi(4), 4, 1640, 164.0),
+        MenuItem::new(Kernel::Avx512X16, 16, 7200, 720.0),
+    ]);
+    if crate::thread_cpu_ns().is_none() {
+        return;
+    }
+    assert_eq!(menu.preferred_width(), 4);
+    let mut explored = None;
+    for _ in 0..crate::contest::EXPLORE_EVERY {
+        assert_eq!(
+            menu.explore(4, 100_000),
+            None,
+            "nothing but shani-x4 fits four chains"
+        );
+    }
+    assert_eq!(
+        menu.preferred_width(),
+        16,
+        "the challenger waits for a wide batch"
+    );
+    for _ in 0..3 {
+        explored = explored.or(menu.explore(16, 100_000));
+    }
+    assert_eq!(
+        explored,
+        Some(2),
+        "avx512-x16 runs on the first batch it fits"
+    );
+    assert_eq!(menu.preferred_width(), 4);
+    assert_eq!(menu.explore(16, 10), None, "too few iterations to time");
+}
