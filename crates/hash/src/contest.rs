@@ -143,7 +143,7 @@ impl Contest {
             return self.current;
         }
         self.calls += 1;
-        if self.calls % EXPLORE_EVERY != 0 {
+        if !self.calls.is_multiple_of(EXPLORE_EVERY) {
             return self.current;
         }
         self.turn = self.turn.wrapping_add(1);

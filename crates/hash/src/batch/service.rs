@@ -153,7 +153,7 @@ impl Menu {
     ) {
         let kernel = self.items[item].kernel;
         let width = self.items[item].width;
-        let candidate = self.candidates.iter().position(|&i| i == item);
+        let candidate = self.candidate(item);
         let timed = self.contest.is_some()
             && candidate.is_some()
             && group.len() == width
