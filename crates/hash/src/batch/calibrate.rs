@@ -6,13 +6,16 @@
 //! on a core that splits 512-bit operations in two. So the first use of a PRF in a process
 //! times every kernel the CPU offers for it on a full group, a few thousand iterations at
 //! a time (about a millisecond each), in [`ROUNDS`] interleaved rounds (each round starts
-//! at a different kernel), in thread CPU time, and keeps each kernel's median. Thread CPU
-//! time leaves out preemption; the median of interleaved rounds leaves out a neighbour
-//! that was busy during some of them. Taking the fastest round instead, as this once did,
-//! rewards whichever kernel happened to run alone once. The whole measurement takes 10 to
-//! 40 ms per PRF; [`calibration`] runs it eagerly (the server does at start-up, before it
-//! takes traffic) and reports it. It is a first guess: the derivations the process runs
-//! afterwards re-check it ([`super::service`]).
+//! at a different kernel), in thread CPU time, and keeps each kernel's fastest round.
+//! Thread CPU time leaves out preemption, and a neighbour that is busy during some rounds
+//! only ever makes those rounds slower, so the fastest round is the kernel's own speed
+//! (a median would let a burst of load during half the rounds of one kernel decide the
+//! plan, and the planner would then avoid multi-chain kernels it should use). What this
+//! cannot see is a neighbour that stays busy for the whole window and slows the kernels
+//! unequally: that is what the in-service contest ([`super::service`]) is for, comparing
+//! medians of the process's own runs. The whole measurement takes 10 to 40 ms per PRF;
+//! [`calibration`] runs it eagerly (the server does at start-up, before it takes traffic)
+//! and reports it.
 //!
 //! Costs are relative to the single-stream loop on one chain ([`SINGLE_COST`]), which is
 //! always on the menu, so the planner never prefers a kernel that measured slower than
@@ -24,7 +27,7 @@ use super::chain::Chain;
 use super::{Backend, Cpu, Kernel, Lanes, MenuItem, SINGLE_COST, best_item};
 use crate::pbkdf2::Prf;
 
-/// Measurement rounds; each kernel keeps its median.
+/// Measurement rounds; each kernel keeps its fastest.
 const ROUNDS: usize = 7;
 
 /// One kernel's measured cost on this CPU.
@@ -146,11 +149,8 @@ pub(super) fn measure<H: Lanes>(cpu: &Cpu) -> Vec<MenuItem> {
         }
     }
     let best: Vec<f64> = rounds
-        .iter_mut()
-        .map(|r| {
-            r.sort_by(f64::total_cmp);
-            r.get(r.len() / 2).copied().unwrap_or(f64::INFINITY)
-        })
+        .iter()
+        .map(|r| r.iter().copied().fold(f64::INFINITY, f64::min))
         .collect();
     let single = best.first().copied().unwrap_or(1.0).max(f64::MIN_POSITIVE);
     offered
