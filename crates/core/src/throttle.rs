@@ -217,6 +217,13 @@ pub trait ThrottleStore: Send + Sync + 'static {
         key: &'a ThrottleKey,
         now: Instant,
     ) -> BoxFuture<'a, Result<bool, ThrottleError>>;
+
+    /// A refusal this store already knows, without a round trip: how long the longest
+    /// known exhaustion among `keys` still runs at `now`. A shared store remembers what
+    /// it was told (issue 30); an in-process store has no round trip to save (`None`).
+    fn known_refusal(&self, _keys: &[&ThrottleKey], _now: Instant) -> Option<Duration> {
+        None
+    }
 }
 
 const SHARDS: usize = 16;
@@ -347,6 +354,11 @@ impl MemoryThrottleStore {
                 }
             }
         }
+    }
+
+    /// Drop `key`'s budget (an operator's unblock).
+    pub fn forget(&self, key: &ThrottleKey) {
+        self.budgets[self.shard(key)].lock().remove(key);
     }
 
     fn make_room(&self, map: &mut HashMap<ThrottleKey, Instant>, now: Instant) {

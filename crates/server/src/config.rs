@@ -156,9 +156,10 @@ impl Default for FileStore {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct FileThrottle {
-    /// `redis://` URL shared by every instance; absent: budgets in this process.
-    pub redis: Option<String>,
-    /// Hash tag and namespace of the keys in Redis.
+    /// Redis shared by every instance (a URL, or a Cluster or Sentinel table: see
+    /// [`crate::redis_config`]); absent: budgets in this process.
+    pub redis: Option<crate::redis_config::FileRedis>,
+    /// Namespace of the keys in Redis.
     pub key_prefix: String,
     /// Bound on one Redis call in milliseconds.
     pub timeout_ms: u64,
@@ -406,9 +407,9 @@ impl Config {
         };
         let throttle_redis = match f.throttle.redis {
             None => None,
-            Some(url) => {
+            Some(redis) => {
                 let cfg = portcullis_store::RedisThrottleConfig {
-                    url,
+                    target: redis.target()?,
                     key_prefix: f.throttle.key_prefix,
                     timeout: ms(f.throttle.timeout_ms, "throttle.timeout_ms")?,
                     retry: ms(f.throttle.retry_ms, "throttle.retry_ms")?,
@@ -650,9 +651,13 @@ max_connections = 16
 # Several instances: failure budgets and trusted-source marks in Redis (or Valkey), so an
 # attacker spreading guesses over the instances gets one budget, not one per instance.
 # Absent: in this process. If Redis fails, each instance falls back to its own budgets
-# (never to none) and returns to Redis when it answers.
+# (never to none) and returns to Redis when it answers. One node, a Redis Cluster (seed
+# nodes; budgets spread over every shard, a down shard costs only its own budgets) or a
+# primary managed by Sentinel (the Sentinels and the name they monitor):
 # redis = "redis://127.0.0.1:6379/0"
-# Hash tag and namespace of every key ({portcullis}:...): one Cluster slot per script.
+# redis = { cluster = ["redis://10.0.0.1:6379", "redis://10.0.0.2:6379"] }
+# redis = { sentinel = ["redis://10.0.0.1:26379", "redis://10.0.0.2:26379"], master = "portcullis" }
+# Namespace of every key (portcullis:...); each identity's keys carry their own hash tag.
 key_prefix = "portcullis"
 # Bound on one Redis call in milliseconds; slower means "down" for this call.
 timeout_ms = 200

@@ -45,6 +45,7 @@ pub mod keys;
 pub mod logging;
 pub mod metrics;
 pub mod radius;
+pub mod redis_config;
 pub mod serve;
 pub mod systemd;
 pub mod tls;

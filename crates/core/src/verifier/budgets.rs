@@ -59,6 +59,20 @@ impl Verifier {
             principal: principal.clone(),
             origin: origin.clone(),
         };
+        let prefix_key = ThrottleKey::Prefix(origin);
+        // The budgets charged whether or not the origin is trusted: a refusal already
+        // known for one of them is answered before any round trip (issue 30), as a
+        // refusal of an untrusted origin (which is what keeps spending them).
+        let always: &[&ThrottleKey] = if allow_listed {
+            &[&pp_key]
+        } else {
+            &[&pp_key, &prefix_key]
+        };
+        if let Some(retry_after) = i.throttle.known_refusal(always, start) {
+            self.spread_failed(kind, &principal, origin_id, start);
+            *reason = BUDGET_EXHAUSTED;
+            return Err(self.throttled(false, retry_after));
+        }
         let trusted = allow_listed || self.is_trusted(&pp_key, start).await;
         let mut charges = vec![Charge {
             key: pp_key.clone(),
@@ -66,7 +80,7 @@ impl Verifier {
         }];
         if !allow_listed {
             charges.push(Charge {
-                key: ThrottleKey::Prefix(origin),
+                key: prefix_key,
                 limit: i.limits[1],
             });
         }
