@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use portcullis_store::RedisTarget;
-use portcullis_store::testing::OwnCluster;
+use portcullis_store::testing::{OwnCluster, OwnRedis, free_port, redis_commands};
 
 use crate::scale_out::{Cluster, cluster, cluster_with, unique};
 use crate::server_support::exclusive;
@@ -133,5 +133,30 @@ async fn issue_30_a_sentinel_failover_with_no_5xx_and_budgets_are_shared_again()
         k += 1;
     }
     until_shared(&c, "after", deadline).await;
+    c.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_30_a_refused_wave_costs_redis_almost_no_command_once_refused() {
+    let redis = OwnRedis::start(free_port());
+    let c = instances(3, RedisTarget::Node(redis.url()), "wave").await;
+    let secret = c.add_client("svc").await;
+    // A guesser spends its budget (5 failures over the three instances), then keeps going:
+    // the first refusals teach each instance, the rest must not reach Redis.
+    let (failures, _) = c.spread_attack("victim", 30).await;
+    assert_eq!(failures, 5);
+    let before = redis_commands(redis.port());
+    let (_, statuses) = c.spread_attack("victim", 300).await;
+    let spent = redis_commands(redis.port()) - before;
+    assert!(statuses.iter().all(|s| *s == 429), "{statuses:?}");
+    assert!(
+        (spent as f64) / 300.0 < 0.05,
+        "{spent} Redis commands for 300 refused attempts"
+    );
+    // The legitimate client is unaffected, and its success does cost Redis (not cached).
+    for i in 0..3 {
+        assert_eq!(c.token(i, "svc", &secret).await.status, 200);
+    }
+    assert!(redis_commands(redis.port()) > before + spent);
     c.stop().await;
 }

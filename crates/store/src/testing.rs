@@ -75,6 +75,11 @@ pub struct OwnRedis {
 }
 
 impl OwnRedis {
+    /// Its port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
     /// Start one on `port` and wait until it answers.
     pub fn start(port: u16) -> OwnRedis {
         let child = Command::new("redis-server")
@@ -120,6 +125,31 @@ impl Drop for OwnRedis {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Commands a Redis has executed since start, from `INFO commandstats` (the `INFO` calls
+/// that read it excluded), to count what a workload costs it.
+pub fn redis_commands(port: u16) -> u64 {
+    let mut c = redis::Client::open(format!("redis://127.0.0.1:{port}"))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut c)
+        .unwrap();
+    // cmdstat_evalsha:calls=12,usec=...
+    info.lines()
+        .filter(|l| l.starts_with("cmdstat_") && !l.starts_with("cmdstat_info"))
+        .filter_map(|l| {
+            l.split("calls=")
+                .nth(1)?
+                .split(',')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum()
 }
 
 /// A TCP port nobody listens on right now.
