@@ -97,7 +97,7 @@ async fn issue_13_through_a_trusted_proxy_clients_are_throttled_separately() {
 /// (when `redis` is given) one Redis key namespace, through `[throttle] redis`.
 pub(crate) struct Cluster {
     pub(crate) servers: Vec<Server>,
-    secrets: Secrets,
+    pub(crate) secrets: Secrets,
     schema: PgSchema,
     _dir: tempfile::TempDir,
 }

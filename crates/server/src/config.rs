@@ -136,6 +136,9 @@ pub struct FileStore {
     pub url: Option<String>,
     /// Secrets file (peppers, master key) used with `url`; default `<data_dir>/secrets.toml`.
     pub secrets_file: Option<PathBuf>,
+    /// `postgres://` URL of a read replica for identity lookups on a cache miss (with
+    /// `url`); see [`crate::replica`] for the lag bound.
+    pub read_url: Option<String>,
     /// Most PostgreSQL connections of this instance.
     pub max_connections: u32,
 }
@@ -147,6 +150,7 @@ impl Default for FileStore {
             client_cache_ttl_ms: 1000,
             url: None,
             secrets_file: None,
+            read_url: None,
             max_connections: 16,
         }
     }
@@ -254,6 +258,8 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// The identity store: SQLite in `data_dir`, or a shared PostgreSQL.
     pub store: StoreBackend,
+    /// A PostgreSQL replica for lookups on a cache miss (`[store] read_url`).
+    pub store_read_url: Option<String>,
     /// Shared failure budgets in Redis; `None`: in this process.
     pub throttle_redis: Option<portcullis_store::RedisThrottleConfig>,
     /// Client record cache lifetime (0 disables the cache).
@@ -405,6 +411,22 @@ impl Config {
                 }
             }
         };
+        let store_read_url = match (f.store.read_url, &store) {
+            (None, _) => None,
+            (Some(u), StoreBackend::Postgres { .. })
+                if u.starts_with("postgres://") || u.starts_with("postgresql://") =>
+            {
+                Some(u)
+            }
+            (Some(_), StoreBackend::Postgres { .. }) => {
+                return Err(invalid("store.read_url must be a postgres:// URL"));
+            }
+            (Some(_), StoreBackend::Sqlite) => {
+                return Err(invalid(
+                    "store.read_url is a replica of store.url: set store.url too",
+                ));
+            }
+        };
         let throttle_redis = match f.throttle.redis {
             None => None,
             Some(redis) => {
@@ -440,6 +462,7 @@ impl Config {
             policy,
             data_dir: f.store.data_dir,
             store,
+            store_read_url,
             throttle_redis,
             client_cache_ttl: Duration::from_millis(f.store.client_cache_ttl_ms),
             radius,
@@ -644,6 +667,10 @@ client_cache_ttl_ms = 1000
 # Give every instance the same file, as you would a Kubernetes secret. Default:
 # <data_dir>/secrets.toml, created on first use.
 # secrets_file = "/etc/portcullis/secrets.toml"
+# A PostgreSQL read replica for identity lookups on a cache miss (writes and the change
+# feed stay on `url`). A record changed within the last client_cache_ttl_ms is read from
+# `url`, so keep the replica's replay lag below client_cache_ttl_ms.
+# read_url = "postgres://portcullis@db-replica.example.com/portcullis"
 # Most PostgreSQL connections of this instance.
 max_connections = 16
 
