@@ -224,6 +224,10 @@ pub trait ThrottleStore: Send + Sync + 'static {
     fn known_refusal(&self, _keys: &[&ThrottleKey], _now: Instant) -> Option<Duration> {
         None
     }
+
+    /// An operator's unblock: forget these budgets (everywhere they are remembered).
+    /// Returns how many existed.
+    fn unblock<'a>(&'a self, keys: &'a [ThrottleKey]) -> BoxFuture<'a, Result<u64, ThrottleError>>;
 }
 
 const SHARDS: usize = 16;
@@ -356,9 +360,9 @@ impl MemoryThrottleStore {
         }
     }
 
-    /// Drop `key`'s budget (an operator's unblock).
-    pub fn forget(&self, key: &ThrottleKey) {
-        self.budgets[self.shard(key)].lock().remove(key);
+    /// Drop `key`'s budget (an operator's unblock); whether it existed.
+    pub fn forget(&self, key: &ThrottleKey) -> bool {
+        self.budgets[self.shard(key)].lock().remove(key).is_some()
     }
 
     fn make_room(&self, map: &mut HashMap<ThrottleKey, Instant>, now: Instant) {
@@ -435,6 +439,11 @@ impl ThrottleStore for MemoryThrottleStore {
         now: Instant,
     ) -> BoxFuture<'a, Result<bool, ThrottleError>> {
         ready(Ok(self.is_trusted_now(key, now))).boxed()
+    }
+
+    fn unblock<'a>(&'a self, keys: &'a [ThrottleKey]) -> BoxFuture<'a, Result<u64, ThrottleError>> {
+        let n = keys.iter().filter(|k| self.forget(k)).count();
+        ready(Ok(n as u64)).boxed()
     }
 }
 

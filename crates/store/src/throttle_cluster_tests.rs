@@ -314,7 +314,7 @@ async fn issue_30_refusals_are_answered_locally_until_a_refund_or_unblock_reopen
     assert!(!allowed(&a.acquire(&ch, now).await.unwrap()));
     assert!(a.known_refusal(&[pp], Instant::now()).is_some());
     // An operator's unblock through b clears it everywhere too.
-    assert_eq!(b.unblock(std::slice::from_ref(pp)).await.unwrap(), 1);
+    assert_eq!(b.unblock_keys(std::slice::from_ref(pp)).await.unwrap(), 1);
     let deadline = Instant::now() + Duration::from_secs(5);
     while a.known_refusal(&[pp], Instant::now()).is_some() {
         assert!(

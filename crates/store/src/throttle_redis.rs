@@ -557,8 +557,8 @@ impl RedisThrottleStore {
 
     /// An operator's unblock: forget these budgets in Redis and in every instance's
     /// remembered refusals (and this instance's fallback budgets). Returns how many
-    /// budgets existed.
-    pub async fn unblock(&self, keys: &[ThrottleKey]) -> Result<u64, ThrottleError> {
+    /// budgets existed in Redis.
+    pub async fn unblock_keys(&self, keys: &[ThrottleKey]) -> Result<u64, ThrottleError> {
         let charges: Vec<Charge> = keys
             .iter()
             .map(|k| Charge {
@@ -655,6 +655,10 @@ impl ThrottleStore for RedisThrottleStore {
             r.into_iter().collect()
         }
         .boxed()
+    }
+
+    fn unblock<'a>(&'a self, keys: &'a [ThrottleKey]) -> BoxFuture<'a, Result<u64, ThrottleError>> {
+        self.unblock_keys(keys).boxed()
     }
 
     fn known_refusal(&self, keys: &[&ThrottleKey], now: Instant) -> Option<Duration> {

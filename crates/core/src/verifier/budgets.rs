@@ -16,7 +16,7 @@ use crate::audit::BUDGET_EXHAUSTED;
 use crate::metrics;
 use crate::net::{IpPrefix, Origin};
 use crate::scheduler::Flow;
-use crate::throttle::{Charge, Decision, ThrottleKey, ThrottleStore};
+use crate::throttle::{Charge, Decision, ThrottleError, ThrottleKey, ThrottleStore};
 
 impl Verifier {
     /// Step 1, shared by secrets and proofs: classify and throttle (no hash, no lookup).
@@ -219,6 +219,17 @@ impl Verifier {
                 i.fallback.peek_now(charges, now)
             }
         }
+    }
+
+    /// An operator's unblock (for the admin API): forget these budgets in the shared
+    /// store, every instance's remembered refusals included, and in this instance's
+    /// fallback. Returns how many the shared store held.
+    pub async fn unblock(&self, keys: &[ThrottleKey]) -> Result<u64, ThrottleError> {
+        let i = &*self.inner;
+        for k in keys {
+            i.fallback.forget(k);
+        }
+        i.throttle.unblock(keys).await
     }
 
     pub(super) async fn refund(&self, charges: &[Charge]) {
