@@ -81,7 +81,7 @@ async fn probe(config: &Config) -> Result<(), String> {
     match &config.throttle_redis {
         None => println!("throttle: failure budgets in this process"),
         Some(r) => {
-            let shown = without_credentials(&r.url);
+            let shown = r.target.shown();
             let store = portcullis_store::RedisThrottleStore::new(r)
                 .map_err(|e| format!("throttle.redis: {e}"))?;
             store

@@ -208,8 +208,8 @@ async fn serve(config: Config, args: ServeArgs) -> ExitCode {
     match &app.config.throttle_redis {
         None => tracing::info!("failure budgets: in this process"),
         Some(r) => tracing::info!(
-            "failure budgets: shared in Redis at {} (keys {{{}}}:*; per instance while it is unreachable)",
-            portcullis_store::backend::without_credentials(&r.url),
+            "failure budgets: shared in Redis at {} (keys {}:*; per instance while it is unreachable)",
+            r.target.shown(),
             r.key_prefix
         ),
     }

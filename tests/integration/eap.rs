@@ -433,7 +433,9 @@ async fn two_instances(
         config.verifier.initial_hash_estimate_ms = 5;
         if redis {
             config.throttle_redis = Some(portcullis_store::RedisThrottleConfig {
-                url: portcullis_store::testing::shared_redis_url(),
+                target: portcullis_store::RedisTarget::Node(
+                    portcullis_store::testing::shared_redis_url(),
+                ),
                 key_prefix: prefix.clone(),
                 timeout: Duration::from_millis(500),
                 retry: Duration::from_millis(100),

@@ -10,7 +10,7 @@ use portcullis_hash::pepper::PepperedHmac;
 use portcullis_server::Server;
 use portcullis_server::config::StoreBackend;
 use portcullis_store::testing::{OwnRedis, PgSchema, free_port, shared_redis_url};
-use portcullis_store::{ClientRecord, Grant, RedisThrottleConfig, Secrets};
+use portcullis_store::{ClientRecord, Grant, RedisTarget, RedisThrottleConfig, Secrets};
 
 use sqlx::Connection;
 
@@ -95,20 +95,20 @@ async fn issue_13_through_a_trusted_proxy_clients_are_throttled_separately() {
 
 /// Instances over one PostgreSQL schema and one secrets file, through `[store] url`, and
 /// (when `redis` is given) one Redis key namespace, through `[throttle] redis`.
-struct Cluster {
-    servers: Vec<Server>,
-    secrets: Secrets,
+pub(crate) struct Cluster {
+    pub(crate) servers: Vec<Server>,
+    pub(crate) secrets: Secrets,
     schema: PgSchema,
     _dir: tempfile::TempDir,
 }
 
-async fn cluster(n: usize, redis: Option<(String, String)>) -> Cluster {
+pub(crate) async fn cluster(n: usize, redis: Option<(RedisTarget, String)>) -> Cluster {
     cluster_with(n, redis, |_| {}).await
 }
 
-async fn cluster_with(
+pub(crate) async fn cluster_with(
     n: usize,
-    redis: Option<(String, String)>,
+    redis: Option<(RedisTarget, String)>,
     tweak: impl Fn(&mut portcullis_server::Config),
 ) -> Cluster {
     let schema = PgSchema::new().await;
@@ -124,12 +124,14 @@ async fn cluster_with(
             secrets_file: secrets_file.clone(),
             max_connections: 4,
         };
-        config.throttle_redis = redis.clone().map(|(url, key_prefix)| RedisThrottleConfig {
-            url,
-            key_prefix,
-            timeout: Duration::from_millis(500),
-            retry: Duration::from_millis(100),
-        });
+        config.throttle_redis = redis
+            .clone()
+            .map(|(target, key_prefix)| RedisThrottleConfig {
+                target,
+                key_prefix,
+                timeout: Duration::from_millis(500),
+                retry: Duration::from_millis(100),
+            });
         tweak(&mut config);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         servers.push(Server::start(config, listener).await.unwrap());
@@ -145,7 +147,7 @@ async fn cluster_with(
 
 impl Cluster {
     /// A client with a generated (peppered) secret, written once to the shared store.
-    async fn add_client(&self, id: &str) -> String {
+    pub(crate) async fn add_client(&self, id: &str) -> String {
         let secret = portcullis_store::generate_client_secret().unwrap();
         let hash = PepperedHmac::create(self.secrets.peppers.current().unwrap(), secret.as_bytes());
         self.servers[0]
@@ -165,7 +167,7 @@ impl Cluster {
         secret.to_string()
     }
 
-    async fn token(&self, i: usize, id: &str, secret: &str) -> Answer {
+    pub(crate) async fn token(&self, i: usize, id: &str, secret: &str) -> Answer {
         raw(
             self.servers[i].local_addr(),
             &post_bytes(
@@ -179,7 +181,7 @@ impl Cluster {
 
     /// Wrong secrets for `id`, round-robin over the instances, from one source: the
     /// number answered 401 before the first 429, and every status.
-    async fn spread_attack(&self, id: &str, attempts: usize) -> (usize, Vec<u16>) {
+    pub(crate) async fn spread_attack(&self, id: &str, attempts: usize) -> (usize, Vec<u16>) {
         let mut statuses = Vec::new();
         for k in 0..attempts {
             statuses.push(self.token(k % self.servers.len(), id, "wrong").await.status);
@@ -188,7 +190,7 @@ impl Cluster {
         (before, statuses)
     }
 
-    async fn stop(self) {
+    pub(crate) async fn stop(self) {
         for s in self.servers {
             s.shutdown().await.unwrap();
         }
@@ -196,7 +198,7 @@ impl Cluster {
     }
 }
 
-fn unique(tag: &str) -> String {
+pub(crate) fn unique(tag: &str) -> String {
     let mut r = [0u8; 6];
     portcullis_hash::os_random(&mut r).unwrap();
     format!(
@@ -208,14 +210,22 @@ fn unique(tag: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_13_a_guesser_spread_over_three_instances_gets_one_budget() {
     // Against one instance: the default 5 failures, then 429.
-    let one = cluster(1, Some((shared_redis_url(), unique("one")))).await;
+    let one = cluster(
+        1,
+        Some((RedisTarget::Node(shared_redis_url()), unique("one"))),
+    )
+    .await;
     one.add_client("svc").await;
     let (alone, statuses) = one.spread_attack("svc", 10).await;
     assert_eq!(alone, 5, "{statuses:?}");
     one.stop().await;
 
     // Three instances sharing Redis: the same number, within one per instance.
-    let three = cluster(3, Some((shared_redis_url(), unique("three")))).await;
+    let three = cluster(
+        3,
+        Some((RedisTarget::Node(shared_redis_url()), unique("three"))),
+    )
+    .await;
     let secret = three.add_client("svc").await;
     let (shared, statuses) = three.spread_attack("svc", 15).await;
     assert!(
@@ -240,7 +250,7 @@ async fn issue_13_a_guesser_spread_over_three_instances_gets_one_budget() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_13_redis_stopped_mid_run_no_5xx_and_budgets_still_enforced() {
     let redis = OwnRedis::start(free_port());
-    let c = cluster(2, Some((redis.url(), "outage".into()))).await;
+    let c = cluster(2, Some((RedisTarget::Node(redis.url()), "outage".into()))).await;
     let secret = c.add_client("svc").await;
     // Shared while Redis is up: 3 failures over both instances.
     let (_, statuses) = c.spread_attack("svc", 3).await;
@@ -372,7 +382,11 @@ impl Cluster {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_13_revocation_and_key_rotation_hold_across_instances() {
-    let c = cluster(3, Some((shared_redis_url(), unique("keys")))).await;
+    let c = cluster(
+        3,
+        Some((RedisTarget::Node(shared_redis_url()), unique("keys"))),
+    )
+    .await;
     let secret = c.add_client("svc").await;
     let auth = ("svc", secret.as_str());
     let cc = [("grant_type", "client_credentials")];
@@ -744,7 +758,11 @@ async fn issue_14_a_replayed_assertion_is_refused_by_another_instance_through_re
     )
     .unwrap();
     for shared in [true, false] {
-        let c = cluster(2, shared.then(|| (shared_redis_url(), unique("jti")))).await;
+        let c = cluster(
+            2,
+            shared.then(|| (RedisTarget::Node(shared_redis_url()), unique("jti"))),
+        )
+        .await;
         let id = unique("signer");
         c.servers[0]
             .app()

@@ -217,6 +217,17 @@ pub trait ThrottleStore: Send + Sync + 'static {
         key: &'a ThrottleKey,
         now: Instant,
     ) -> BoxFuture<'a, Result<bool, ThrottleError>>;
+
+    /// A refusal this store already knows, without a round trip: how long the longest
+    /// known exhaustion among `keys` still runs at `now`. A shared store remembers what
+    /// it was told (issue 30); an in-process store has no round trip to save (`None`).
+    fn known_refusal(&self, _keys: &[&ThrottleKey], _now: Instant) -> Option<Duration> {
+        None
+    }
+
+    /// An operator's unblock: forget these budgets (everywhere they are remembered).
+    /// Returns how many existed.
+    fn unblock<'a>(&'a self, keys: &'a [ThrottleKey]) -> BoxFuture<'a, Result<u64, ThrottleError>>;
 }
 
 const SHARDS: usize = 16;
@@ -349,6 +360,11 @@ impl MemoryThrottleStore {
         }
     }
 
+    /// Drop `key`'s budget (an operator's unblock); whether it existed.
+    pub fn forget(&self, key: &ThrottleKey) -> bool {
+        self.budgets[self.shard(key)].lock().remove(key).is_some()
+    }
+
     fn make_room(&self, map: &mut HashMap<ThrottleKey, Instant>, now: Instant) {
         map.retain(|_, exp| *exp > now);
         if map.len() < self.shard_capacity {
@@ -423,6 +439,11 @@ impl ThrottleStore for MemoryThrottleStore {
         now: Instant,
     ) -> BoxFuture<'a, Result<bool, ThrottleError>> {
         ready(Ok(self.is_trusted_now(key, now))).boxed()
+    }
+
+    fn unblock<'a>(&'a self, keys: &'a [ThrottleKey]) -> BoxFuture<'a, Result<u64, ThrottleError>> {
+        let n = keys.iter().filter(|k| self.forget(k)).count();
+        ready(Ok(n as u64)).boxed()
     }
 }
 

@@ -173,8 +173,23 @@ impl App {
             .clone()
             .unwrap_or_else(|| format!("{scheme}://{bound}"));
         let audience = config.audience.clone().unwrap_or_else(|| issuer.clone());
-        let clients = Arc::new(ClientCache::new(
+        let replica: Option<Arc<dyn portcullis_store::Store>> =
+            match (&config.store_read_url, &config.store) {
+                (
+                    Some(url),
+                    crate::config::StoreBackend::Postgres {
+                        max_connections, ..
+                    },
+                ) => Some(Arc::new(
+                    portcullis_store::PgStore::connect_replica(url, *max_connections)
+                        .await
+                        .map_err(|e| ServerError::Config(format!("store.read_url: {e}")))?,
+                )),
+                _ => None,
+            };
+        let clients = Arc::new(ClientCache::with_replica(
             Arc::clone(&store),
+            replica,
             config.client_cache_ttl,
         ));
         let keys = KeyManager::load(

@@ -17,6 +17,9 @@
 //! soon as another instance changes it (LISTEN/NOTIFY), so the TTL only matters while
 //! that feed is down.
 //!
+//! With `[store] read_url`, misses read the replica when it cannot be behind a change the
+//! feed announced ([`crate::replica`]).
+//!
 //! Users' stored credentials are cached the same way (same TTL, same feed), so that with
 //! several instances no attempt costs a database round trip; a rehash-on-login through
 //! this process drops the entry it replaced. Only existing principals are cached (an
@@ -32,16 +35,24 @@ use parking_lot::RwLock;
 use portcullis_core::{CredentialSource, PrincipalKind, SourceError, StoredCredentials};
 use portcullis_store::{ClientRecord, Store, StoreError};
 
+use crate::replica::ReadRouting;
+
 /// Most cached clients; beyond it expired entries are evicted and, if still full, new
 /// records are simply not cached.
 const MAX_ENTRIES: usize = 10_000;
 
+/// A read replica: as a store (clients), as a credential source (users), and when it
+/// may be read.
+type Replica = (Arc<dyn Store>, Arc<dyn CredentialSource>, ReadRouting);
+
 /// Client records by id, each with the instant it was read.
 pub struct ClientCache {
-    /// Where records come from.
+    /// Where records come from (the primary: writes and the change feed).
     store: Arc<dyn Store>,
     /// The store as the core sees it, for users (never cached).
     users: Arc<dyn CredentialSource>,
+    /// A replica for lookups on a miss (`[store] read_url`), and when it may be used.
+    replica: Option<Replica>,
     /// Time-to-live of an entry; zero disables caching.
     ttl: Duration,
     /// Cached records.
@@ -72,10 +83,25 @@ impl std::fmt::Debug for ClientCache {
 impl ClientCache {
     /// A cache over `store`.
     pub fn new(store: Arc<dyn Store>, ttl: Duration) -> Self {
+        Self::with_replica(store, None, ttl)
+    }
+
+    /// A cache over `store` whose misses read `replica` when it cannot be behind a known
+    /// change ([`crate::replica`]).
+    pub fn with_replica(
+        store: Arc<dyn Store>,
+        replica: Option<Arc<dyn Store>>,
+        ttl: Duration,
+    ) -> Self {
         let users = Arc::clone(&store).as_credential_source();
+        let replica = replica.map(|r| {
+            let users = Arc::clone(&r).as_credential_source();
+            (r, users, ReadRouting::new(ttl))
+        });
         ClientCache {
             store,
             users,
+            replica,
             ttl,
             entries: RwLock::new(HashMap::new()),
             user_entries: RwLock::new(HashMap::new()),
@@ -103,7 +129,12 @@ impl ClientCache {
                 refresh_flag = Some(Arc::clone(&e.refreshing));
             }
         }
-        let read = self.store.get_client(id).await;
+        let read = match &self.replica {
+            Some((r, _, routing)) if routing.replica_ok(&format!("c:{id}")) => {
+                r.get_client(id).await
+            }
+            _ => self.store.get_client(id).await,
+        };
         if let Some(flag) = refresh_flag {
             // On failure the next caller tries again.
             flag.store(false, Ordering::Release);
@@ -129,6 +160,13 @@ impl ClientCache {
             );
         }
         Ok(Some(rec))
+    }
+
+    /// The change feed named `key`: a replica may not have it yet.
+    fn changed(&self, key: String) {
+        if let Some((_, _, routing)) = &self.replica {
+            routing.changed(key);
+        }
     }
 
     /// Forget `id` (after a write through this process or another).
@@ -157,7 +195,12 @@ impl ClientCache {
         {
             return Ok(Some(c.clone()));
         }
-        let read = self.users.credentials(PrincipalKind::User, name).await?;
+        let read = match &self.replica {
+            Some((_, users, routing)) if routing.replica_ok(&format!("u:{name}")) => {
+                users.credentials(PrincipalKind::User, name).await?
+            }
+            _ => self.users.credentials(PrincipalKind::User, name).await?,
+        };
         let mut map = self.user_entries.write();
         match &read {
             None => {
@@ -194,15 +237,29 @@ impl ClientCache {
                         logged_down = false;
                     }
                     self.clear();
+                    if let Some((_, _, routing)) = &self.replica {
+                        routing.feed_up();
+                    }
                     loop {
                         let next = tokio::select! {
                             n = feed.next() => n,
                             () = stop.cancelled() => return,
                         };
                         match next {
-                            Some(Ok(Change::Client(id))) => self.invalidate(&id),
-                            Some(Ok(Change::User(name))) => self.invalidate_user(&name),
-                            Some(Ok(Change::Resync)) => self.clear(),
+                            Some(Ok(Change::Client(id))) => {
+                                self.changed(format!("c:{id}"));
+                                self.invalidate(&id);
+                            }
+                            Some(Ok(Change::User(name))) => {
+                                self.changed(format!("u:{name}"));
+                                self.invalidate_user(&name);
+                            }
+                            Some(Ok(Change::Resync)) => {
+                                if let Some((_, _, routing)) = &self.replica {
+                                    routing.feed_up();
+                                }
+                                self.clear();
+                            }
                             // The NAS table reloads on its own period.
                             Some(Ok(Change::Nas(_))) => {}
                             Some(Err(e)) => {
@@ -222,6 +279,9 @@ impl ClientCache {
                         logged_down = true;
                     }
                 }
+            }
+            if let Some((_, _, routing)) = &self.replica {
+                routing.feed_down();
             }
             self.clear();
             tokio::select! {

@@ -136,6 +136,9 @@ pub struct FileStore {
     pub url: Option<String>,
     /// Secrets file (peppers, master key) used with `url`; default `<data_dir>/secrets.toml`.
     pub secrets_file: Option<PathBuf>,
+    /// `postgres://` URL of a read replica for identity lookups on a cache miss (with
+    /// `url`); see [`crate::replica`] for the lag bound.
+    pub read_url: Option<String>,
     /// Most PostgreSQL connections of this instance.
     pub max_connections: u32,
 }
@@ -147,6 +150,7 @@ impl Default for FileStore {
             client_cache_ttl_ms: 1000,
             url: None,
             secrets_file: None,
+            read_url: None,
             max_connections: 16,
         }
     }
@@ -156,9 +160,10 @@ impl Default for FileStore {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct FileThrottle {
-    /// `redis://` URL shared by every instance; absent: budgets in this process.
-    pub redis: Option<String>,
-    /// Hash tag and namespace of the keys in Redis.
+    /// Redis shared by every instance (a URL, or a Cluster or Sentinel table: see
+    /// [`crate::redis_config`]); absent: budgets in this process.
+    pub redis: Option<crate::redis_config::FileRedis>,
+    /// Namespace of the keys in Redis.
     pub key_prefix: String,
     /// Bound on one Redis call in milliseconds.
     pub timeout_ms: u64,
@@ -253,6 +258,8 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// The identity store: SQLite in `data_dir`, or a shared PostgreSQL.
     pub store: StoreBackend,
+    /// A PostgreSQL replica for lookups on a cache miss (`[store] read_url`).
+    pub store_read_url: Option<String>,
     /// Shared failure budgets in Redis; `None`: in this process.
     pub throttle_redis: Option<portcullis_store::RedisThrottleConfig>,
     /// Client record cache lifetime (0 disables the cache).
@@ -404,11 +411,27 @@ impl Config {
                 }
             }
         };
+        let store_read_url = match (f.store.read_url, &store) {
+            (None, _) => None,
+            (Some(u), StoreBackend::Postgres { .. })
+                if u.starts_with("postgres://") || u.starts_with("postgresql://") =>
+            {
+                Some(u)
+            }
+            (Some(_), StoreBackend::Postgres { .. }) => {
+                return Err(invalid("store.read_url must be a postgres:// URL"));
+            }
+            (Some(_), StoreBackend::Sqlite) => {
+                return Err(invalid(
+                    "store.read_url is a replica of store.url: set store.url too",
+                ));
+            }
+        };
         let throttle_redis = match f.throttle.redis {
             None => None,
-            Some(url) => {
+            Some(redis) => {
                 let cfg = portcullis_store::RedisThrottleConfig {
-                    url,
+                    target: redis.target()?,
                     key_prefix: f.throttle.key_prefix,
                     timeout: ms(f.throttle.timeout_ms, "throttle.timeout_ms")?,
                     retry: ms(f.throttle.retry_ms, "throttle.retry_ms")?,
@@ -439,6 +462,7 @@ impl Config {
             policy,
             data_dir: f.store.data_dir,
             store,
+            store_read_url,
             throttle_redis,
             client_cache_ttl: Duration::from_millis(f.store.client_cache_ttl_ms),
             radius,
@@ -643,6 +667,10 @@ client_cache_ttl_ms = 1000
 # Give every instance the same file, as you would a Kubernetes secret. Default:
 # <data_dir>/secrets.toml, created on first use.
 # secrets_file = "/etc/portcullis/secrets.toml"
+# A PostgreSQL read replica for identity lookups on a cache miss (writes and the change
+# feed stay on `url`). A record changed within the last client_cache_ttl_ms is read from
+# `url`, so keep the replica's replay lag below client_cache_ttl_ms.
+# read_url = "postgres://portcullis@db-replica.example.com/portcullis"
 # Most PostgreSQL connections of this instance.
 max_connections = 16
 
@@ -650,9 +678,13 @@ max_connections = 16
 # Several instances: failure budgets and trusted-source marks in Redis (or Valkey), so an
 # attacker spreading guesses over the instances gets one budget, not one per instance.
 # Absent: in this process. If Redis fails, each instance falls back to its own budgets
-# (never to none) and returns to Redis when it answers.
+# (never to none) and returns to Redis when it answers. One node, a Redis Cluster (seed
+# nodes; budgets spread over every shard, a down shard costs only its own budgets) or a
+# primary managed by Sentinel (the Sentinels and the name they monitor):
 # redis = "redis://127.0.0.1:6379/0"
-# Hash tag and namespace of every key ({portcullis}:...): one Cluster slot per script.
+# redis = { cluster = ["redis://10.0.0.1:6379", "redis://10.0.0.2:6379"] }
+# redis = { sentinel = ["redis://10.0.0.1:26379", "redis://10.0.0.2:26379"], master = "portcullis" }
+# Namespace of every key (portcullis:...); each identity's keys carry their own hash tag.
 key_prefix = "portcullis"
 # Bound on one Redis call in milliseconds; slower means "down" for this call.
 timeout_ms = 200

@@ -12,6 +12,8 @@
 //! - [`jwt`]: RFC 9068 access tokens signed with Ed25519, JWKS.
 //! - [`keys`]: signing key persistence (sealed) and rotation.
 //! - [`cache`]: short-TTL client record cache (also the core's credential source).
+//! - [`replica`]: when a cache miss may read the PostgreSQL replica (`[store] read_url`).
+//! - [`redis_config`]: `[throttle] redis` as a URL, a Cluster or a Sentinel group.
 //! - [`metrics`]: Prometheus recorder and HTTP metrics middleware.
 //! - [`doctor`]: `portcullis doctor`, the first-run check of a configuration on its machine.
 //! - [`health`]: the `/readyz` probe client (`portcullis healthcheck`, systemd readiness).
@@ -45,6 +47,8 @@ pub mod keys;
 pub mod logging;
 pub mod metrics;
 pub mod radius;
+pub mod redis_config;
+pub mod replica;
 pub mod serve;
 pub mod systemd;
 pub mod tls;

@@ -88,7 +88,7 @@ fn main() {
         .unwrap();
     rt.block_on(async {
         let redis = RedisThrottleStore::new(&RedisThrottleConfig {
-            url,
+            target: portcullis_store::RedisTarget::Node(url),
             key_prefix: format!("bench-{}", std::process::id()),
             timeout: Duration::from_secs(1),
             retry: Duration::from_secs(1),

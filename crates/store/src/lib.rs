@@ -16,7 +16,11 @@
 //! - [`accounting`]: RADIUS accounting records and sessions (issue 28): group-committed
 //!   batches with duplicates stored once, session folding, retention, and their SQL.
 //! - [`throttle_redis`]: [`RedisThrottleStore`], the core's failure budgets and trust
-//!   marks in Redis, shared by every instance (one Lua script per call).
+//!   marks in Redis, shared by every instance: keys spread over a Cluster's slots, one
+//!   Lua script per slot an attempt touches (`redis_scripts`).
+//! - [`redis_target`]: [`RedisTarget`] (one node, Sentinel, Cluster), its validation,
+//!   the connection to it and the placement of keys in slots.
+//! - [`refusals`]: refusals remembered per instance until they end or are invalidated.
 //! - [`seal`]: [`MasterKey`] AEAD sealing for secrets kept in the database (signing keys).
 //! - [`error`]: the one error type, [`StoreError`].
 //! - `conformance` (tests / feature `conformance`): the suite every backend must pass;
@@ -35,6 +39,9 @@ pub mod nonce;
 pub mod postgres;
 mod queries;
 pub mod record;
+mod redis_scripts;
+pub mod redis_target;
+pub mod refusals;
 mod rows;
 pub mod seal;
 pub mod sessions;
@@ -61,4 +68,4 @@ pub use seal::MasterKey;
 pub use sessions::{MemorySessionStore, SessionStore};
 pub use sqlite::SqliteStore;
 pub use store::{Change, ChangeFeed, Store};
-pub use throttle_redis::{RedisThrottleConfig, RedisThrottleStore};
+pub use throttle_redis::{RedisTarget, RedisThrottleConfig, RedisThrottleStore};

@@ -76,6 +76,23 @@ impl PgStore {
         Ok(PgStore { pool })
     }
 
+    /// A read replica at `url` for lookups (issue 30): no migrations (a replica is read
+    /// only and follows the primary's schema); writes through it fail.
+    pub async fn connect_replica(url: &str, max_connections: u32) -> Result<PgStore, StoreError> {
+        let options: PgConnectOptions = url
+            .parse()
+            .map_err(|_| StoreError::invalid("PostgreSQL replica URL is not valid"))?;
+        let pool = PgPoolOptions::new()
+            .max_connections(max_connections.max(1))
+            .acquire_timeout(ACQUIRE_TIMEOUT)
+            .connect_with(options)
+            .await
+            .map_err(|e| {
+                StoreError::Backend(format!("connecting to the PostgreSQL replica: {e}"))
+            })?;
+        Ok(PgStore { pool })
+    }
+
     /// Whether `url` reaches a PostgreSQL that answers, without changing anything (no
     /// pool, no migrations): for `portcullis config check` and `doctor`. Returns the
     /// server's clock, so `doctor` can compare it with this machine's (instances whose

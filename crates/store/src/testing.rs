@@ -75,6 +75,11 @@ pub struct OwnRedis {
 }
 
 impl OwnRedis {
+    /// Its port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
     /// Start one on `port` and wait until it answers.
     pub fn start(port: u16) -> OwnRedis {
         let child = Command::new("redis-server")
@@ -120,6 +125,31 @@ impl Drop for OwnRedis {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Commands a Redis has executed since start, from `INFO commandstats` (the `INFO` calls
+/// that read it excluded), to count what a workload costs it.
+pub fn redis_commands(port: u16) -> u64 {
+    let mut c = redis::Client::open(format!("redis://127.0.0.1:{port}"))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut c)
+        .unwrap();
+    // cmdstat_evalsha:calls=12,usec=...
+    info.lines()
+        .filter(|l| l.starts_with("cmdstat_") && !l.starts_with("cmdstat_info"))
+        .filter_map(|l| {
+            l.split("calls=")
+                .nth(1)?
+                .split(',')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum()
 }
 
 /// A TCP port nobody listens on right now.
@@ -273,4 +303,138 @@ fn is_root() -> bool {
                 .and_then(|v| v.split_whitespace().nth(1).map(|u| u == "0"))
         })
         .unwrap_or(false)
+}
+
+/// A throwaway Redis Cluster (3 primaries, 3 replicas) and Sentinel group of the test's
+/// own, started by `scripts/redis-cluster` in a temporary directory and killed on drop.
+pub struct OwnCluster {
+    dir: tempfile::TempDir,
+    /// The cluster's nodes (the first three started as primaries).
+    pub cluster: Vec<u16>,
+    /// The Sentinels (empty when started without).
+    pub sentinels: Vec<u16>,
+    /// The name the Sentinels monitor.
+    pub sentinel_master: String,
+    /// The Sentinel group's first primary.
+    pub sentinel_primary: u16,
+}
+
+impl OwnCluster {
+    fn script() -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/redis-cluster")
+    }
+
+    /// Start a cluster, and a Sentinel group when `sentinel`; returns once both are ready.
+    pub fn start(sentinel: bool) -> OwnCluster {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cmd = Command::new("python3");
+        cmd.arg(Self::script())
+            .args(["start", "--dir"])
+            .arg(dir.path());
+        if !sentinel {
+            cmd.arg("--no-sentinel");
+        }
+        let out = cmd
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("python3 scripts/redis-cluster");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "scripts/redis-cluster start: {text}");
+        let field = |name: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(name)?.strip_prefix('='))
+                .unwrap_or("")
+                .to_owned()
+        };
+        let ports = |name: &str| -> Vec<u16> {
+            field(name)
+                .split(',')
+                .filter(|s| !s.is_empty())
+                .map(|s| s.parse().unwrap())
+                .collect()
+        };
+        OwnCluster {
+            cluster: ports("cluster"),
+            sentinels: ports("sentinels"),
+            sentinel_master: field("sentinel_master"),
+            sentinel_primary: field("sentinel_primary").parse().unwrap_or(0),
+            dir,
+        }
+    }
+
+    /// `redis://127.0.0.1:PORT` of each cluster node.
+    pub fn cluster_urls(&self) -> Vec<String> {
+        self.cluster
+            .iter()
+            .map(|p| format!("redis://127.0.0.1:{p}"))
+            .collect()
+    }
+
+    /// `redis://127.0.0.1:PORT` of each Sentinel.
+    pub fn sentinel_urls(&self) -> Vec<String> {
+        self.sentinels
+            .iter()
+            .map(|p| format!("redis://127.0.0.1:{p}"))
+            .collect()
+    }
+
+    /// The cluster's current primaries (`ROLE` of each live node).
+    pub fn primaries(&self) -> Vec<u16> {
+        self.cluster
+            .iter()
+            .copied()
+            .filter(|p| {
+                redis::Client::open(format!("redis://127.0.0.1:{p}"))
+                    .and_then(|c| c.get_connection_with_timeout(Duration::from_millis(300)))
+                    .and_then(|mut c| redis::cmd("ROLE").query::<redis::Value>(&mut c))
+                    .is_ok_and(|v| match v {
+                        redis::Value::Array(a) => {
+                            matches!(a.first(), Some(redis::Value::BulkString(r)) if r == b"master")
+                        }
+                        _ => false,
+                    })
+            })
+            .collect()
+    }
+
+    /// `DBSIZE` of the node on `port`.
+    pub fn dbsize(&self, port: u16) -> i64 {
+        let mut c = redis::Client::open(format!("redis://127.0.0.1:{port}"))
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        redis::cmd("DBSIZE").query(&mut c).unwrap()
+    }
+
+    /// The port of the primary the Sentinels currently name, if they answer.
+    pub fn sentinel_primary_now(&self) -> Option<u16> {
+        let url = format!("redis://127.0.0.1:{}", self.sentinels.first()?);
+        let mut c = redis::Client::open(url).ok()?.get_connection().ok()?;
+        let (_, port): (String, u16) = redis::cmd("SENTINEL")
+            .arg("GET-MASTER-ADDR-BY-NAME")
+            .arg(&self.sentinel_master)
+            .query(&mut c)
+            .ok()?;
+        Some(port)
+    }
+
+    /// Kill the server on `port` (SIGKILL through `redis-cli DEBUG SEGFAULT` would log a
+    /// crash report; SHUTDOWN NOSAVE is a clean, immediate stop).
+    pub fn kill(&self, port: u16) {
+        let _ = Command::new("redis-cli")
+            .args(["-p", &port.to_string(), "SHUTDOWN", "NOSAVE"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+impl Drop for OwnCluster {
+    fn drop(&mut self) {
+        let _ = Command::new("python3")
+            .arg(Self::script())
+            .args(["stop", "--dir"])
+            .arg(self.dir.path())
+            .status();
+    }
 }

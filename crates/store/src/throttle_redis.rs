@@ -1,96 +1,52 @@
 //! [`RedisThrottleStore`]: the verification core's failure budgets and trust marks in
-//! Redis (or Valkey), shared by every instance behind a load balancer, so an attacker
-//! who spreads guesses over N instances gets one budget, not N (issue 13).
+//! Redis (or Valkey): one node, a Sentinel-managed primary or a Redis Cluster
+//! ([`RedisTarget`]), shared by every instance behind a load balancer, so an attacker
+//! who spreads guesses over N instances gets one budget, not N (issues 13, 30).
 //!
-//! Each call is one Lua script, one round trip, atomic (a script runs alone): `acquire`
-//! reads every key's theoretical arrival time (TAT) and writes all of them only if all
-//! conform, as [`MemoryThrottleStore`](portcullis_core::MemoryThrottleStore) does
-//! in-process. Time is the Redis server's (`TIME` inside the script), so instances with
-//! skewed clocks agree; the `now` the core passes is ignored. TATs are microseconds of
-//! that clock, and every key expires when its TAT passes (`PX`), so Redis holds only
-//! live budgets.
+//! Keys spread: every budget, trust mark, one-time value and session binding carries its
+//! own hash tag (a hash of its identity, [`tag_of`]), so in a Cluster the throttle's load
+//! spreads over every shard. An attempt's budgets (principal-and-source, source,
+//! principal) then usually sit in different slots: they are grouped by slot and each
+//! group is checked and charged by one Lua script ([`crate::redis_scripts`]), all sent at
+//! once on the multiplexed connection (pipelined per node, in parallel across nodes).
+//! The attempt is allowed only if every group allowed; a group that was charged while
+//! another refused is given back (compensated). On one node or a Sentinel primary every
+//! slot is on the same server and one script covers the whole attempt, atomically, as
+//! before. ARCHITECTURE.md ("Throttle state across shards") states what atomicity is
+//! lost in a Cluster and the bound on the overshoot.
 //!
-//! All keys carry one hash tag, `{key_prefix}`, so every script stays in one Redis
-//! Cluster slot whichever keys an attempt touches (a source prefix's budget is shared by
-//! attempts on many principals, so no finer tag could keep all of an attempt's keys
-//! together). The cost: in a cluster, the throttle's keys live on one shard.
+//! Refusals cost no round trip once known: [`crate::refusals`] remembers "exhausted
+//! until T" per key, invalidated through pub/sub when a refund or an unblock may reopen
+//! a budget.
 //!
-//! When Redis fails or is slow (each call is bounded by `timeout`), the call returns an
-//! error at once and the core falls back to its per-instance budgets (never to no
-//! budget). The store then stays "down" for `retry` without contacting Redis, so an
-//! outage costs no request a timeout, logs the transition once, and comes back by itself.
+//! When Redis fails or is slow (each call is bounded by `timeout`), the node concerned is
+//! "down" for `retry`: calls for its slots fail at once without contacting it, so an
+//! outage costs no request a timeout and is logged once. On one node or Sentinel the core
+//! then falls back to its per-instance budgets; in a Cluster only the budgets of the down
+//! node's slots fall back (to this store's own memory budgets), the others stay shared.
 
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use futures::future::{BoxFuture, FutureExt};
+use futures::future::{BoxFuture, FutureExt, join_all};
 use parking_lot::Mutex;
-use portcullis_core::{Charge, Decision, ThrottleError, ThrottleKey, ThrottleStore};
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use portcullis_core::{
+    Charge, Decision, MemoryThrottleStore, ThrottleError, ThrottleKey, ThrottleStore,
+};
 
-/// `acquire` and `peek` (ARGV[1] = "1" charges, "0" only looks). ARGV[2i], ARGV[2i+1]:
-/// key i's interval and tolerance in microseconds. Returns {0, wait_us} when a budget is
-/// exhausted, else {1, ahead_us...}: how far each TAT is (or would be) ahead of now.
-const ACQUIRE: &str = r"
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local charge = ARGV[1] == '1'
-local worst = 0
-local tats = {}
-for i = 1, #KEYS do
-  local interval = tonumber(ARGV[2 * i])
-  local tolerance = tonumber(ARGV[2 * i + 1])
-  local tat = tonumber(redis.call('GET', KEYS[i]) or '0') or 0
-  if tat < now then tat = now end
-  local ahead = tat - now
-  if ahead > tolerance and ahead - tolerance > worst then worst = ahead - tolerance end
-  tats[i] = tat + interval
-end
-if worst > 0 then return {0, worst} end
-local out = {1}
-for i = 1, #KEYS do
-  local ahead = tats[i] - now
-  if charge then
-    redis.call('SET', KEYS[i], string.format('%d', tats[i]), 'PX', math.ceil(ahead / 1000))
-  end
-  out[i + 1] = ahead
-end
-return out
-";
-
-/// Give one interval (ARGV[i], microseconds) back to each key, never below now.
-const REFUND: &str = r"
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-for i = 1, #KEYS do
-  local tat = tonumber(redis.call('GET', KEYS[i]) or '0') or 0
-  if tat > 0 then
-    local new = tat - tonumber(ARGV[i])
-    if new <= now then
-      redis.call('DEL', KEYS[i])
-    else
-      redis.call('SET', KEYS[i], string.format('%d', new), 'PX', math.ceil((new - now) / 1000))
-    end
-  end
-end
-return 1
-";
-
-/// Trust mark for ARGV[1] milliseconds, extending and never shortening.
-const TRUST: &str = r"
-local ttl = tonumber(ARGV[1])
-if redis.call('PTTL', KEYS[1]) < ttl then
-  redis.call('SET', KEYS[1], '1', 'PX', ttl)
-end
-return 1
-";
+use crate::redis_scripts::{ACQUIRE, REFUND, TRUST, UNBLOCK};
+pub use crate::redis_target::RedisTarget;
+use crate::redis_target::{Backend, Conn, slot_of_tag, tag_of};
+use crate::refusals::KnownRefusals;
 
 /// Settings of the Redis-backed throttle.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RedisThrottleConfig {
-    /// `redis://`, `rediss://` or `redis+unix://` URL (the `redis` crate's forms).
-    pub url: String,
-    /// Hash tag and namespace of every key (`{prefix}:...`).
+    /// Where Redis is (its `Debug` hides credentials).
+    pub target: RedisTarget,
+    /// Namespace of every key (`prefix:...`).
     pub key_prefix: String,
     /// Bound on connecting and on each call; beyond it the instance uses its own budgets.
     pub timeout: Duration,
@@ -98,43 +54,75 @@ pub struct RedisThrottleConfig {
     pub retry: Duration,
 }
 
-impl std::fmt::Debug for RedisThrottleConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // The URL may hold a password: never printed.
-        let shown = crate::backend::without_credentials(&self.url);
-        f.debug_struct("RedisThrottleConfig")
-            .field("url", &shown)
-            .field("key_prefix", &self.key_prefix)
-            .field("timeout", &self.timeout)
-            .field("retry", &self.retry)
-            .finish()
+impl RedisThrottleConfig {
+    /// One node at `url` with the default timings (tests, tools).
+    pub fn node(url: impl Into<String>, key_prefix: impl Into<String>) -> Self {
+        RedisThrottleConfig {
+            target: RedisTarget::Node(url.into()),
+            key_prefix: key_prefix.into(),
+            timeout: Duration::from_millis(200),
+            retry: Duration::from_secs(1),
+        }
+    }
+}
+
+/// Refusals remembered per instance (about 100 bytes each).
+const KNOWN_REFUSALS: usize = 100_000;
+
+/// Node health: which node serves which slots (Cluster) and which are down until when.
+#[derive(Default)]
+struct Health {
+    /// `(first slot, last slot, node)` from `CLUSTER SLOTS`; empty on one node.
+    map: Vec<(u16, u16, String)>,
+    /// Node ("" for the single node) considered down until the instant.
+    down: HashMap<String, Instant>,
+    /// When the slot map was last asked for (at most once per `retry`).
+    refreshed: Option<Instant>,
+}
+
+impl Health {
+    fn node(&self, slot: Option<u16>) -> String {
+        match slot {
+            None => String::new(),
+            Some(s) => self
+                .map
+                .iter()
+                .find(|(a, b, _)| (*a..=*b).contains(&s))
+                .map_or_else(String::new, |(_, _, n)| n.clone()),
+        }
     }
 }
 
 /// Failure budgets and trust marks in Redis. See the module doc.
 pub struct RedisThrottleStore {
-    /// Parsed URL; connections are made from it on demand.
-    client: redis::Client,
-    /// The live connection (multiplexed, reconnecting); `None` until first use and after
-    /// a failure, so a restart of Redis is picked up by a fresh connect.
-    conn: tokio::sync::Mutex<Option<ConnectionManager>>,
-    /// The compiled scripts (sent by SHA, loaded on first use).
+    backend: Backend,
+    cluster: bool,
+    /// The live connection; `None` until first use and (outside a Cluster, whose
+    /// connection repairs itself) after a failure, so a restarted or newly elected
+    /// primary is picked up by a fresh connect.
+    conn: tokio::sync::Mutex<Option<Conn>>,
     acquire: redis::Script,
     refund: redis::Script,
     trust: redis::Script,
-    /// `{prefix}:` in front of every key.
+    unblock: redis::Script,
+    /// `prefix:` in front of every key.
     prefix: String,
+    /// The invalidation channel.
+    channel: String,
     timeout: Duration,
     retry: Duration,
-    /// While `Some(t)`, Redis is considered down until `t`: calls fail at once.
-    down_until: Mutex<Option<Instant>>,
+    health: Mutex<Health>,
     /// Failed calls since start (also counted by the core as store errors).
     failures: AtomicU64,
+    /// Cluster: budgets of slots whose node is down.
+    fallback: MemoryThrottleStore,
+    refusals: Arc<KnownRefusals>,
+    /// The invalidation subscriber, started on first use (needs a runtime).
+    listener: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for RedisThrottleStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // The URL may hold a password: never printed.
         f.debug_struct("RedisThrottleStore")
             .field("prefix", &self.prefix)
             .field("timeout", &self.timeout)
@@ -142,29 +130,65 @@ impl std::fmt::Debug for RedisThrottleStore {
     }
 }
 
+impl Drop for RedisThrottleStore {
+    fn drop(&mut self) {
+        if let Some(h) = self.listener.lock().take() {
+            h.abort();
+        }
+    }
+}
+
 fn err(e: impl std::fmt::Display) -> ThrottleError {
     ThrottleError(format!("redis: {e}"))
+}
+
+/// One slot's share of an attempt: the indices of its charges and their keys.
+struct Group {
+    slot: Option<u16>,
+    idx: Vec<usize>,
+    keys: Vec<String>,
+}
+
+/// One group's answer.
+enum GroupAnswer {
+    /// Room in every budget: how far each TAT is (or would be) ahead, microseconds.
+    Allowed(Vec<i64>),
+    /// The longest wait, and each key's own (0 where there was room), microseconds.
+    Denied(i64, Vec<i64>),
+    /// Answered by this instance's own budgets (the group's node is down).
+    Local(Decision),
 }
 
 impl RedisThrottleStore {
     /// A store for `config`. Does not connect: an instance starts (on its own budgets)
     /// while Redis is still coming up.
     pub fn new(config: &RedisThrottleConfig) -> Result<RedisThrottleStore, ThrottleError> {
-        let client = redis::Client::open(config.url.as_str()).map_err(err)?;
-        if config.key_prefix.is_empty() || config.key_prefix.contains(['{', '}']) {
-            return Err(err("key prefix must be non-empty, without braces"));
+        if config.key_prefix.is_empty()
+            || config.key_prefix.contains(['{', '}'])
+            || config.key_prefix.chars().any(char::is_whitespace)
+        {
+            return Err(err(
+                "key prefix must be non-empty, without braces or spaces",
+            ));
         }
+        let backend = Backend::open(&config.target, config.timeout).map_err(err)?;
         Ok(RedisThrottleStore {
-            client,
+            backend,
+            cluster: config.target.is_cluster(),
             conn: tokio::sync::Mutex::new(None),
             acquire: redis::Script::new(ACQUIRE),
             refund: redis::Script::new(REFUND),
             trust: redis::Script::new(TRUST),
-            prefix: format!("{{{}}}:", config.key_prefix),
+            unblock: redis::Script::new(UNBLOCK),
+            prefix: format!("{}:", config.key_prefix),
+            channel: format!("{}:reopened", config.key_prefix),
             timeout: config.timeout,
             retry: config.retry,
-            down_until: Mutex::new(None),
+            health: Mutex::new(Health::default()),
             failures: AtomicU64::new(0),
+            fallback: MemoryThrottleStore::new(1 << 16),
+            refusals: Arc::new(KnownRefusals::new(KNOWN_REFUSALS)),
+            listener: Mutex::new(None),
         })
     }
 
@@ -173,31 +197,57 @@ impl RedisThrottleStore {
         self.failures.load(Ordering::Relaxed)
     }
 
+    /// Refusals answered without contacting Redis since start.
+    pub fn local_refusals(&self) -> u64 {
+        self.refusals.hits()
+    }
+
+    /// Whether refusals are currently remembered (the invalidation subscription is up).
+    pub fn remembers_refusals(&self) -> bool {
+        self.refusals.is_live()
+    }
+
     /// Connect (or reuse the connection) and check the server answers. For start-up
     /// logs and `config check`; the store works without it.
     pub async fn ping(&self) -> Result<(), ThrottleError> {
-        self.call(|mut c| async move { redis::cmd("PING").query_async::<String>(&mut c).await })
-            .await
-            .map(|_| ())
+        self.call(None, |mut c| async move {
+            redis::cmd("PING").query_async::<String>(&mut c).await
+        })
+        .await
+        .map(|_| ())
     }
 
-    fn budget_key(&self, key: &ThrottleKey) -> String {
-        format!("{}b:{}", self.prefix, key.encode())
+    /// `prefix:kind:{tag}:id`, and the slot of its tag.
+    fn tagged(&self, kind: &str, id: &str) -> (String, u16) {
+        let tag = tag_of(id);
+        let slot = slot_of_tag(&tag);
+        (format!("{}{kind}:{{{tag}}}:{id}", self.prefix), slot)
     }
 
-    fn trust_key(&self, key: &ThrottleKey) -> String {
-        format!("{}t:{}", self.prefix, key.encode())
+    fn budget_key(&self, key: &ThrottleKey) -> (String, u16) {
+        self.tagged("b", &key.encode())
     }
 
-    /// Run `f` on a connection within the timeout, with the down-state bookkeeping.
-    async fn call<T, F, Fut>(&self, f: F) -> Result<T, ThrottleError>
+    fn trust_key(&self, key: &ThrottleKey) -> (String, u16) {
+        self.tagged("t", &key.encode())
+    }
+
+    fn slot(&self, slot: u16) -> Option<u16> {
+        self.cluster.then_some(slot)
+    }
+
+    /// Run `f` on a connection within the timeout, with the per-node down bookkeeping.
+    /// `slot`: the Cluster slot every key of the call is in (`None` outside a Cluster).
+    async fn call<T, F, Fut>(&self, slot: Option<u16>, f: F) -> Result<T, ThrottleError>
     where
-        F: FnOnce(ConnectionManager) -> Fut,
+        F: FnOnce(Conn) -> Fut,
         Fut: std::future::Future<Output = redis::RedisResult<T>>,
     {
-        {
-            let mut down = self.down_until.lock();
-            if let Some(until) = *down {
+        self.start_listener();
+        let node = {
+            let mut h = self.health.lock();
+            let node = h.node(slot);
+            if let Some(until) = h.down.get(&node).copied() {
                 let now = Instant::now();
                 if now < until {
                     return Err(err(
@@ -205,25 +255,12 @@ impl RedisThrottleStore {
                     ));
                 }
                 // This call probes; the others keep to the fallback meanwhile.
-                *down = Some(now + self.retry);
+                h.down.insert(node.clone(), now + self.retry);
             }
-        }
+            node
+        };
         let attempt = async {
-            let conn = {
-                let mut slot = self.conn.lock().await;
-                match slot.as_ref() {
-                    Some(c) => c.clone(),
-                    None => {
-                        let cfg = ConnectionManagerConfig::new()
-                            .set_connection_timeout(self.timeout)
-                            .set_response_timeout(self.timeout)
-                            .set_number_of_retries(1);
-                        let c = self.client.get_connection_manager_with_config(cfg).await?;
-                        *slot = Some(c.clone());
-                        c
-                    }
-                }
-            };
+            let conn = self.conn().await?;
             f(conn).await
         };
         let result = match tokio::time::timeout(self.timeout, attempt).await {
@@ -233,28 +270,179 @@ impl RedisThrottleStore {
         };
         match &result {
             Ok(_) => {
-                if self.down_until.lock().take().is_some() {
-                    tracing::info!("throttle: Redis answers again; budgets are shared");
+                if self.health.lock().down.remove(&node).is_some() {
+                    tracing::info!(node, "throttle: Redis answers again; budgets are shared");
                 }
             }
             Err(e) => {
                 self.failures.fetch_add(1, Ordering::Relaxed);
-                // A fresh connection next time: the old one may be to a dead server.
-                *self.conn.lock().await = None;
+                if !self.cluster {
+                    // A fresh connection next time: the old one may be to a dead server
+                    // or to a primary Sentinel has since demoted.
+                    *self.conn.lock().await = None;
+                }
                 let was_up = self
-                    .down_until
+                    .health
                     .lock()
-                    .replace(Instant::now() + self.retry)
+                    .down
+                    .insert(node.clone(), Instant::now() + self.retry)
                     .is_none();
-                // (A failed probe finds `Some` already: logged once per outage.)
+                // (A failed probe finds the node down already: logged once per outage.)
                 if was_up {
                     tracing::warn!(
-                        "throttle: {e}; failure budgets are per instance until Redis answers"
+                        node,
+                        "throttle: {e}; failure budgets of this node's slots are per \
+                         instance until it answers"
                     );
+                }
+                if self.cluster {
+                    self.refresh_slots().await;
                 }
             }
         }
         result
+    }
+
+    async fn conn(&self) -> redis::RedisResult<Conn> {
+        let mut slot = self.conn.lock().await;
+        if let Some(c) = slot.as_ref() {
+            return Ok(c.clone());
+        }
+        let c = self.backend.connect(self.timeout).await?;
+        *slot = Some(c.clone());
+        drop(slot);
+        if self.cluster {
+            self.refresh_slots().await;
+        }
+        Ok(c)
+    }
+
+    /// Ask the Cluster which node serves which slots (at most once per `retry`), so a
+    /// down node's slots are known and a failover's new primary is used.
+    async fn refresh_slots(&self) {
+        {
+            let mut h = self.health.lock();
+            let now = Instant::now();
+            if h.refreshed.is_some_and(|t| now < t + self.retry) && !h.map.is_empty() {
+                return;
+            }
+            h.refreshed = Some(now);
+        }
+        let Some(mut conn) = self.conn.lock().await.clone() else {
+            return;
+        };
+        let reply = tokio::time::timeout(
+            self.timeout,
+            redis::cmd("CLUSTER")
+                .arg("SLOTS")
+                .query_async::<redis::Value>(&mut conn),
+        )
+        .await;
+        if let Ok(Ok(v)) = reply
+            && let Some(map) = parse_cluster_slots(&v)
+        {
+            self.health.lock().map = map;
+        }
+    }
+
+    /// Subscribe to invalidations on first use (the store is built before a runtime).
+    fn start_listener(&self) {
+        let mut l = self.listener.lock();
+        if l.is_some() {
+            return;
+        }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let refusals = Arc::clone(&self.refusals);
+        let channel = self.channel.clone();
+        let retry = self.retry;
+        let clients = self.backend.pubsub_resolver();
+        *l = Some(rt.spawn(async move {
+            let mut next = 0usize;
+            loop {
+                let client = clients(next).await;
+                next = next.wrapping_add(1);
+                if let Ok(client) = client
+                    && let Ok(mut ps) = client.get_async_pubsub().await
+                    && ps.subscribe(&channel).await.is_ok()
+                {
+                    refusals.restart();
+                    let mut stream = ps.into_on_message();
+                    while let Some(msg) = futures::StreamExt::next(&mut stream).await {
+                        if let Ok(key) = msg.get_payload::<String>() {
+                            refusals.forget(&key);
+                        }
+                    }
+                    refusals.pause();
+                }
+                tokio::time::sleep(retry).await;
+            }
+        }));
+    }
+
+    /// Group `charges` by slot (one group outside a Cluster).
+    fn groups(&self, charges: &[Charge]) -> Vec<Group> {
+        let mut groups: Vec<Group> = Vec::new();
+        for (i, c) in charges.iter().enumerate() {
+            let (key, slot) = self.budget_key(&c.key);
+            let slot = self.slot(slot);
+            match groups.iter_mut().find(|g| g.slot == slot) {
+                Some(g) => {
+                    g.idx.push(i);
+                    g.keys.push(key);
+                }
+                None => groups.push(Group {
+                    slot,
+                    idx: vec![i],
+                    keys: vec![key],
+                }),
+            }
+        }
+        groups
+    }
+
+    /// One group's script; its node down (Cluster): this instance's own budgets.
+    async fn group_acquire(
+        &self,
+        g: &Group,
+        charges: &[Charge],
+        charge: bool,
+    ) -> Result<GroupAnswer, ThrottleError> {
+        let mut inv = self.acquire.prepare_invoke();
+        inv.arg(if charge { "1" } else { "0" });
+        for (&i, k) in g.idx.iter().zip(&g.keys) {
+            inv.key(k.as_str());
+            inv.arg(micros(charges[i].limit.interval))
+                .arg(micros(charges[i].limit.tolerance));
+        }
+        let reply = self
+            .call(g.slot, |mut conn| async move {
+                inv.invoke_async::<Vec<i64>>(&mut conn).await
+            })
+            .await;
+        let reply = match reply {
+            Ok(r) => r,
+            Err(e) if !self.cluster => return Err(e),
+            Err(_) => {
+                let mine: Vec<Charge> = g.idx.iter().map(|&i| charges[i].clone()).collect();
+                let now = Instant::now();
+                return Ok(GroupAnswer::Local(if charge {
+                    self.fallback.acquire_now(&mine, now)
+                } else {
+                    self.fallback.peek_now(&mine, now)
+                }));
+            }
+        };
+        match reply.split_first() {
+            Some((0, [worst, waits @ ..])) if waits.len() == g.idx.len() => {
+                Ok(GroupAnswer::Denied(*worst, waits.to_vec()))
+            }
+            Some((1, aheads)) if aheads.len() == g.idx.len() => {
+                Ok(GroupAnswer::Allowed(aheads.to_vec()))
+            }
+            _ => Err(err(format!("unexpected script reply {reply:?}"))),
+        }
     }
 
     async fn run_acquire(
@@ -265,104 +453,176 @@ impl RedisThrottleStore {
         if charges.is_empty() {
             return Ok(Decision::Allowed { fills: Vec::new() });
         }
-        let mut inv = self.acquire.prepare_invoke();
-        inv.arg(if charge { "1" } else { "0" });
-        for c in charges {
-            inv.key(self.budget_key(&c.key));
-            inv.arg(micros(c.limit.interval))
-                .arg(micros(c.limit.tolerance));
+        let groups = self.groups(charges);
+        let start = Instant::now();
+        if let Some(wait) = self.refusals.refused(
+            groups
+                .iter()
+                .flat_map(|g| g.keys.iter().map(String::as_str)),
+            start,
+        ) {
+            return Ok(Decision::Denied {
+                retry_after: wait.max(Duration::from_micros(1)),
+            });
         }
-        let reply: Vec<i64> = self
-            .call(|mut conn| async move { inv.invoke_async(&mut conn).await })
-            .await?;
-        match reply.split_first() {
-            Some((0, [wait])) => Ok(Decision::Denied {
-                retry_after: Duration::from_micros(u64::try_from(*wait).unwrap_or(0).max(1)),
-            }),
-            Some((1, aheads)) if aheads.len() == charges.len() => Ok(Decision::Allowed {
-                fills: charges
-                    .iter()
-                    .zip(aheads)
-                    .map(|(c, a)| {
+        let epoch = self.refusals.epoch();
+        // Every group at once: the multiplexed connection pipelines those for one node
+        // and the Cluster connection sends each node's in parallel.
+        let answers: Vec<Result<GroupAnswer, ThrottleError>> = join_all(
+            groups
+                .iter()
+                .map(|g| self.group_acquire(g, charges, charge)),
+        )
+        .await;
+        let answers: Vec<GroupAnswer> = answers.into_iter().collect::<Result<_, _>>()?;
+        let now = Instant::now();
+        let mut worst: Option<Duration> = None;
+        let mut fills = vec![0.0; charges.len()];
+        for (g, a) in groups.iter().zip(&answers) {
+            match a {
+                GroupAnswer::Denied(w, waits) => {
+                    let w = Duration::from_micros(u64::try_from(*w).unwrap_or(0).max(1));
+                    worst = Some(worst.map_or(w, |x| x.max(w)));
+                    for (k, wait) in g.keys.iter().zip(waits) {
+                        if let Ok(us) = u64::try_from(*wait)
+                            && us > 0
+                        {
+                            self.refusals
+                                .remember(k, now + Duration::from_micros(us), epoch, now);
+                        }
+                    }
+                }
+                GroupAnswer::Local(Decision::Denied { retry_after }) => {
+                    worst = Some(worst.map_or(*retry_after, |x| x.max(*retry_after)));
+                }
+                GroupAnswer::Local(Decision::Allowed { fills: f }) => {
+                    for (&i, x) in g.idx.iter().zip(f) {
+                        fills[i] = *x;
+                    }
+                }
+                GroupAnswer::Allowed(aheads) => {
+                    for (&i, a) in g.idx.iter().zip(aheads) {
+                        let c = &charges[i];
                         let full = (c.limit.tolerance + c.limit.interval).as_secs_f64();
-                        (*a as f64 / 1e6 / full).clamp(0.0, 1.0)
-                    })
-                    .collect(),
-            }),
-            _ => Err(err(format!("unexpected script reply {reply:?}"))),
+                        fills[i] = (*a as f64 / 1e6 / full).clamp(0.0, 1.0);
+                    }
+                }
+            }
+        }
+        let Some(retry_after) = worst else {
+            return Ok(Decision::Allowed { fills });
+        };
+        if charge {
+            // Compensate: give back what the groups that allowed have charged.
+            let charged: Vec<&Group> = groups
+                .iter()
+                .zip(&answers)
+                .filter(|(_, a)| {
+                    matches!(
+                        a,
+                        GroupAnswer::Allowed(_) | GroupAnswer::Local(Decision::Allowed { .. })
+                    )
+                })
+                .map(|(g, _)| g)
+                .collect();
+            join_all(charged.into_iter().map(|g| self.group_refund(g, charges))).await;
+        }
+        Ok(Decision::Denied { retry_after })
+    }
+
+    /// Give back one group's charges (its node down: this instance's own budgets).
+    async fn group_refund(&self, g: &Group, charges: &[Charge]) -> Result<(), ThrottleError> {
+        let mut inv = self.refund.prepare_invoke();
+        inv.arg(self.channel.as_str());
+        for (&i, k) in g.idx.iter().zip(&g.keys) {
+            inv.key(k.as_str());
+            inv.arg(micros(charges[i].limit.interval))
+                .arg(micros(charges[i].limit.tolerance));
+        }
+        let r = self
+            .call(g.slot, |mut conn| async move {
+                inv.invoke_async::<i64>(&mut conn).await
+            })
+            .await;
+        match r {
+            Ok(_) => Ok(()),
+            Err(e) if !self.cluster => Err(e),
+            Err(_) => {
+                let mine: Vec<Charge> = g.idx.iter().map(|&i| charges[i].clone()).collect();
+                self.fallback.refund_now(&mine, Instant::now());
+                Ok(())
+            }
         }
     }
+
+    /// An operator's unblock: forget these budgets in Redis and in every instance's
+    /// remembered refusals (and this instance's fallback budgets). Returns how many
+    /// budgets existed in Redis.
+    pub async fn unblock_keys(&self, keys: &[ThrottleKey]) -> Result<u64, ThrottleError> {
+        let charges: Vec<Charge> = keys
+            .iter()
+            .map(|k| Charge {
+                key: k.clone(),
+                limit: portcullis_core::GcraLimit::new(1, Duration::from_secs(1)),
+            })
+            .collect();
+        let mut n = 0;
+        for g in self.groups(&charges) {
+            let mut inv = self.unblock.prepare_invoke();
+            inv.arg(self.channel.as_str());
+            for k in &g.keys {
+                inv.key(k.as_str());
+                self.refusals.forget(k);
+            }
+            n += self
+                .call(g.slot, |mut conn| async move {
+                    inv.invoke_async::<u64>(&mut conn).await
+                })
+                .await?;
+        }
+        for k in keys {
+            self.fallback.forget(k);
+        }
+        Ok(n)
+    }
+}
+
+/// `(first, last, "host:port")` of each range of a `CLUSTER SLOTS` reply.
+fn parse_cluster_slots(v: &redis::Value) -> Option<Vec<(u16, u16, String)>> {
+    use redis::Value;
+    let Value::Array(ranges) = v else {
+        return None;
+    };
+    let mut out = Vec::new();
+    for r in ranges {
+        let Value::Array(r) = r else { return None };
+        let (Some(Value::Int(a)), Some(Value::Int(b)), Some(Value::Array(node))) =
+            (r.first(), r.get(1), r.get(2))
+        else {
+            return None;
+        };
+        let host = match node.first() {
+            Some(Value::BulkString(h)) => String::from_utf8_lossy(h).into_owned(),
+            _ => return None,
+        };
+        let Some(Value::Int(port)) = node.get(1) else {
+            return None;
+        };
+        out.push((
+            u16::try_from(*a).ok()?,
+            u16::try_from(*b).ok()?,
+            format!("{host}:{port}"),
+        ));
+    }
+    Some(out)
 }
 
 fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX).max(1)
 }
 
-/// One-time values (`jti`s) in the same Redis as the budgets, so a replay to another
-/// instance is seen. `SET NX PX`: atomic, and the key leaves Redis when the value expires.
-/// While Redis is down this answers an error (no per-instance fallback: see
-/// [`crate::nonce`]).
-#[async_trait::async_trait]
-impl crate::nonce::NonceStore for RedisThrottleStore {
-    async fn first_use(
-        &self,
-        key: &str,
-        expires_at: i64,
-        now: i64,
-    ) -> Result<bool, crate::StoreError> {
-        let ttl_ms = expires_at.saturating_sub(now).clamp(1, 86_400 * 366) * 1000;
-        let key = format!("{}n:{key}", self.prefix);
-        let set: Option<String> = self
-            .call(|mut c| async move {
-                redis::cmd("SET")
-                    .arg(&key)
-                    .arg("1")
-                    .arg("NX")
-                    .arg("PX")
-                    .arg(ttl_ms)
-                    .query_async(&mut c)
-                    .await
-            })
-            .await
-            .map_err(|e| crate::StoreError::Backend(e.0))?;
-        Ok(set.is_some())
-    }
-}
-
-impl RedisThrottleStore {
-    /// The key of an 802.1X session binding ([`crate::SessionStore`]).
-    pub(crate) fn session_key(&self, binding: &[u8; 16]) -> String {
-        let hex: String = binding.iter().map(|b| format!("{b:02x}")).collect();
-        format!("{}s:{hex}", self.prefix)
-    }
-
-    /// `SET key value PX ttl_ms`.
-    pub(crate) async fn set_px(
-        &self,
-        key: String,
-        value: String,
-        ttl_ms: i64,
-    ) -> Result<(), crate::StoreError> {
-        self.call(|mut c| async move {
-            redis::cmd("SET")
-                .arg(&key)
-                .arg(&value)
-                .arg("PX")
-                .arg(ttl_ms)
-                .query_async::<()>(&mut c)
-                .await
-        })
-        .await
-        .map_err(|e| crate::StoreError::Backend(e.0))
-    }
-
-    /// `GET key`.
-    pub(crate) async fn get(&self, key: String) -> Result<Option<String>, crate::StoreError> {
-        self.call(|mut c| async move { redis::cmd("GET").arg(&key).query_async(&mut c).await })
-            .await
-            .map_err(|e| crate::StoreError::Backend(e.0))
-    }
-}
+#[path = "throttle_redis_kv.rs"]
+mod kv;
 
 impl ThrottleStore for RedisThrottleStore {
     fn acquire<'a>(
@@ -390,16 +650,22 @@ impl ThrottleStore for RedisThrottleStore {
             if charges.is_empty() {
                 return Ok(());
             }
-            let mut inv = self.refund.prepare_invoke();
-            for c in charges {
-                inv.key(self.budget_key(&c.key));
-                inv.arg(micros(c.limit.interval));
-            }
-            self.call(|mut conn| async move { inv.invoke_async::<i64>(&mut conn).await })
-                .await
-                .map(|_| ())
+            let groups = self.groups(charges);
+            let r: Vec<_> = join_all(groups.iter().map(|g| self.group_refund(g, charges))).await;
+            r.into_iter().collect()
         }
         .boxed()
+    }
+
+    fn unblock<'a>(&'a self, keys: &'a [ThrottleKey]) -> BoxFuture<'a, Result<u64, ThrottleError>> {
+        self.unblock_keys(keys).boxed()
+    }
+
+    fn known_refusal(&self, keys: &[&ThrottleKey], now: Instant) -> Option<Duration> {
+        let keys: Vec<String> = keys.iter().map(|k| self.budget_key(k).0).collect();
+        self.refusals
+            .refused(keys.iter().map(String::as_str), now)
+            .map(|w| w.max(Duration::from_micros(1)))
     }
 
     fn mark_trusted<'a>(
@@ -409,12 +675,15 @@ impl ThrottleStore for RedisThrottleStore {
         ttl: Duration,
     ) -> BoxFuture<'a, Result<(), ThrottleError>> {
         async move {
+            let (k, slot) = self.trust_key(key);
             let mut inv = self.trust.prepare_invoke();
-            inv.key(self.trust_key(key))
+            inv.key(k)
                 .arg(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1));
-            self.call(|mut conn| async move { inv.invoke_async::<i64>(&mut conn).await })
-                .await
-                .map(|_| ())
+            self.call(self.slot(slot), |mut conn| async move {
+                inv.invoke_async::<i64>(&mut conn).await
+            })
+            .await
+            .map(|_| ())
         }
         .boxed()
     }
@@ -425,8 +694,8 @@ impl ThrottleStore for RedisThrottleStore {
         _now: Instant,
     ) -> BoxFuture<'a, Result<bool, ThrottleError>> {
         async move {
-            let k = self.trust_key(key);
-            self.call(|mut conn| async move {
+            let (k, slot) = self.trust_key(key);
+            self.call(self.slot(slot), |mut conn| async move {
                 redis::cmd("EXISTS")
                     .arg(k)
                     .query_async::<i64>(&mut conn)
@@ -442,3 +711,7 @@ impl ThrottleStore for RedisThrottleStore {
 #[cfg(test)]
 #[path = "throttle_redis_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "throttle_cluster_tests.rs"]
+mod cluster_tests;

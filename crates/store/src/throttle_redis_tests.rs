@@ -10,6 +10,7 @@ use portcullis_core::net::{IpPrefix, Origin};
 use portcullis_core::{Charge, Decision, GcraLimit, PrincipalKind, ThrottleKey, ThrottleStore};
 
 use super::*;
+use crate::redis_target::tag_of;
 use crate::testing::{OwnRedis, free_port, shared_redis_url};
 
 fn unique_prefix(test: &str) -> String {
@@ -21,7 +22,7 @@ fn unique_prefix(test: &str) -> String {
 
 fn store(url: &str, prefix: &str) -> RedisThrottleStore {
     RedisThrottleStore::new(&RedisThrottleConfig {
-        url: url.into(),
+        target: RedisTarget::Node(url.into()),
         key_prefix: prefix.into(),
         timeout: Duration::from_millis(500),
         retry: Duration::from_millis(50),
@@ -153,7 +154,11 @@ async fn trust_marks_are_shared_and_only_extended() {
         .await
         .unwrap();
     let ttl: i64 = redis::cmd("PTTL")
-        .arg(format!("{{{prefix}}}:t:{}", key.encode()))
+        .arg(format!(
+            "{prefix}:t:{{{}}}:{}",
+            tag_of(&key.encode()),
+            key.encode()
+        ))
         .query_async(&mut conn)
         .await
         .unwrap();
@@ -201,7 +206,7 @@ async fn an_outage_fails_fast_and_service_comes_back_by_itself() {
 #[test]
 fn the_url_and_prefix_are_validated() {
     let cfg = |url: &str, prefix: &str| RedisThrottleConfig {
-        url: url.into(),
+        target: RedisTarget::Node(url.into()),
         key_prefix: prefix.into(),
         timeout: Duration::from_millis(100),
         retry: Duration::from_secs(1),
@@ -209,6 +214,7 @@ fn the_url_and_prefix_are_validated() {
     assert!(RedisThrottleStore::new(&cfg("http://x", "p")).is_err());
     assert!(RedisThrottleStore::new(&cfg("redis://127.0.0.1", "a{b")).is_err());
     assert!(RedisThrottleStore::new(&cfg("redis://127.0.0.1", "")).is_err());
+    assert!(RedisThrottleStore::new(&cfg("redis://127.0.0.1", "a b")).is_err());
     let s = RedisThrottleStore::new(&cfg("redis://:hunter2@127.0.0.1", "p")).unwrap();
     assert!(!format!("{s:?}").contains("hunter2"));
 }
@@ -248,7 +254,7 @@ async fn issue_14_redis_nonce_store_conforms_and_is_shared_by_instances() {
     let client = redis::Client::open(url.as_str()).unwrap();
     let mut c = client.get_multiplexed_async_connection().await.unwrap();
     let pttl: i64 = redis::cmd("PTTL")
-        .arg(format!("{{{prefix}}}:n:ttl"))
+        .arg(format!("{prefix}:n:{{{}}}:ttl", tag_of("ttl")))
         .query_async(&mut c)
         .await
         .unwrap();

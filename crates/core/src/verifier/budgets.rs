@@ -16,7 +16,7 @@ use crate::audit::BUDGET_EXHAUSTED;
 use crate::metrics;
 use crate::net::{IpPrefix, Origin};
 use crate::scheduler::Flow;
-use crate::throttle::{Charge, Decision, ThrottleKey, ThrottleStore};
+use crate::throttle::{Charge, Decision, ThrottleError, ThrottleKey, ThrottleStore};
 
 impl Verifier {
     /// Step 1, shared by secrets and proofs: classify and throttle (no hash, no lookup).
@@ -59,6 +59,20 @@ impl Verifier {
             principal: principal.clone(),
             origin: origin.clone(),
         };
+        let prefix_key = ThrottleKey::Prefix(origin);
+        // The budgets charged whether or not the origin is trusted: a refusal already
+        // known for one of them is answered before any round trip (issue 30), as a
+        // refusal of an untrusted origin (which is what keeps spending them).
+        let always: &[&ThrottleKey] = if allow_listed {
+            &[&pp_key]
+        } else {
+            &[&pp_key, &prefix_key]
+        };
+        if let Some(retry_after) = i.throttle.known_refusal(always, start) {
+            self.spread_failed(kind, &principal, origin_id, start);
+            *reason = BUDGET_EXHAUSTED;
+            return Err(self.throttled(false, retry_after));
+        }
         let trusted = allow_listed || self.is_trusted(&pp_key, start).await;
         let mut charges = vec![Charge {
             key: pp_key.clone(),
@@ -66,7 +80,7 @@ impl Verifier {
         }];
         if !allow_listed {
             charges.push(Charge {
-                key: ThrottleKey::Prefix(origin),
+                key: prefix_key,
                 limit: i.limits[1],
             });
         }
@@ -205,6 +219,17 @@ impl Verifier {
                 i.fallback.peek_now(charges, now)
             }
         }
+    }
+
+    /// An operator's unblock (for the admin API): forget these budgets in the shared
+    /// store, every instance's remembered refusals included, and in this instance's
+    /// fallback. Returns how many the shared store held.
+    pub async fn unblock(&self, keys: &[ThrottleKey]) -> Result<u64, ThrottleError> {
+        let i = &*self.inner;
+        for k in keys {
+            i.fallback.forget(k);
+        }
+        i.throttle.unblock(keys).await
     }
 
     pub(super) async fn refund(&self, charges: &[Charge]) {

@@ -95,7 +95,7 @@ async fn redis(config: &Config, out: &mut Vec<Finding>) {
         out.push(Finding::new(level, S, text));
         return;
     };
-    let shown = without_credentials(&r.url);
+    let shown = r.target.shown();
     let fix = "fix: start Redis or correct throttle.redis";
     let result = match portcullis_store::RedisThrottleStore::new(r) {
         Ok(store) => match tokio::time::timeout(PROBE_TIMEOUT, store.ping()).await {

@@ -159,10 +159,7 @@ fn deployment_json(app: &App) -> serde_json::Value {
         },
         "throttle": match &c.throttle_redis {
             None => "in this process".to_string(),
-            Some(r) => format!(
-                "Redis at {}",
-                portcullis_store::backend::without_credentials(&r.url)
-            ),
+            Some(r) => format!("Redis at {}", r.target.shown()),
         },
         "client_address": client_address,
     })
