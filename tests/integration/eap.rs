@@ -451,6 +451,7 @@ async fn two_instances(
                 http: listener,
                 radius,
                 accounting: Vec::new(),
+                radsec: Vec::new(),
             },
             app,
         ));
