@@ -24,6 +24,8 @@ mod process_support;
 mod radius;
 mod radius_interop;
 mod radius_support;
+mod radsec;
+mod radsec_support;
 mod reload;
 mod scale_out;
 mod scale_out_haproxy;

@@ -1,0 +1,414 @@
+//! Issue 28: the RadSec door (RADIUS over TLS, RFC 6614).
+//!
+//! - Unmodified `radsecproxy` (Debian package, installed by ./scripts/radius-tools; a
+//!   missing binary FAILS the test) relays unmodified `radclient` authentication and
+//!   accounting from UDP into the RadSec listener with a NAS certificate; the answers are
+//!   checked by radclient against its own secret, the record is read back with
+//!   `portcullis acct sessions`. The server has no UDP listener at all.
+//! - A NAS is named by its certificate (pinned or by name); a certificate from another
+//!   CA, none at all, one that names no NAS, or one whose NAS is registered for other
+//!   addresses gets no answer. Each refusal is paired with a NAS that is served the same
+//!   way, so a test client that cannot talk RadSec at all would fail.
+//! - Hostile peers: a silent TCP connection is closed at the handshake deadline, a
+//!   NAS that stops mid-packet or trickles octets at the idle deadline, an impossible
+//!   Length at once, and the per-source limit holds.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use portcullis_radius::{Code, encode_request, verify_response};
+
+use crate::process_support::cli;
+use crate::radsec_support::{
+    Conn, RADSEC, RadsecServer, client_config, connect, login, read_packet, start_radsec,
+};
+
+/// Run `radclient -x ADDR KIND SECRET` with `attrs` on stdin, retransmitting (as a NAS
+/// does) until radsecproxy has its connection: (exit ok, its output).
+fn radclient(server: SocketAddr, kind: &str, secret: &str, attrs: &str) -> (bool, String) {
+    let mut child = Command::new("radclient")
+        .args(["-x", "-r", "10", "-t", "2"])
+        .arg(server.to_string())
+        .arg(kind)
+        .arg(secret)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!("cannot run radclient ({e}): ./scripts/test installs freeradius-utils")
+        });
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(attrs.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// A free UDP port on loopback (bound and released: radsecproxy binds it next).
+fn free_udp_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// radsecproxy, killed when dropped.
+struct Proxy(Child, std::path::PathBuf);
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Proxy {
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.1).unwrap_or_default()
+    }
+}
+
+/// Start radsecproxy: UDP clients on 127.0.0.1:`udp` with `secret`, every realm relayed
+/// (authentication and accounting) to the RadSec server `r` with NAS `ap1`'s certificate.
+fn radsecproxy(r: &RadsecServer, udp: u16, secret: &str) -> Proxy {
+    let dir = r.certs.dir.path();
+    let conf = dir.join("radsecproxy.conf");
+    let log = dir.join("radsecproxy.log");
+    let text = format!(
+        "ListenUDP 127.0.0.1:{udp}\n\
+         LogLevel 4\n\
+         LogDestination file://{log}\n\
+         tls default {{\n\
+         \tCACertificateFile {ca}\n\
+         \tCertificateFile {cert}\n\
+         \tCertificateKeyFile {key}\n\
+         }}\n\
+         client nas {{\n\
+         \thost 127.0.0.1\n\
+         \ttype udp\n\
+         \tsecret {secret}\n\
+         }}\n\
+         server portcullis {{\n\
+         \thost 127.0.0.1\n\
+         \tport {port}\n\
+         \ttype tls\n\
+         \tsecret radsec\n\
+         \tStatusServer off\n\
+         }}\n\
+         realm * {{\n\
+         \tserver portcullis\n\
+         \taccountingServer portcullis\n\
+         }}\n",
+        log = log.display(),
+        ca = r.certs.ca.display(),
+        cert = r.certs.ap1.cert.display(),
+        key = r.certs.ap1.key.display(),
+        port = r.addr.port(),
+    );
+    std::fs::write(&conf, text).unwrap();
+    let child = Command::new("radsecproxy")
+        .arg("-f")
+        .arg("-c")
+        .arg(&conf)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!("cannot run radsecproxy ({e}): ./scripts/radius-tools installs it")
+        });
+    Proxy(child, log)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_28_radsecproxy_relays_radclient_auth_and_accounting_into_radsec() {
+    let _x = crate::server_support::exclusive();
+    let r = start_radsec(|_| {}, |_| {}).await;
+    assert!(
+        r.s.server.radius_addrs().is_empty(),
+        "no UDP door: RadSec only"
+    );
+    r.s.add_user("fred", "fr3d's password").await;
+    let udp = free_udp_port();
+    let proxy = radsecproxy(&r, udp, "proxy-client-secret");
+    let to = SocketAddr::from(([127, 0, 0, 1], udp));
+    let run = |kind: &'static str, attrs: &'static str| {
+        tokio::task::spawn_blocking(move || radclient(to, kind, "proxy-client-secret", attrs))
+    };
+
+    let (ok, out) = run(
+        "auth",
+        "User-Name = fred, User-Password = \"fr3d's password\", \
+         Calling-Station-Id = \"02-11-22-33-44-55\", Message-Authenticator = 0x00",
+    )
+    .await
+    .unwrap();
+    assert!(
+        ok && out.contains("Received Access-Accept"),
+        "{out}\nradsecproxy log:\n{}",
+        proxy.log()
+    );
+    let (ok, out) = run(
+        "auth",
+        "User-Name = fred, User-Password = wrong, Message-Authenticator = 0x00",
+    )
+    .await
+    .unwrap();
+    assert!(!ok && out.contains("Received Access-Reject"), "{out}");
+
+    let (ok, out) = run(
+        "acct",
+        "User-Name = fred, Acct-Status-Type = Start, Acct-Session-Id = \"radsec-sess-1\", \
+         Calling-Station-Id = \"02-11-22-33-44-55\", Framed-IP-Address = 10.9.8.7, \
+         NAS-IP-Address = 127.0.0.1",
+    )
+    .await
+    .unwrap();
+    assert!(
+        ok && out.contains("Received Accounting-Response"),
+        "{out}\nradsecproxy log:\n{}",
+        proxy.log()
+    );
+    // Acknowledged means durable: the record is there for the CLI right away.
+    let out = cli(
+        r.s.dir.path(),
+        &["acct", "sessions", "--json", "--nas", "ap1"],
+        "",
+    );
+    let sessions: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let s = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["session_id"] == "radsec-sess-1")
+        .unwrap_or_else(|| panic!("no radsec-sess-1 in {out}"));
+    assert_eq!(s["nas"], "ap1", "{s}");
+    assert_eq!(s["user"], "fred", "{s}");
+    assert_eq!(s["address"], "10.9.8.7", "{s}");
+    assert_eq!(s["station"], "02-11-22-33-44-55", "{s}");
+    drop(proxy);
+}
+
+/// Connect with `cert` (a file pair of the test CAs; `None`: no client certificate) and
+/// try one login: `Ok(code)` or the error that ended the connection.
+async fn try_login(
+    r: &RadsecServer,
+    cert: Option<&portcullis_lab::certs::Pair>,
+    alpn: &'static [&'static [u8]],
+) -> Result<Code, String> {
+    let config = client_config(&r.certs.ca, cert, alpn);
+    let addr = r.addr;
+    tokio::task::spawn_blocking(move || {
+        let mut c = connect(addr, config).map_err(|e| format!("connect: {e}"))?;
+        if !alpn.is_empty() {
+            assert_eq!(
+                c.conn.alpn_protocol(),
+                None,
+                "RADIUS/1.1 is not offered: no ALPN answer means RADIUS/1.0 (RFC 9765 §3.2)"
+            );
+        }
+        login(&mut c, 7, "fred", "fr3d's password").map_err(|e| format!("login: {e}"))
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_28_radsec_nas_is_named_by_its_certificate_and_others_are_refused() {
+    let r = start_radsec(|_| {}, |c| c.radius.nas_refresh = Duration::from_secs(1)).await;
+    r.s.add_user("fred", "fr3d's password").await;
+    let c = &r.certs;
+    // Pinned certificate, and a certificate registered by name: served.
+    assert_eq!(
+        try_login(&r, Some(&c.ap1), &[]).await,
+        Ok(Code::AccessAccept)
+    );
+    assert_eq!(
+        try_login(&r, Some(&c.ap2), &[]).await,
+        Ok(Code::AccessAccept)
+    );
+    // A client offering RADIUS/1.1 and RADIUS/1.0 by ALPN is served RADIUS/1.0.
+    assert_eq!(
+        try_login(&r, Some(&c.ap1), &[b"radius/1.1", b"radius/1.0"]).await,
+        Ok(Code::AccessAccept)
+    );
+    // Another CA (with the very CN of ap1), no certificate, a certificate of the right CA
+    // that names no NAS, and a NAS registered for other addresses: no answer.
+    for (who, cert) in [
+        ("another CA", Some(&c.rogue)),
+        ("no certificate", None),
+        ("unregistered", Some(&c.stranger)),
+        ("outside its CIDR", Some(&c.far)),
+    ] {
+        let got = try_login(&r, cert, &[]).await;
+        assert!(got.is_err(), "{who}: {got:?}");
+    }
+
+    // Status-Server over the connection of a recognised NAS (RFC 5997 with "radsec").
+    let config = client_config(&c.ca, Some(&c.ap1), &[]);
+    let addr = r.addr;
+    let code = tokio::task::spawn_blocking(move || {
+        let mut s = connect(addr, config).unwrap();
+        let auth = [0x33u8; 16];
+        let req = encode_request(Code::StatusServer, 9, auth, &[], RADSEC).unwrap();
+        s.write_all(&req).unwrap();
+        let raw = read_packet(&mut s).unwrap();
+        verify_response(&raw, &auth, RADSEC, true).unwrap().code
+    })
+    .await
+    .unwrap();
+    assert_eq!(code, Code::AccessAccept);
+
+    // Removing the NAS closes its connection at the next request.
+    let config = client_config(&c.ca, Some(&c.ap2), &[]);
+    let mut conn = tokio::task::spawn_blocking(move || {
+        let mut s = connect(addr, config).unwrap();
+        assert_eq!(
+            login(&mut s, 1, "fred", "fr3d's password").unwrap(),
+            Code::AccessAccept
+        );
+        s
+    })
+    .await
+    .unwrap();
+    assert!(r.s.store().remove_nas("ap2").await.unwrap());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let refused = tokio::task::spawn_blocking(move || {
+        // Until the server's NAS table refresh drops ap2, logins still work.
+        let mut id = 2u8;
+        loop {
+            match login(&mut conn, id, "fred", "fr3d's password") {
+                Ok(_) if Instant::now() < deadline => id = id.wrapping_add(1),
+                Ok(_) => return false,
+                Err(_) => return true,
+            }
+        }
+    })
+    .await
+    .unwrap();
+    assert!(refused, "the connection of a removed NAS stayed open");
+}
+
+/// Whether the server closes `s` within `within` (EOF or an error on read).
+fn closed_within(s: &mut impl Read, within: Duration) -> bool {
+    let start = Instant::now();
+    let mut buf = [0u8; 64];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => return start.elapsed() <= within,
+            Ok(_) => {}
+        }
+        if start.elapsed() > within {
+            return false;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_28_radsec_hostile_peers_cannot_hold_the_door() {
+    let _x = crate::server_support::exclusive();
+    let r = start_radsec(
+        |f| {
+            f.handshake_timeout_ms = 500;
+            f.idle_timeout_secs = 1;
+            f.max_connections_per_source = 2;
+        },
+        |_| {},
+    )
+    .await;
+    r.s.add_user("fred", "fr3d's password").await;
+    let addr = r.addr;
+    let ca = r.certs.ca.clone();
+    let ap1 = r.certs.ap1.clone();
+    tokio::task::spawn_blocking(move || {
+        let good = || client_config(&ca, Some(&ap1), &[]);
+        let raw = || {
+            let s = TcpStream::connect(addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            s
+        };
+        // A TCP connection that never starts TLS: closed at the handshake deadline.
+        let mut silent = raw();
+        assert!(closed_within(&mut silent, Duration::from_secs(5)));
+
+        // Per source: two connections held (mid-handshake), a third is closed before TLS.
+        let held = [raw(), raw()];
+        assert!(
+            connect(addr, good()).is_err(),
+            "a third connection from one address got through"
+        );
+        drop(held);
+        // Once they are gone, a NAS is served again (the slots were released).
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut c: Conn = loop {
+            match connect(addr, good()) {
+                Ok(c) => break c,
+                Err(e) => assert!(Instant::now() < deadline, "slots never freed: {e}"),
+            }
+        };
+        assert_eq!(
+            login(&mut c, 1, "fred", "fr3d's password").unwrap(),
+            Code::AccessAccept
+        );
+
+        // Stopping mid-packet: closed at the idle deadline, the partial packet unanswered.
+        c.write_all(&[1, 2, 0, 60, 0, 0, 0, 0]).unwrap();
+        c.flush().unwrap();
+        assert!(closed_within(&mut c, Duration::from_secs(5)));
+
+        // Trickling octets does not keep a connection open.
+        let mut t = connect(addr, good()).unwrap();
+        let start = Instant::now();
+        let mut closed = false;
+        for _ in 0..60 {
+            if t.write_all(&[0]).and_then(|()| t.flush()).is_err() {
+                closed = true;
+                break;
+            }
+            t.sock
+                .set_read_timeout(Some(Duration::from_millis(100)))
+                .unwrap();
+            let mut b = [0u8; 1];
+            match t.read(&mut b) {
+                Ok(0) => {
+                    closed = true;
+                    break;
+                }
+                Err(e)
+                    if e.kind() != std::io::ErrorKind::WouldBlock
+                        && e.kind() != std::io::ErrorKind::TimedOut =>
+                {
+                    closed = true;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        assert!(
+            closed && start.elapsed() < Duration::from_secs(5),
+            "trickler held on"
+        );
+
+        // An impossible Length loses the stream at once (RFC 6613 §2.6.4).
+        let mut b = connect(addr, good()).unwrap();
+        b.write_all(&[1, 3, 0x13, 0x88]).unwrap();
+        b.flush().unwrap();
+        assert!(closed_within(&mut b, Duration::from_millis(900)));
+    })
+    .await
+    .unwrap();
+}
