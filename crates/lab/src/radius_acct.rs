@@ -216,6 +216,7 @@ mod tests {
             require_message_authenticator: true,
             nas_identifier: "lab-nas".into(),
             accounting: true,
+            radsec: None,
         };
         let d = AcctDriver::new(addr, spec);
         let who = Identity {
