@@ -84,6 +84,11 @@ fn radius_spec(
         require_message_authenticator: d.require_message_authenticator.unwrap_or(true),
         nas_identifier,
         accounting: d.accounting.unwrap_or(false),
+        accounting_on: match (d.accounting_on, d.accounting) {
+            (Some(true), Some(true)) => true,
+            (Some(true), _) => return Err(bad("driver.accounting_on needs accounting = true")),
+            _ => false,
+        },
         radsec: match &d.radsec {
             Some(t) => {
                 if t.cert.is_none() || t.key.is_none() {
