@@ -427,18 +427,18 @@ metrics = "off"
 [driver]
 kind = "radius"
 accounting = {accounting}
-retransmit_ms = 2000
+retransmit_ms = 5000
 retries = 1
 radsec = {{ ca = "{ca}", cert = "{cert}", key = "{key}", server_name = "localhost" }}
 [principals]
 count = 4
 [run]
 duration = "2s"
-timeout = "8s"
+timeout = "12s"
 [[group]]
 name = "legitimate"
 size = 4
-think = "10ms"
+think = "50ms"
 sources = "127.0.0.40-127.0.0.43"
 "#,
         addr = r.addr,
