@@ -298,12 +298,15 @@ impl NasTable {
         self.entries.iter().find(|n| n.cidr.contains(source))
     }
 
-    /// The NAS a RadSec client certificate names (its chain already verified): the one
-    /// whose registered certificate matches the leaf's SHA-256 or names. Certificates are
-    /// unique in the store, so at most one NAS matches a pin; a name shared by several
-    /// certificates still names one NAS.
-    pub fn by_certificate(&self, leaf: &super::radsec::tls::LeafNames) -> Option<&Arc<Nas>> {
-        self.entries.iter().find(|n| {
+    /// The NASes a RadSec client certificate names (its chain already verified): those
+    /// whose registered certificate matches the leaf's SHA-256 or names, most specific
+    /// CIDR first. Certificates are unique in the store, so one pin names one NAS; a name
+    /// and a pin may both match the same certificate.
+    pub fn by_certificate<'a>(
+        &'a self,
+        leaf: &'a super::radsec::tls::LeafNames,
+    ) -> impl Iterator<Item = &'a Arc<Nas>> + 'a {
+        self.entries.iter().filter(move |n| {
             n.certificate.as_ref().is_some_and(|c| {
                 c.matches(&leaf.sha256, &leaf.dns_names, leaf.common_name.as_deref())
             })

@@ -217,11 +217,14 @@ fn recognise(
     leaf: &LeafNames,
     peer: SocketAddr,
 ) -> Result<Arc<Nas>, &'static str> {
-    let nas = table.by_certificate(leaf).ok_or("unknown_certificate")?;
-    if !nas.cidr.contains(peer.ip()) {
-        return Err("source_mismatch");
+    let mut named = table.by_certificate(leaf).peekable();
+    if named.peek().is_none() {
+        return Err("unknown_certificate");
     }
-    Ok(Arc::new(nas.over_radsec()))
+    named
+        .find(|n| n.cidr.contains(peer.ip()))
+        .map(|n| Arc::new(n.over_radsec()))
+        .ok_or("source_mismatch")
 }
 
 fn millis(since: Instant) -> u64 {
