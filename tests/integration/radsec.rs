@@ -326,8 +326,9 @@ async fn issue_28_radsec_hostile_peers_cannot_hold_the_door() {
             f.handshake_timeout_ms = 500;
             f.idle_timeout_secs = 1;
             f.max_connections_per_source = 2;
+            f.max_in_flight = 1;
         },
-        |_| {},
+        |c| c.radius.reject_delay = Duration::from_millis(800),
     )
     .await;
     r.s.add_user("fred", "fr3d's password").await;
@@ -401,6 +402,35 @@ async fn issue_28_radsec_hostile_peers_cannot_hold_the_door() {
         assert!(
             closed && start.elapsed() < Duration::from_secs(5),
             "trickler held on"
+        );
+
+        // One request in flight per connection: two pipelined wrong logins are read one
+        // after the other, so the second is answered a whole reject delay after the first
+        // (with room for both, both would be answered together).
+        let mut p = connect(addr, good()).unwrap();
+        let (one, a1) =
+            crate::radsec_support::access_request(21, "fred", "wrong", "02-00-00-00-00-09");
+        let (two, a2) =
+            crate::radsec_support::access_request(22, "fred", "wrong", "02-00-00-00-00-09");
+        p.write_all(&[one, two].concat()).unwrap();
+        p.flush().unwrap();
+        let sent = Instant::now();
+        let first = read_packet(&mut p).unwrap();
+        let t1 = sent.elapsed();
+        let second = read_packet(&mut p).unwrap();
+        let t2 = sent.elapsed();
+        assert_eq!(
+            verify_response(&first, &a1, RADSEC, true).unwrap().code,
+            Code::AccessReject
+        );
+        assert_eq!(
+            verify_response(&second, &a2, RADSEC, true).unwrap().code,
+            Code::AccessReject
+        );
+        assert!(
+            t2 >= t1 + Duration::from_millis(700),
+            "the second request was answered {:?} after the first: it was read early",
+            t2 - t1
         );
 
         // An impossible Length loses the stream at once (RFC 6613 §2.6.4).
