@@ -6,8 +6,8 @@
 //!   checked by radclient against its own secret, the record is read back with
 //!   `portcullis acct sessions`. The server has no UDP listener at all.
 //! - A NAS is named by its certificate (pinned or by name); a certificate from another
-//!   CA, none at all, one that names no NAS, or one whose NAS is registered for other
-//!   addresses gets no answer. Each refusal is paired with a NAS that is served the same
+//!   CA, none at all, one that names no NAS, one whose NAS is registered for other
+//!   addresses, or one the CA's CRL revokes gets no answer. Each refusal is paired with a NAS that is served the same
 //!   way, so a test client that cannot talk RadSec at all would fail.
 //! - Hostile peers: a silent TCP connection is closed at the handshake deadline, a
 //!   NAS that stops mid-packet or trickles octets at the idle deadline, an impossible
@@ -253,6 +253,7 @@ async fn issue_28_radsec_nas_is_named_by_its_certificate_and_others_are_refused(
         ("no certificate", None),
         ("unregistered", Some(&c.stranger)),
         ("outside its CIDR", Some(&c.far)),
+        ("revoked by the CA's CRL", Some(&c.revoked)),
     ] {
         let got = try_login(&r, cert, &[]).await;
         assert!(got.is_err(), "{who}: {got:?}");

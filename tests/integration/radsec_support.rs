@@ -39,6 +39,10 @@ pub struct Certs {
     pub far: Pair,
     /// A certificate from another CA.
     pub rogue: Pair,
+    /// NAS `gone`'s certificate (pinned, 127.0.0.0/16), revoked by the CA's CRL.
+    pub revoked: Pair,
+    /// The NAS CA's CRL (PEM), listing `revoked`.
+    pub crl: PathBuf,
 }
 
 /// Make every certificate.
@@ -46,6 +50,8 @@ pub fn certs() -> Certs {
     let dir = tempfile::tempdir().unwrap();
     let ca = TestCa::new(dir.path(), "nas-ca").unwrap();
     let other = TestCa::new(dir.path(), "other-ca").unwrap();
+    let revoked = ca.client("revoked", "gone.example.net").unwrap();
+    let crl = ca.crl("nas-ca", &[&revoked]).unwrap();
     Certs {
         ca: ca.cert.clone(),
         server: ca
@@ -56,6 +62,8 @@ pub fn certs() -> Certs {
         stranger: ca.client("stranger", "stranger.example.net").unwrap(),
         far: ca.client("far", "far.example.net").unwrap(),
         rogue: other.client("rogue", "ap1.example.net").unwrap(),
+        revoked,
+        crl,
         dir,
     }
 }
@@ -78,6 +86,7 @@ pub fn radsec_config(c: &Certs, tweak: impl FnOnce(&mut FileRadsec)) -> RadsecCo
         cert: Some(c.server.cert.clone()),
         key: Some(c.server.key.clone()),
         client_ca: Some(c.ca.clone()),
+        crl: vec![c.crl.clone()],
         ..FileRadsec::default()
     };
     tweak(&mut f);
