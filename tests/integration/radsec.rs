@@ -513,3 +513,68 @@ async fn issue_28_lab_radsec_transport_logins_and_records_match_the_server() {
         .count() as u64;
     assert_eq!(stored, records, "acknowledged {records}, stored {stored}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_28_nas_certificate_cli_pins_lists_and_changes_the_certificate() {
+    let r = start_radsec(|_| {}, |c| c.radius.nas_refresh = Duration::from_secs(1)).await;
+    r.s.add_user("fred", "fr3d's password").await;
+    let dir = r.s.dir.path();
+    // The pin is the certificate's SHA-256 fingerprint, as OpenSSL computes it.
+    let out = Command::new("openssl")
+        .args(["x509", "-noout", "-fingerprint", "-sha256", "-in"])
+        .arg(&r.certs.ap1.cert)
+        .output()
+        .expect("openssl (Debian openssl) is needed for this test");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let hex: String = text
+        .split('=')
+        .nth(1)
+        .unwrap()
+        .trim()
+        .replace(':', "")
+        .to_ascii_lowercase();
+    let listed: serde_json::Value =
+        serde_json::from_str(&cli(dir, &["nas", "list", "--json"], "")).unwrap();
+    let ap1 = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == "ap1")
+        .unwrap();
+    assert_eq!(ap1["certificate"], format!("sha256:{hex}"), "{ap1}");
+
+    // Forgetting the certificate shuts ap1 out of RadSec; a new pin lets its other
+    // certificate in (running servers pick both up at their NAS table refresh).
+    let attempt = |cert: portcullis_lab::certs::Pair| {
+        let config = client_config(&r.certs.ca, Some(&cert), &[]);
+        let addr = r.addr;
+        tokio::task::spawn_blocking(move || {
+            connect(addr, config).and_then(|mut c| login(&mut c, 3, "fred", "fr3d's password"))
+        })
+    };
+    cli(dir, &["nas", "certificate", "ap1", "--none"], "");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while attempt(r.certs.ap1.clone()).await.unwrap().is_ok() {
+        assert!(
+            Instant::now() < deadline,
+            "ap1 still served without a certificate"
+        );
+    }
+    let stranger = r.certs.stranger.cert.to_str().unwrap().to_owned();
+    cli(
+        dir,
+        &["nas", "certificate", "ap1", "--certificate", &stranger],
+        "",
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match attempt(r.certs.stranger.clone()).await.unwrap() {
+            Ok(code) => break assert_eq!(code, Code::AccessAccept),
+            Err(e) => assert!(Instant::now() < deadline, "the new pin never took: {e}"),
+        }
+    }
+    assert!(
+        attempt(r.certs.ap1.clone()).await.unwrap().is_err(),
+        "the old one is out"
+    );
+}
