@@ -578,3 +578,45 @@ async fn issue_28_nas_certificate_cli_pins_lists_and_changes_the_certificate() {
         "the old one is out"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_28_reload_rereads_the_radsec_crl() {
+    let r = start_radsec(|_| {}, |_| {}).await;
+    r.s.add_user("fred", "fr3d's password").await;
+    assert_eq!(
+        try_login(&r, Some(&r.certs.ap1), &[]).await,
+        Ok(Code::AccessAccept)
+    );
+    // The CA revokes ap1 too; SIGHUP's reload re-reads the CRL for new connections.
+    r.certs
+        .issuer
+        .crl("nas-ca", &[&r.certs.revoked, &r.certs.ap1])
+        .unwrap();
+    let outcomes = r.s.server.app().reload_parts();
+    let radsec = outcomes
+        .iter()
+        .find(|(name, _)| *name == "radius.radsec")
+        .expect("the RadSec door registers for reloads");
+    assert!(radsec.1.is_ok(), "{radsec:?}");
+    assert!(
+        try_login(&r, Some(&r.certs.ap1), &[]).await.is_err(),
+        "revoked ap1 served"
+    );
+    assert_eq!(
+        try_login(&r, Some(&r.certs.ap2), &[]).await,
+        Ok(Code::AccessAccept)
+    );
+    // A CRL that no longer reads is refused and the configuration in force stays.
+    std::fs::write(&r.certs.crl, "not a CRL").unwrap();
+    let outcomes = r.s.server.app().reload_parts();
+    let radsec = outcomes
+        .iter()
+        .find(|(n, _)| *n == "radius.radsec")
+        .unwrap();
+    assert!(radsec.1.is_err(), "{radsec:?}");
+    assert_eq!(
+        try_login(&r, Some(&r.certs.ap2), &[]).await,
+        Ok(Code::AccessAccept)
+    );
+    assert!(try_login(&r, Some(&r.certs.ap1), &[]).await.is_err());
+}

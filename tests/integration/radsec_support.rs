@@ -43,6 +43,8 @@ pub struct Certs {
     pub revoked: Pair,
     /// The NAS CA's CRL (PEM), listing `revoked`.
     pub crl: PathBuf,
+    /// The NAS CA itself (to issue a new CRL).
+    pub issuer: TestCa,
 }
 
 /// Make every certificate.
@@ -64,6 +66,7 @@ pub fn certs() -> Certs {
         rogue: other.client("rogue", "ap1.example.net").unwrap(),
         revoked,
         crl,
+        issuer: ca,
         dir,
     }
 }

@@ -53,7 +53,7 @@ pub(super) async fn serve(
     tracker: &TaskTracker,
 ) {
     let c = &door.config;
-    let tls = match tokio::time::timeout(c.handshake_timeout, door.acceptor.accept(tcp)).await {
+    let tls = match tokio::time::timeout(c.handshake_timeout, door.acceptor().accept(tcp)).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
             metrics::counter!(CONNECTIONS, "outcome" => "handshake_failed").increment(1);

@@ -78,8 +78,9 @@ pub struct RadsecDoor {
     acct: Arc<AcctDoor>,
     /// `[radius.radsec]`.
     config: RadsecConfig,
-    /// The TLS acceptor (client certificate required).
-    acceptor: TlsAcceptor,
+    /// The TLS acceptor (client certificate required); replaced whole by a SIGHUP reload
+    /// (certificate, key, client CAs, CRLs re-read). Connections already open keep theirs.
+    acceptor: parking_lot::RwLock<TlsAcceptor>,
     /// Bound on open connections.
     limit: Arc<Semaphore>,
     /// Bound per source address.
@@ -112,15 +113,25 @@ impl RadsecDoor {
         for (outcome, _) in conn::REFUSALS {
             metrics::counter!(CONNECTIONS, "outcome" => outcome).absolute(0);
         }
-        Ok(Arc::new(RadsecDoor {
+        let app = Arc::clone(&radius.app);
+        let door = Arc::new(RadsecDoor {
             limit: Arc::new(Semaphore::new(config.max_connections)),
             per_source: Arc::new(PerSource::new(config.max_connections_per_source)),
-            acceptor: TlsAcceptor::from(tls),
+            acceptor: parking_lot::RwLock::new(TlsAcceptor::from(tls)),
             refused_logged: Mutex::new(None),
             radius,
             acct,
             config,
-        }))
+        });
+        app.reloadable
+            .lock()
+            .push(Arc::clone(&door) as Arc<dyn crate::app::Reloadable>);
+        Ok(door)
+    }
+
+    /// The acceptor in force (a reload swaps it).
+    fn acceptor(&self) -> TlsAcceptor {
+        self.acceptor.read().clone()
     }
 
     /// Log a refused NAS certificate, at most once per 10 seconds (a peer retrying in a
@@ -138,6 +149,25 @@ impl RadsecDoor {
              --address CIDR --certificate FILE` or `--certificate-name NAME`; logged at most \
              every 10 s)"
         );
+    }
+}
+
+impl crate::app::Reloadable for RadsecDoor {
+    fn name(&self) -> &'static str {
+        "radius.radsec"
+    }
+
+    /// Re-read the certificate, key, NAS CAs and CRLs with the start-up checks; on error
+    /// the configuration in force stays. New handshakes use the new one.
+    fn reload(&self) -> Result<String, String> {
+        let tls = tls::server_config(&self.config).map_err(|e| e.to_string())?;
+        *self.acceptor.write() = TlsAcceptor::from(tls);
+        Ok(format!(
+            "certificate {} and NAS CAs {} re-read, {} CRL file(s)",
+            self.config.cert.display(),
+            self.config.client_ca.display(),
+            self.config.crl.len()
+        ))
     }
 }
 
