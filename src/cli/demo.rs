@@ -164,6 +164,7 @@ mod portcullis_demo {
                         .map_err(err)?,
                         require_message_authenticator: true,
                         created_at: portcullis_lab::clock::unix_now(),
+                        certificate: None,
                     };
                     let stored = data.store().put_nas(&nas).await;
                     data.close().await;

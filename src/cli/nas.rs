@@ -1,5 +1,5 @@
-//! `portcullis nas add | list | remove | rotate-secret | set`: manage RADIUS clients (NAS)
-//! in the embedded store (`--data-dir`).
+//! `portcullis nas add | list | remove | rotate-secret | set | certificate`: manage RADIUS
+//! clients (NAS) in the embedded store (`--data-dir`).
 //!
 //! A NAS shared secret keys the packet authenticators, so it is sealed under the data
 //! directory's master key rather than hashed (see `portcullis_store::nas`). Generated
@@ -14,7 +14,7 @@ use portcullis_store::nas::{
     GENERATED_NAS_SECRET_LEN, WEAK_NAS_SECRET_LEN, generate_nas_secret, is_weak_nas_secret,
     parse_nas_cidr, validate_nas_name, validate_nas_secret,
 };
-use portcullis_store::{Backend, NasRecord, StoreError};
+use portcullis_store::{Backend, NasCertificate, NasRecord, StoreError};
 use zeroize::Zeroizing;
 
 use super::common::{
@@ -36,6 +36,54 @@ pub enum NasCommand {
     RotateSecret(RotateArgs),
     /// Change a RADIUS client's settings.
     Set(SetArgs),
+    /// Name a RADIUS client by its RadSec (RADIUS over TLS) client certificate, or stop.
+    /// Running servers use it from their next NAS table refresh; connections that no
+    /// longer match are closed at their next request.
+    Certificate(CertificateArgs),
+}
+
+/// How a NAS's RadSec client certificate is recognised (at most one).
+#[derive(Debug, clap::Args)]
+#[group(multiple = false)]
+pub struct CertificateChoice {
+    /// RadSec: the NAS's client certificate (PEM or DER; the first certificate of a PEM
+    /// chain). Its SHA-256 is pinned: exactly that certificate (chained to
+    /// `radius.radsec.client_ca`) names this NAS; a renewed one needs `nas certificate`.
+    #[arg(long, value_name = "FILE")]
+    certificate: Option<std::path::PathBuf>,
+    /// RadSec: any certificate from `radius.radsec.client_ca` whose subjectAltName
+    /// dNSName (or, without one, subject CN) is NAME names this NAS (renewals keep
+    /// working).
+    #[arg(long, value_name = "NAME")]
+    certificate_name: Option<String>,
+}
+
+impl CertificateChoice {
+    fn read(&self) -> Result<Option<NasCertificate>, String> {
+        match (&self.certificate, &self.certificate_name) {
+            (Some(file), _) => portcullis_server::radius::radsec::tls::pin_file(file)
+                .map(Some)
+                .map_err(|e| format!("--certificate: {e}")),
+            (None, Some(name)) => NasCertificate::name(name)
+                .map(Some)
+                .map_err(|e| format!("--certificate-name: {e}")),
+            (None, None) => Ok(None),
+        }
+    }
+}
+
+/// Arguments of `nas certificate`.
+#[derive(Debug, clap::Args)]
+pub struct CertificateArgs {
+    /// Name of the NAS.
+    name: String,
+    #[command(flatten)]
+    choice: CertificateChoice,
+    /// Forget its certificate: it can no longer connect over RadSec.
+    #[arg(long, conflicts_with_all = ["certificate", "certificate_name"])]
+    none: bool,
+    #[command(flatten)]
+    dir: DataDirArg,
 }
 
 /// Arguments of `nas add`.
@@ -55,6 +103,8 @@ pub struct AddArgs {
     /// equipment that cannot send one: it reopens the BlastRADIUS forgery).
     #[arg(long)]
     no_message_authenticator: bool,
+    #[command(flatten)]
+    certificate: CertificateChoice,
     #[command(flatten)]
     dir: DataDirArg,
 }
@@ -111,6 +161,7 @@ pub fn run(cmd: NasCommand) -> ExitCode {
             NasCommand::Remove(a) => remove(a).await,
             NasCommand::RotateSecret(a) => rotate(a).await,
             NasCommand::Set(a) => set(a).await,
+            NasCommand::Certificate(a) => certificate(a).await,
         }
     })
 }
@@ -139,6 +190,7 @@ async fn add(args: AddArgs) -> Result<ExitCode, String> {
     // Refuse bad input before reading stdin or creating the data dir.
     validate_nas_name(&args.name).map_err(|e| e.to_string())?;
     let cidr = parse_nas_cidr(&args.address).map_err(|e| e.to_string())?;
+    let certificate = args.certificate.read()?;
     let (secret, show) = new_secret(args.secret_stdin)?;
     let dir = open_or_create(&args.dir).await?;
     let record = NasRecord {
@@ -148,6 +200,7 @@ async fn add(args: AddArgs) -> Result<ExitCode, String> {
         cidr,
         require_message_authenticator: !args.no_message_authenticator,
         created_at: now(),
+        certificate,
     };
     let stored = dir.store().put_nas(&record).await;
     finish(dir).await;
@@ -161,6 +214,9 @@ async fn add(args: AddArgs) -> Result<ExitCode, String> {
         );
     } else {
         eprintln!("portcullis: NAS {:?} ({}) added.", record.name, record.cidr);
+    }
+    if let Some(c) = &record.certificate {
+        eprintln!("portcullis: NAS {:?}: RadSec certificate {c}.", record.name);
     }
     if args.no_message_authenticator {
         eprintln!(
@@ -186,13 +242,14 @@ async fn list(args: ListArgs) -> Result<ExitCode, String> {
                     "address": n.cidr.to_string(),
                     "require_message_authenticator": n.require_message_authenticator,
                     "created_at": n.created_at,
+                    "certificate": n.certificate.as_ref().map(ToString::to_string),
                 })
             })
             .collect();
         println!("{}", serde_json::Value::Array(rows));
         return Ok(ExitCode::SUCCESS);
     }
-    let rows: Vec<[String; 3]> = all
+    let rows: Vec<[String; 4]> = all
         .iter()
         .map(|n| {
             [
@@ -203,10 +260,21 @@ async fn list(args: ListArgs) -> Result<ExitCode, String> {
                 } else {
                     "optional".into()
                 },
+                n.certificate
+                    .as_ref()
+                    .map_or_else(|| "-".into(), ToString::to_string),
             ]
         })
         .collect();
-    print_table(&["NAS", "ADDRESS", "MESSAGE_AUTHENTICATOR"], &rows);
+    print_table(
+        &[
+            "NAS",
+            "ADDRESS",
+            "MESSAGE_AUTHENTICATOR",
+            "RADSEC_CERTIFICATE",
+        ],
+        &rows,
+    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -277,6 +345,28 @@ async fn set(args: SetArgs) -> Result<ExitCode, String> {
             "optional (replies can be forged: BlastRADIUS)"
         }
     );
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn certificate(args: CertificateArgs) -> Result<ExitCode, String> {
+    let chosen = args.choice.read()?;
+    if chosen.is_none() && !args.none {
+        return Err(
+            "name the certificate (--certificate FILE or --certificate-name NAME) or pass --none"
+                .into(),
+        );
+    }
+    let dir = open(&args.dir).await?;
+    let done = dir
+        .store()
+        .set_nas_certificate(&args.name, chosen.as_ref())
+        .await;
+    dir.close().await;
+    done.map_err(|e| e.to_string())?;
+    match chosen {
+        Some(c) => eprintln!("portcullis: NAS {:?}: RadSec certificate {c}.", args.name),
+        None => eprintln!("portcullis: NAS {:?}: no RadSec certificate.", args.name),
+    }
     Ok(ExitCode::SUCCESS)
 }
 

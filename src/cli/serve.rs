@@ -39,6 +39,10 @@ pub struct ServeArgs {
     /// `radius.accounting_listen`), e.g. `--radius-accounting 0.0.0.0:1813`.
     #[arg(long, value_name = "ADDR")]
     pub radius_accounting: Vec<SocketAddr>,
+    /// Serve RadSec (RADIUS over TLS) on this TCP address (repeat for several; replaces
+    /// `radius.radsec_listen`; needs `[radius.radsec]`), e.g. `--radsec 0.0.0.0:2083`.
+    #[arg(long, value_name = "ADDR")]
+    pub radsec: Vec<SocketAddr>,
 }
 
 /// The configuration file (or the defaults) with the command line's overrides applied;
@@ -68,6 +72,17 @@ pub fn load_config(args: &ServeArgs) -> Result<Config, String> {
         let mut listen = args.radius_accounting.clone();
         listen.dedup();
         config.radius.accounting_listen = listen;
+    }
+    if !args.radsec.is_empty() {
+        if config.radius.radsec.is_none() {
+            return Err(
+                "--radsec needs a [radius.radsec] section (cert, key, client_ca) in --config"
+                    .into(),
+            );
+        }
+        let mut listen = args.radsec.clone();
+        listen.dedup();
+        config.radius.radsec_listen = listen;
     }
     Ok(config)
 }
@@ -172,6 +187,10 @@ async fn serve(config: Config, args: ServeArgs) -> ExitCode {
             return super::fail(format_args!("cannot listen for RADIUS accounting on {e}"));
         }
     };
+    let radsec = match portcullis_server::radius::radsec::bind(&config.radius) {
+        Ok(r) => r,
+        Err(e) => return super::fail(format_args!("cannot listen for RadSec on {e}")),
+    };
     let backend = match portcullis_server::app::open_store(&config).await {
         Ok(b) => b,
         Err(e) => return super::fail(e),
@@ -233,6 +252,7 @@ async fn serve(config: Config, args: ServeArgs) -> ExitCode {
         http: listener,
         radius,
         accounting,
+        radsec,
     };
     let shutdown = async {
         portcullis_server::shutdown_signal().await;

@@ -418,6 +418,7 @@ async fn two_instances(
         .unwrap(),
         require_message_authenticator: true,
         created_at: 0,
+        certificate: None,
     };
     data.store().put_nas(&nas).await.unwrap();
     let prefix = format!("eap-roam-{}-{}", std::process::id(), rand_tag());
@@ -452,6 +453,7 @@ async fn two_instances(
                 http: listener,
                 radius,
                 accounting: Vec::new(),
+                radsec: Vec::new(),
             },
             app,
         ));

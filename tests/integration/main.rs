@@ -26,6 +26,8 @@ mod radius_interop;
 mod radius_support;
 mod read_replica;
 mod redis_cluster;
+mod radsec;
+mod radsec_support;
 mod reload;
 mod scale_out;
 mod scale_out_haproxy;

@@ -369,6 +369,7 @@ async fn issue_12_nas_table_refresh_reaches_a_running_server() {
         .unwrap(),
         require_message_authenticator: true,
         created_at: 0,
+        certificate: None,
     };
     r.s.store().put_nas(&late).await.unwrap();
     let nas = Nas::bind("127.0.0.8:0", r.addr).await;

@@ -41,6 +41,7 @@ pub async fn start_radius(
             secret_sealed: NasRecord::seal_secret(data.master_key(), "lab", SECRET).unwrap(),
             require_message_authenticator: true,
             created_at: 0,
+            certificate: None,
         };
         data.store().put_nas(&nas).await.unwrap();
         data.close().await;

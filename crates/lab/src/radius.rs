@@ -11,6 +11,13 @@
 //! report 003's bug (one client's answer delivered to another): a wrong response that
 //! fails the run. A late reply to one of this socket's earlier requests is ignored.
 //!
+//! With `radsec` in the scenario's `[driver]` the same requests go over RadSec (RADIUS
+//! over TLS, RFC 6614) instead: each lab client holds one TLS connection (from its own
+//! source address, with the scenario's NAS certificate), sends one request at a time and
+//! reads the answer off the stream; there is no retransmission over TCP, so an attempt
+//! times out after `retransmit_ms` × (`retries` + 1), and a connection that failed or
+//! timed out is replaced at the next attempt.
+//!
 //! Each lab client has its own Calling-Station-Id (a locally administered MAC address), so
 //! a server that keys fairness on the station sees distinct stations, and binds the
 //! client's own loopback source address, so it sees distinct sources too.
@@ -22,7 +29,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use portcullis_radius::{Code, Packet, attr, encode_request, hide_user_password, verify_response};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use tokio::net::UdpSocket;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpSocket, UdpSocket};
 
 use crate::LabError;
 use crate::driver::{AttemptResult, Driver, Identity};
@@ -41,15 +49,25 @@ pub struct RadiusDriver {
     pub spec: RadiusSpec,
     /// Numbers the clients' stations.
     stations: AtomicU64,
+    /// RadSec: the client TLS (`None`: UDP, or RadSec settings that no longer load, in
+    /// which case every attempt is a connection error).
+    radsec: Option<crate::tls::Tls>,
 }
 
 impl RadiusDriver {
     /// A driver for `target`.
     pub fn new(target: SocketAddr, spec: RadiusSpec) -> RadiusDriver {
+        let radsec = spec.radsec.as_ref().and_then(|raw| {
+            let host = target.ip().to_string();
+            crate::tls::TlsSpec::from_raw(raw, &host, &|p: &str| std::path::PathBuf::from(p))
+                .map(|t| t.for_eap(true))
+                .ok()
+        });
         RadiusDriver {
             target,
             spec,
             stations: AtomicU64::new(1),
+            radsec,
         }
     }
 }
@@ -68,6 +86,8 @@ pub struct RadiusClient {
 #[derive(Debug)]
 pub struct RadiusSession {
     sock: Option<UdpSocket>,
+    /// RadSec: this client's TLS connection.
+    stream: Option<tokio_rustls::client::TlsStream<tokio::net::TcpStream>>,
     next_id: u8,
     rng: SmallRng,
     /// (identifier, Request Authenticator) of this socket's recent requests.
@@ -106,6 +126,7 @@ impl Driver for RadiusDriver {
         let mut rng = SmallRng::from_os_rng();
         RadiusSession {
             sock: None,
+            stream: None,
             next_id: rng.random(),
             rng,
             recent: VecDeque::with_capacity(REMEMBERED),
@@ -147,6 +168,9 @@ impl RadiusDriver {
 
     /// Bind the session's socket (the client's own source address) if not yet bound.
     pub(crate) async fn bind(&self, source: Option<IpAddr>, session: &mut RadiusSession) -> bool {
+        if self.spec.radsec.is_some() {
+            return self.connect(source, session).await;
+        }
         if session.sock.is_some() {
             return true;
         }
@@ -161,6 +185,40 @@ impl RadiusDriver {
                 true
             }
             Err(_) => false,
+        }
+    }
+
+    /// RadSec: open the session's TLS connection from `source` if it has none.
+    async fn connect(&self, source: Option<IpAddr>, session: &mut RadiusSession) -> bool {
+        if session.stream.is_some() {
+            return true;
+        }
+        let Some(tls) = &self.radsec else {
+            return false;
+        };
+        let sock = match self.target {
+            SocketAddr::V4(_) => TcpSocket::new_v4(),
+            SocketAddr::V6(_) => TcpSocket::new_v6(),
+        };
+        let Ok(sock) = sock else { return false };
+        if let Some(ip) = source
+            && sock.bind(SocketAddr::new(ip, 0)).is_err()
+        {
+            return false;
+        }
+        let wait = self.spec.retransmit * (self.spec.retries + 1);
+        let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::clone(&tls.config));
+        let setup = async {
+            let tcp = sock.connect(self.target).await.ok()?;
+            let _ = tcp.set_nodelay(true);
+            connector.connect(tls.name.clone(), tcp).await.ok()
+        };
+        match tokio::time::timeout(wait, setup).await {
+            Ok(Some(s)) => {
+                session.stream = Some(s);
+                true
+            }
+            _ => false,
         }
     }
 
@@ -209,11 +267,16 @@ impl RadiusDriver {
     /// On [`Trip::Reply`] the reply is the first `len` octets of `buf`.
     pub(crate) async fn round_trip(
         &self,
-        session: &RadiusSession,
+        session: &mut RadiusSession,
         packet: &[u8],
         (id, authenticator): (u8, &[u8; 16]),
         buf: &mut [u8],
     ) -> Trip {
+        if self.spec.radsec.is_some() {
+            return self
+                .stream_trip(session, packet, (id, authenticator), buf)
+                .await;
+        }
         let Some(sock) = session.sock.as_ref() else {
             return Trip::Failed(Outcome::ConnectionError, false, 0);
         };
@@ -240,6 +303,51 @@ impl RadiusDriver {
             }
         }
         Trip::Failed(Outcome::Timeout, false, self.spec.retries)
+    }
+
+    /// RadSec's round trip: write the packet, read packets off the stream until the one
+    /// that answers it (a late answer to an earlier request is skipped). The connection is
+    /// kept only after a good answer.
+    async fn stream_trip(
+        &self,
+        session: &mut RadiusSession,
+        packet: &[u8],
+        (id, authenticator): (u8, &[u8; 16]),
+        buf: &mut [u8],
+    ) -> Trip {
+        let Some(mut s) = session.stream.take() else {
+            return Trip::Failed(Outcome::ConnectionError, false, 0);
+        };
+        let deadline = tokio::time::Instant::now() + self.spec.retransmit * (self.spec.retries + 1);
+        let sent = tokio::time::timeout_at(deadline, s.write_all(packet)).await;
+        if !matches!(sent, Ok(Ok(()))) {
+            return Trip::Failed(Outcome::ConnectionError, false, 0);
+        }
+        loop {
+            let read = async {
+                s.read_exact(&mut buf[..4]).await?;
+                let len = usize::from(u16::from_be_bytes([buf[2], buf[3]]));
+                if !(portcullis_radius::MIN_PACKET..=buf.len()).contains(&len) {
+                    return Err(std::io::Error::other("bad Length"));
+                }
+                s.read_exact(&mut buf[4..len]).await?;
+                Ok(len)
+            };
+            let n = match tokio::time::timeout_at(deadline, read).await {
+                Ok(Ok(n)) => n,
+                Ok(Err(_)) => return Trip::Failed(Outcome::ConnectionError, false, 0),
+                Err(_) => return Trip::Failed(Outcome::Timeout, false, 0),
+            };
+            match self.judge(&buf[..n], self.target, id, authenticator, &session.recent) {
+                Judged::Answer => {
+                    session.stream = Some(s);
+                    return Trip::Reply(n, 0);
+                }
+                Judged::Stale => {}
+                Judged::Misdelivered => return Trip::Failed(Outcome::WrongResponse, true, 0),
+                Judged::Wrong => return Trip::Failed(Outcome::WrongResponse, false, 0),
+            }
+        }
     }
 
     /// (outcome, a reply for another request arrived, retransmissions).

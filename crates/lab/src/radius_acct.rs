@@ -10,6 +10,12 @@
 //! required). An attempt succeeds on a verified Accounting-Response, which a server that
 //! acknowledges only durable records sends after its commit: the lab's rate and latency
 //! are then the rate and latency of durable, acknowledged records.
+//!
+//! With `accounting_on` every attempt is instead an Accounting-On (RFC 2866 status 7: the
+//! NAS restarted, close all its sessions) from the client's own address, with its own
+//! NAS-Identifier (`<nas_identifier>-<station>`) and Event-Timestamp: the storm of a
+//! controller reboot, when every access point says so at once and retransmits until
+//! answered.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -113,6 +119,9 @@ impl AcctDriver {
             return (Outcome::ConnectionError, false, 0);
         }
         let n = client.attempts.fetch_add(1, Ordering::Relaxed);
+        if inner.spec.accounting_on {
+            return self.accounting_on(client, session).await;
+        }
         let (status, elapsed) = match n % 3 {
             0 => (1u32, 0u32),
             1 => (3, 60),
@@ -142,8 +151,41 @@ impl AcctDriver {
         if let Some(ip) = &client.nas_ip {
             attrs.push((attr::NAS_IP_ADDRESS, ip));
         }
+        self.send(session, &attrs).await
+    }
+
+    /// One Accounting-On from this client's NAS.
+    async fn accounting_on(
+        &self,
+        client: &AcctClient,
+        session: &mut RadiusSession,
+    ) -> (Outcome, bool, u32) {
+        let nas_id = format!(
+            "{}-{}",
+            self.inner.spec.nas_identifier,
+            String::from_utf8_lossy(&client.station)
+        );
+        let (st, ts) = (7u32.to_be_bytes(), unix_now().to_be_bytes());
+        let mut attrs: Vec<(u8, &[u8])> = vec![
+            (attr::ACCT_STATUS_TYPE, &st),
+            (attr::NAS_IDENTIFIER, nas_id.as_bytes()),
+            (attr::EVENT_TIMESTAMP, &ts),
+        ];
+        if let Some(ip) = &client.nas_ip {
+            attrs.push((attr::NAS_IP_ADDRESS, ip));
+        }
+        self.send(session, &attrs).await
+    }
+
+    /// Sign `attrs` as an Accounting-Request and make its round trip.
+    async fn send(
+        &self,
+        session: &mut RadiusSession,
+        attrs: &[(u8, &[u8])],
+    ) -> (Outcome, bool, u32) {
+        let inner = &self.inner;
         let id = inner.next_identifier(session);
-        let Ok(packet) = encode_accounting_request(id, &attrs, &inner.spec.secret, false) else {
+        let Ok(packet) = encode_accounting_request(id, attrs, &inner.spec.secret, false) else {
             return (Outcome::WrongResponse, false, 0);
         };
         let mut authenticator = [0u8; 16];
@@ -216,6 +258,8 @@ mod tests {
             require_message_authenticator: true,
             nas_identifier: "lab-nas".into(),
             accounting: true,
+            accounting_on: false,
+            radsec: None,
         };
         let d = AcctDriver::new(addr, spec);
         let who = Identity {
@@ -241,5 +285,39 @@ mod tests {
         assert_eq!(statuses, [1, 3, 2, 1]);
         assert_eq!(got[0].0, got[2].0, "one session from Start to Stop");
         assert_ne!(got[0].0, got[3].0, "then a new one");
+    }
+
+    #[tokio::test]
+    async fn issue_28_accounting_on_storm_sends_accounting_on() {
+        let (addr, mut seen) = server().await;
+        let spec = RadiusSpec {
+            secret: SECRET.to_vec(),
+            retransmit: Duration::from_millis(500),
+            retries: 1,
+            require_message_authenticator: true,
+            nas_identifier: "lab-nas".into(),
+            accounting: true,
+            accounting_on: true,
+            radsec: None,
+        };
+        let d = AcctDriver::new(addr, spec);
+        let who = Identity {
+            id: "ap".into(),
+            secret: "unused".into(),
+            source: Some("127.0.0.1".parse().unwrap()),
+            connection: crate::scenario::ConnectionMode::KeepAlive,
+            tls: None,
+            auth: None,
+            eap: None,
+        };
+        let client = d.client(&who).unwrap();
+        let mut session = d.session();
+        for _ in 0..2 {
+            let r = d.attempt(&client, &mut session).await;
+            assert_eq!(r.outcome, Outcome::Success);
+        }
+        for _ in 0..2 {
+            assert_eq!(seen.recv().await.unwrap(), (String::new(), 7));
+        }
     }
 }

@@ -21,6 +21,8 @@ fn spec(retransmit_ms: u64, retries: u32) -> RadiusSpec {
         require_message_authenticator: true,
         nas_identifier: "test-nas".into(),
         accounting: false,
+        accounting_on: false,
+        radsec: None,
     }
 }
 

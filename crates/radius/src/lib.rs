@@ -8,6 +8,8 @@
 //! - [`mppe`]: MS-MPPE-Send/Recv-Key hiding (RFC 2548), for EAP keys in Access-Accept.
 //! - [`acct`]: accounting (RFC 2866): the Accounting-Request authenticator check,
 //!   the Accounting-Response, and the typed record ([`AcctRequest`]).
+//! - [`stream`]: RADIUS over TCP/TLS (RFC 6613, 6614): cutting a byte stream into
+//!   packets by their Length field ([`Deframer`]).
 //! - [`auth`]: User-Password hiding, Message-Authenticator, Response Authenticator, and
 //!   the request/reply encoders (Message-Authenticator always first).
 //!
@@ -19,6 +21,7 @@ pub mod acct;
 pub mod auth;
 pub mod mppe;
 pub mod packet;
+pub mod stream;
 
 pub use acct::{
     AcctError, AcctRequest, StatusType, check_accounting_request, encode_accounting_request,
@@ -30,3 +33,4 @@ pub use auth::{
     unhide_user_password, verify_response,
 };
 pub use packet::{Code, MAX_PACKET, MIN_PACKET, Packet, PacketError, attr};
+pub use stream::{Deframer, StreamError};

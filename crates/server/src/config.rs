@@ -504,11 +504,12 @@ fn validate_policy(p: portcullis_hash::policy::PolicyConfig) -> Result<Policy, C
 /// with its default value (a test checks that this text parses to the defaults).
 pub fn example() -> String {
     format!(
-        "{EXAMPLE_HEAD}{}{}{EXAMPLE_TOKENS}{EXAMPLE_VERIFIER}{EXAMPLE_TAIL}{}{}{}{}{}",
+        "{EXAMPLE_HEAD}{}{}{EXAMPLE_TOKENS}{EXAMPLE_VERIFIER}{EXAMPLE_TAIL}{}{}{}{}{}{}",
         crate::tls::config::EXAMPLE,
         crate::client_auth::config::EXAMPLE,
         crate::radius::config::EXAMPLE,
         crate::radius::eap::config::EXAMPLE,
+        crate::radius::radsec::config::EXAMPLE,
         crate::radius::acct::config::EXAMPLE,
         crate::audit::EXAMPLE,
         crate::logging::EXAMPLE

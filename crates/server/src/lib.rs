@@ -4,7 +4,9 @@
 //!
 //! Module map:
 //! - [`http`]: the HTTP front door (router, OAuth endpoints, forms, OAuth errors, status).
-//! - [`radius`]: the RADIUS front door (UDP listeners, NAS table, duplicate cache, PAP).
+//! - [`radius`]: the RADIUS front door (UDP listeners, NAS table, duplicate cache, PAP,
+//!   EAP, accounting, and RadSec: RADIUS over TLS).
+//! - [`conn_limit`]: per-source connection limits of the TCP doors (HTTP, RadSec).
 //! - [`config`]: the TOML configuration, its documented example, validation.
 //! - [`tls`]: rustls settings and the certificate / cipher-suite start-up check.
 //! - [`app`]: [`App`], the state shared by all requests, assembled from config + store.
@@ -38,6 +40,7 @@ pub mod cache;
 pub mod client_auth;
 pub mod config;
 pub mod config_error;
+pub mod conn_limit;
 pub mod doctor;
 pub mod health;
 pub mod history;

@@ -28,6 +28,7 @@ use tower::ServiceExt;
 use crate::app::{App, ServerError};
 use crate::client_auth::mtls::ClientCerts;
 use crate::config::Config;
+use crate::conn_limit::PerSource;
 use crate::http::oauth::Peer;
 use crate::keys::unix_now;
 use crate::radius::acct::AcctDoor;
@@ -44,6 +45,8 @@ pub struct Listeners {
     pub radius: Vec<RadiusSocket>,
     /// RADIUS accounting sockets; empty: no accounting.
     pub accounting: Vec<RadiusSocket>,
+    /// RadSec (RADIUS over TLS) listeners; empty: no RadSec.
+    pub radsec: Vec<TcpListener>,
 }
 
 /// Serve `app` on `listeners` until `shutdown` resolves, then drain and return.
@@ -56,6 +59,7 @@ pub async fn run(
         http: listener,
         radius,
         accounting,
+        radsec,
     } = listeners;
     let tls = app
         .tls
@@ -63,24 +67,36 @@ pub async fn run(
         .map(|t| TlsAcceptor::from(Arc::clone(&t.config)));
     let stop = CancellationToken::new();
     let tracker = TaskTracker::new();
-    let radius_stats = if radius.is_empty() && accounting.is_empty() {
+    let radius_stats = if radius.is_empty() && accounting.is_empty() && radsec.is_empty() {
         None
     } else {
         Some(Arc::new(StatsRegistry::default()))
     };
     if let Some(stats) = &radius_stats {
-        if !radius.is_empty() {
-            let front = Radius::new(Arc::clone(&app), Arc::clone(stats)).await?;
-            tracker.spawn(crate::radius::run(front, radius, stop.clone()));
+        // RadSec serves authentication and accounting through the UDP doors' state, so
+        // it needs both doors even when neither listens on UDP.
+        let mut front = None;
+        if !radius.is_empty() || !radsec.is_empty() {
+            let door = Radius::new(Arc::clone(&app), Arc::clone(stats)).await?;
+            tracker.spawn(crate::radius::run(Arc::clone(&door), radius, stop.clone()));
+            front = Some(door);
         }
-        if !accounting.is_empty() {
+        let mut acct = None;
+        if !accounting.is_empty() || !radsec.is_empty() {
             let (door, queue) = AcctDoor::new(Arc::clone(&app), Arc::clone(stats)).await?;
             tracker.spawn(crate::radius::acct::run(
-                door,
+                Arc::clone(&door),
                 queue,
                 accounting,
                 stop.clone(),
             ));
+            acct = Some(door);
+        }
+        if let (Some(front), Some(acct)) = (front, acct)
+            && !radsec.is_empty()
+        {
+            let door = crate::radius::radsec::RadsecDoor::new(front, acct)?;
+            tracker.spawn(crate::radius::radsec::run(door, radsec, stop.clone()));
         }
     }
     let router = crate::http::routes::router(Arc::clone(&app), radius_stats);
@@ -208,52 +224,6 @@ pub async fn run(
     Ok(())
 }
 
-/// Connections held per source address, for `server.max_connections_per_source`. The
-/// table holds only addresses with a connection open, so it is bounded by
-/// `server.max_connections`.
-struct PerSource {
-    limit: usize,
-    open: parking_lot::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>,
-}
-
-/// One counted connection; uncounted when dropped (the connection's task ends).
-struct Held(Arc<PerSource>, std::net::IpAddr);
-
-impl PerSource {
-    fn new(limit: usize) -> Self {
-        PerSource {
-            limit,
-            open: parking_lot::Mutex::new(std::collections::HashMap::new()),
-        }
-    }
-
-    /// Count a new connection from `ip`, unless it already has the limit.
-    fn enter(this: &Arc<Self>, ip: std::net::IpAddr) -> Option<Held> {
-        let mut open = this.open.lock();
-        let n = open.entry(ip).or_insert(0);
-        if *n >= this.limit {
-            if *n == 0 {
-                open.remove(&ip);
-            }
-            return None;
-        }
-        *n += 1;
-        Some(Held(Arc::clone(this), ip))
-    }
-}
-
-impl Drop for Held {
-    fn drop(&mut self) {
-        let mut open = self.0.open.lock();
-        if let Some(n) = open.get_mut(&self.1) {
-            *n -= 1;
-            if *n == 0 {
-                open.remove(&self.1);
-            }
-        }
-    }
-}
-
 /// Once a second: the status page's history sample, and the audit summaries of ended
 /// rate-limit intervals (so a flood's summary appears even after the flood stops).
 async fn every_second(app: Arc<App>, stop: CancellationToken) {
@@ -335,6 +305,8 @@ pub struct Server {
     radius_addrs: Vec<SocketAddr>,
     /// The accounting sockets' addresses (empty: accounting off).
     accounting_addrs: Vec<SocketAddr>,
+    /// The RadSec listeners' addresses (empty: RadSec off).
+    radsec_addrs: Vec<SocketAddr>,
     /// Issuer URL (base URL of the endpoints).
     issuer: String,
     /// The shared state (store access for provisioning, metrics).
@@ -354,6 +326,7 @@ impl Server {
         let addr = listener.local_addr()?;
         let radius = crate::radius::bind(&config.radius)?;
         let accounting = crate::radius::acct::bind(&config.radius)?;
+        let radsec = crate::radius::radsec::bind(&config.radius)?;
         let app = App::new(
             config,
             backend.store(),
@@ -367,6 +340,7 @@ impl Server {
                 http: listener,
                 radius,
                 accounting,
+                radsec,
             },
             app,
         ))
@@ -380,6 +354,11 @@ impl Server {
             .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
         let radius_addrs = crate::radius::addresses(&listeners.radius);
         let accounting_addrs = crate::radius::addresses(&listeners.accounting);
+        let radsec_addrs = listeners
+            .radsec
+            .iter()
+            .filter_map(|l| l.local_addr().ok())
+            .collect();
         let stop = CancellationToken::new();
         let signal = stop.clone();
         let task = tokio::spawn(run(listeners, Arc::clone(&app), async move {
@@ -389,6 +368,7 @@ impl Server {
             addr,
             radius_addrs,
             accounting_addrs,
+            radsec_addrs,
             issuer: app.issuer.clone(),
             app,
             stop,
@@ -409,6 +389,11 @@ impl Server {
     /// The accounting sockets' bound addresses (empty when accounting is off).
     pub fn accounting_addrs(&self) -> &[SocketAddr] {
         &self.accounting_addrs
+    }
+
+    /// The RadSec listeners' bound addresses (empty when RadSec is off).
+    pub fn radsec_addrs(&self) -> &[SocketAddr] {
+        &self.radsec_addrs
     }
 
     /// The issuer URL, e.g. `http://127.0.0.1:41234`; endpoints hang off it.
@@ -552,6 +537,7 @@ mod tests {
                 http: listener,
                 radius: Vec::new(),
                 accounting: Vec::new(),
+                radsec: Vec::new(),
             },
             app,
         );

@@ -739,6 +739,7 @@ pub async fn nas_records(store: &dyn Store) {
         secret_sealed: NasRecord::seal_secret(&master, name, secret).unwrap(),
         require_message_authenticator: true,
         created_at: 1_700_000_200,
+        certificate: None,
     };
     let wifi = nas("conf-nas-wifi", "192.0.2.0/24", b"wifi shared secret");
     let vpn = nas("conf-nas-vpn", "2001:db8:5::7", b"vpn shared secret");
@@ -815,7 +816,61 @@ pub async fn nas_records(store: &dyn Store) {
         Err(StoreError::NotFound(_))
     ));
 
+    nas_certificates(store, &nas).await;
+
     assert!(store.remove_nas("conf-nas-wifi").await.unwrap());
     assert!(!store.remove_nas("conf-nas-wifi").await.unwrap());
     assert!(store.remove_nas("conf-nas-vpn").await.unwrap());
+}
+
+/// RadSec NAS certificates (issue 28): stored with the NAS, set and cleared, and one
+/// certificate names at most one NAS.
+async fn nas_certificates(store: &dyn Store, nas: &dyn Fn(&str, &str, &[u8]) -> NasRecord) {
+    use crate::nas::NasCertificate;
+    let pin = NasCertificate::pin(b"a DER certificate");
+    let mut ap = nas("conf-nas-radsec", "203.0.113.9", b"s");
+    ap.certificate = Some(pin.clone());
+    store.put_nas(&ap).await.unwrap();
+    assert_eq!(store.get_nas("conf-nas-radsec").await.unwrap().unwrap(), ap);
+    let mut twin = nas("conf-nas-twin", "203.0.113.10", b"s");
+    twin.certificate = Some(pin.clone());
+    assert!(
+        matches!(
+            store.put_nas(&twin).await,
+            Err(StoreError::AlreadyExists(_))
+        ),
+        "a certificate names one NAS"
+    );
+    assert!(matches!(
+        store.set_nas_certificate("conf-nas-wifi", Some(&pin)).await,
+        Err(StoreError::AlreadyExists(_))
+    ));
+    let named = NasCertificate::name("AP-17.Example.NET").unwrap();
+    store
+        .set_nas_certificate("conf-nas-wifi", Some(&named))
+        .await
+        .unwrap();
+    let got = store.get_nas("conf-nas-wifi").await.unwrap().unwrap();
+    assert_eq!(
+        got.certificate,
+        Some(NasCertificate::Name("ap-17.example.net".into()))
+    );
+    store
+        .set_nas_certificate("conf-nas-wifi", None)
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .get_nas("conf-nas-wifi")
+            .await
+            .unwrap()
+            .unwrap()
+            .certificate,
+        None
+    );
+    assert!(matches!(
+        store.set_nas_certificate("conf-nas-none", None).await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert!(store.remove_nas("conf-nas-radsec").await.unwrap());
 }

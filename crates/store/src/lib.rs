@@ -58,7 +58,7 @@ pub use accounting::{AcctRecord, AcctSession, SessionQuery};
 pub use backend::Backend;
 pub use datadir::{DEFAULT_DATA_DIR, DataDir, Secrets, generate_client_secret};
 pub use error::StoreError;
-pub use nas::NasRecord;
+pub use nas::{NasCertificate, NasRecord};
 pub use nonce::{MemoryNonceStore, NonceStore};
 pub use postgres::PgStore;
 pub use record::{

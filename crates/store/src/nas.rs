@@ -11,6 +11,11 @@
 //! NASes with the same CIDR are refused (the column is unique), overlapping ones are fine
 //! (e.g. a /24 for a site and a /32 for one controller in it with its own secret).
 //!
+//! A NAS that speaks RadSec (RADIUS over TLS, RFC 6614) is also named by its TLS client
+//! certificate ([`NasCertificate`]): pinned by SHA-256 fingerprint, or matched by name
+//! (a subjectAltName dNSName, else the subject commonName) so a renewed certificate from
+//! the same CA keeps working. One certificate names at most one NAS (the column is unique).
+//!
 //! The statements are written once, with `$n` parameters in ascending order of appearance
 //! (SQLite numbers named parameters by first appearance, PostgreSQL by their digits, so
 //! the two agree), and expanded for each backend's pool by [`nas_queries`].
@@ -52,6 +57,96 @@ pub struct NasRecord {
     pub require_message_authenticator: bool,
     /// When it was added (unix seconds).
     pub created_at: i64,
+    /// The TLS client certificate that names it on the RadSec door (none: UDP only).
+    pub certificate: Option<NasCertificate>,
+}
+
+/// How a RadSec NAS's client certificate (already chained to the configured CA) is
+/// recognised as this NAS.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NasCertificate {
+    /// SHA-256 of the leaf certificate's DER: exactly that certificate.
+    Sha256([u8; 32]),
+    /// A dNSName of the leaf's subjectAltName equal to this (ASCII case-insensitive);
+    /// without a subjectAltName, the subject commonName.
+    Name(String),
+}
+
+/// Longest certificate name accepted (a DNS name's limit).
+pub const MAX_NAS_CERTIFICATE_NAME: usize = 253;
+
+impl NasCertificate {
+    /// The pin of a DER certificate.
+    pub fn pin(der: &[u8]) -> NasCertificate {
+        use sha2::Digest as _;
+        NasCertificate::Sha256(sha2::Sha256::digest(der).into())
+    }
+
+    /// A name to match (1-253 printable ASCII characters, no spaces).
+    pub fn name(name: &str) -> Result<NasCertificate, StoreError> {
+        if name.is_empty()
+            || name.len() > MAX_NAS_CERTIFICATE_NAME
+            || !name.chars().all(|c| c.is_ascii_graphic())
+        {
+            return Err(StoreError::invalid(format!(
+                "a NAS certificate name must be 1-{MAX_NAS_CERTIFICATE_NAME} printable ASCII \
+                 characters without spaces"
+            )));
+        }
+        Ok(NasCertificate::Name(name.to_ascii_lowercase()))
+    }
+
+    /// Whether a leaf certificate with this DER, SHA-256 and these names is this NAS's:
+    /// `dns_names` are its subjectAltName dNSNames, `common_name` its subject CN (only
+    /// consulted when it has no dNSName, as RFC 6125 §6.4.4 asks).
+    pub fn matches(
+        &self,
+        sha256: &[u8; 32],
+        dns_names: &[String],
+        common_name: Option<&str>,
+    ) -> bool {
+        match self {
+            NasCertificate::Sha256(pin) => {
+                subtle::ConstantTimeEq::ct_eq(&pin[..], &sha256[..]).into()
+            }
+            NasCertificate::Name(want) => {
+                if dns_names.is_empty() {
+                    common_name.is_some_and(|cn| cn.eq_ignore_ascii_case(want))
+                } else {
+                    dns_names.iter().any(|d| d.eq_ignore_ascii_case(want))
+                }
+            }
+        }
+    }
+}
+
+impl fmt::Display for NasCertificate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NasCertificate::Sha256(d) => write!(f, "sha256:{}", hex::encode(d)),
+            NasCertificate::Name(n) => write!(f, "name:{n}"),
+        }
+    }
+}
+
+impl FromStr for NasCertificate {
+    type Err = StoreError;
+
+    /// `sha256:<64 hex digits>` or `name:<dns name or CN>` (the stored form).
+    fn from_str(s: &str) -> Result<Self, StoreError> {
+        if let Some(h) = s.strip_prefix("sha256:") {
+            let mut d = [0u8; 32];
+            hex::decode_to_slice(h, &mut d)
+                .map_err(|_| StoreError::invalid("sha256: needs 64 hex digits"))?;
+            return Ok(NasCertificate::Sha256(d));
+        }
+        if let Some(n) = s.strip_prefix("name:") {
+            return NasCertificate::name(n);
+        }
+        Err(StoreError::invalid(
+            "a NAS certificate is sha256:<64 hex digits> or name:<name>",
+        ))
+    }
 }
 
 impl fmt::Debug for NasRecord {
@@ -65,6 +160,7 @@ impl fmt::Debug for NasRecord {
                 &self.require_message_authenticator,
             )
             .field("created_at", &self.created_at)
+            .field("certificate", &self.certificate)
             .finish()
     }
 }
@@ -147,14 +243,19 @@ pub fn generate_nas_secret() -> Result<Zeroizing<String>, StoreError> {
 }
 
 /// Row shape shared by both backends.
-pub(crate) type NasRow = (String, String, Vec<u8>, bool, i64);
+pub(crate) type NasRow = (String, String, Vec<u8>, bool, i64, Option<String>);
 
 pub(crate) const NAS_COLUMNS: &str =
-    "name, cidr, secret_sealed, require_message_authenticator, created_at";
+    "name, cidr, secret_sealed, require_message_authenticator, created_at, certificate";
 
 pub(crate) fn nas_from_row(row: NasRow) -> Result<NasRecord, StoreError> {
-    let (name, cidr, secret_sealed, require_message_authenticator, created_at) = row;
+    let (name, cidr, secret_sealed, require_message_authenticator, created_at, certificate) = row;
+    let certificate = certificate
+        .map(|c| NasCertificate::from_str(&c))
+        .transpose()
+        .map_err(|_| crate::rows::corrupt(&format!("NAS \"{name}\" certificate")))?;
     Ok(NasRecord {
+        certificate,
         cidr: IpPrefix::from_str(&cidr)
             .map_err(|_| crate::rows::corrupt(&format!("NAS \"{name}\" CIDR")))?,
         name,
@@ -175,7 +276,27 @@ pub(crate) fn nas_insert_error(e: sqlx::Error, nas: &NasRecord) -> StoreError {
     if cidr_taken {
         return StoreError::AlreadyExists(format!("a NAS for {}", nas.cidr));
     }
+    if is_certificate_taken(&e) {
+        return certificate_taken();
+    }
     crate::rows::insert_error(e, || nas_label(&nas.name))
+}
+
+fn is_certificate_taken(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(db)
+        if db.is_unique_violation() && db.message().contains("certificate"))
+}
+
+fn certificate_taken() -> StoreError {
+    StoreError::AlreadyExists("a NAS with that certificate".into())
+}
+
+/// An update of the certificate column failed.
+pub(crate) fn nas_certificate_error(e: sqlx::Error) -> StoreError {
+    if is_certificate_taken(&e) {
+        return certificate_taken();
+    }
+    crate::rows::backend(e)
 }
 
 /// The NAS statements for one backend's pool type, as free functions that the backend's
@@ -184,20 +305,22 @@ macro_rules! nas_queries {
     ($pool:ty) => {
         use $crate::error::StoreError;
         use $crate::nas::{
-            NAS_COLUMNS, NasRecord, NasRow, nas_from_row, nas_insert_error, nas_label,
+            NAS_COLUMNS, NasCertificate, NasRecord, NasRow, nas_certificate_error, nas_from_row,
+            nas_insert_error, nas_label,
         };
         use $crate::rows::backend;
 
         pub(crate) async fn put(pool: &$pool, nas: &NasRecord) -> Result<(), StoreError> {
             nas.validate()?;
             sqlx::query(&format!(
-                "INSERT INTO nas ({NAS_COLUMNS}) VALUES ($1, $2, $3, $4, $5)"
+                "INSERT INTO nas ({NAS_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)"
             ))
             .bind(&nas.name)
             .bind(nas.cidr.to_string())
             .bind(&nas.secret_sealed)
             .bind(nas.require_message_authenticator)
             .bind(nas.created_at)
+            .bind(nas.certificate.as_ref().map(ToString::to_string))
             .execute(pool)
             .await
             .map_err(|e| nas_insert_error(e, nas))?;
@@ -269,6 +392,23 @@ macro_rules! nas_queries {
             }
             Ok(())
         }
+
+        pub(crate) async fn set_certificate(
+            pool: &$pool,
+            name: &str,
+            certificate: Option<&NasCertificate>,
+        ) -> Result<(), StoreError> {
+            let done = sqlx::query("UPDATE nas SET certificate = $1 WHERE name = $2")
+                .bind(certificate.map(ToString::to_string))
+                .bind(name)
+                .execute(pool)
+                .await
+                .map_err(nas_certificate_error)?;
+            if done.rows_affected() == 0 {
+                return Err(StoreError::NotFound(nas_label(name)));
+            }
+            Ok(())
+        }
     };
 }
 
@@ -280,4 +420,35 @@ pub(crate) mod sqlite {
 /// The statements on PostgreSQL.
 pub(crate) mod postgres {
     nas_queries!(sqlx::PgPool);
+}
+
+#[cfg(test)]
+mod certificate_tests {
+    use super::*;
+
+    #[test]
+    fn issue_28_certificate_forms_round_trip_and_match() {
+        let pin = NasCertificate::pin(b"der");
+        let text = pin.to_string();
+        assert!(text.starts_with("sha256:") && text.len() == 7 + 64);
+        assert_eq!(NasCertificate::from_str(&text).unwrap(), pin);
+        let NasCertificate::Sha256(d) = pin else {
+            panic!("a pin")
+        };
+        assert!(pin.matches(&d, &[], None));
+        assert!(!pin.matches(&[0; 32], &[], None));
+
+        let name = NasCertificate::from_str("name:AP1.example.org").unwrap();
+        assert_eq!(name.to_string(), "name:ap1.example.org");
+        let dns = vec!["other.example.org".to_owned(), "ap1.EXAMPLE.org".to_owned()];
+        assert!(name.matches(&[0; 32], &dns, None));
+        assert!(name.matches(&[0; 32], &[], Some("AP1.example.org")));
+        assert!(
+            !name.matches(&[0; 32], &dns[..1], Some("ap1.example.org")),
+            "the CN counts only without dNSNames"
+        );
+        for bad in ["", "sha256:12", "name:", "name:a b", "md5:00"] {
+            assert!(NasCertificate::from_str(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -409,6 +409,14 @@ macro_rules! identity_store {
                 crate::nas::$nas::set_require_message_authenticator(&self.pool, name, require).await
             }
 
+            async fn set_nas_certificate(
+                &self,
+                name: &str,
+                certificate: Option<&crate::nas::NasCertificate>,
+            ) -> Result<(), StoreError> {
+                crate::nas::$nas::set_certificate(&self.pool, name, certificate).await
+            }
+
             async fn append_accounting(
                 &self,
                 records: &[crate::accounting::AcctRecord],

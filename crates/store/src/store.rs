@@ -128,6 +128,14 @@ pub trait Store: CredentialSource {
         name: &str,
         require: bool,
     ) -> Result<(), StoreError>;
+    /// Name the NAS by this RadSec client certificate (`None`: no longer);
+    /// [`StoreError::NotFound`] if there is no such NAS, [`StoreError::AlreadyExists`] if
+    /// another NAS has it.
+    async fn set_nas_certificate(
+        &self,
+        name: &str,
+        certificate: Option<&crate::nas::NasCertificate>,
+    ) -> Result<(), StoreError>;
 
     // ---- RADIUS accounting (issue 28) ----
 

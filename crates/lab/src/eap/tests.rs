@@ -142,6 +142,8 @@ fn driver(addr: SocketAddr) -> EapDriver {
             require_message_authenticator: true,
             nas_identifier: "lab-ap".into(),
             accounting: false,
+            accounting_on: false,
+            radsec: None,
         },
     )
 }

@@ -169,7 +169,7 @@ pub enum DriverSpec {
         /// Request path.
         path: String,
     },
-    /// RADIUS PAP Access-Requests (RFC 2865) over UDP.
+    /// RADIUS PAP Access-Requests (RFC 2865) over UDP, or RadSec.
     Radius(RadiusSpec),
 }
 
@@ -188,6 +188,11 @@ pub struct RadiusSpec {
     pub nas_identifier: String,
     /// Accounting-Requests (Start, Interim-Update, Stop) instead of PAP.
     pub accounting: bool,
+    /// With `accounting`: Accounting-On storms instead of sessions.
+    pub accounting_on: bool,
+    /// RadSec (RADIUS over TLS) instead of UDP: the client TLS settings, paths resolved
+    /// (checked when the scenario was validated; the driver builds them again).
+    pub radsec: Option<crate::tls::RawTls>,
 }
 
 impl std::fmt::Debug for RadiusSpec {
@@ -202,6 +207,8 @@ impl std::fmt::Debug for RadiusSpec {
             )
             .field("nas_identifier", &self.nas_identifier)
             .field("accounting", &self.accounting)
+            .field("accounting_on", &self.accounting_on)
+            .field("radsec", &self.radsec.is_some())
             .finish()
     }
 }

@@ -148,6 +148,15 @@ pub struct RawDriver {
     /// Interim-Update, Stop in turn) to an accounting port instead of PAP requests.
     #[serde(default)]
     pub accounting: Option<bool>,
+    /// `radius` with `accounting`: every request is an Accounting-On (the NAS restarted:
+    /// "close all my sessions"), as every access point sends after a controller reboot.
+    #[serde(default)]
+    pub accounting_on: Option<bool>,
+    /// `radius`: RadSec (RADIUS over TLS, RFC 6614) instead of UDP: `{ ca, cert, key,
+    /// server_name, versions }`, the NAS's client certificate and the CA of the server's.
+    /// The shared secret is then "radsec" unless `secret`/`secret_env` say otherwise.
+    #[serde(default)]
+    pub radsec: Option<crate::tls::RawTls>,
     /// `radius`: 802.1X logins (EAP-TLS or EAP-TTLS/PAP) instead of PAP requests, for
     /// every group (a group's own `eap` overrides it key by key).
     #[serde(default)]

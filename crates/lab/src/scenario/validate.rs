@@ -32,7 +32,11 @@ fn target_has_client_cert(raw: &RawScenario, https: bool) -> bool {
             .all(|g| has(&g.tls) || (g.tls.is_none() && has(&raw.target.tls)))
 }
 
-fn radius_spec(d: &raw::RawDriver) -> Result<RadiusSpec, LabError> {
+fn radius_spec(
+    d: &raw::RawDriver,
+    host: &str,
+    resolve: &dyn Fn(&str) -> PathBuf,
+) -> Result<RadiusSpec, LabError> {
     if d.grant.is_some()
         || d.client_auth.is_some()
         || d.scope.is_some()
@@ -50,6 +54,8 @@ fn radius_spec(d: &raw::RawDriver) -> Result<RadiusSpec, LabError> {
         (None, Some(var)) => std::env::var(var)
             .map_err(|_| bad(format!("driver.secret_env: ${var} is not set")))?
             .into_bytes(),
+        // RFC 6614 §2.3: over TLS the shared secret is "radsec".
+        (None, None) if d.radsec.is_some() => b"radsec".to_vec(),
         (None, None) => return Err(bad("driver: kind = \"radius\" needs secret or secret_env")),
         (Some(_), Some(_)) => return Err(bad("driver: give secret or secret_env, not both")),
     };
@@ -78,6 +84,37 @@ fn radius_spec(d: &raw::RawDriver) -> Result<RadiusSpec, LabError> {
         require_message_authenticator: d.require_message_authenticator.unwrap_or(true),
         nas_identifier,
         accounting: d.accounting.unwrap_or(false),
+        accounting_on: match (d.accounting_on, d.accounting) {
+            (Some(true), Some(true)) => true,
+            (Some(true), _) => return Err(bad("driver.accounting_on needs accounting = true")),
+            _ => false,
+        },
+        radsec: match &d.radsec {
+            Some(t) => {
+                if t.cert.is_none() || t.key.is_none() {
+                    return Err(bad(
+                        "driver.radsec needs cert and key: a RadSec NAS proves who it is with \
+                         a client certificate",
+                    ));
+                }
+                let abs = |p: &Option<String>| {
+                    p.as_ref()
+                        .map(|p| resolve(p).to_string_lossy().into_owned())
+                };
+                let t = crate::tls::RawTls {
+                    ca: abs(&t.ca),
+                    cert: abs(&t.cert),
+                    key: abs(&t.key),
+                    server_name: t.server_name.clone(),
+                    versions: t.versions.clone(),
+                };
+                // Built now so a bad file is a scenario error; the driver builds it again.
+                crate::tls::TlsSpec::from_raw(&t, host, &|p| PathBuf::from(p))
+                    .map_err(|e| bad(format!("driver.radsec: {e}")))?;
+                Some(t)
+            }
+            None => None,
+        },
     })
 }
 
@@ -350,7 +387,7 @@ impl Scenario {
                 }
                 DriverSpec::HttpGet { path }
             }
-            "radius" => DriverSpec::Radius(radius_spec(d)?),
+            "radius" => DriverSpec::Radius(radius_spec(d, &target.host, &resolve_str)?),
             k => return Err(bad(format!("driver.kind: unknown driver {k:?}"))),
         };
 

@@ -31,6 +31,9 @@ pub(super) fn check(config: &Config, out: &mut Vec<Finding>) {
     if let Some(eap) = &config.radius.eap {
         private_file("radius.eap key", &eap.key, false, me, out);
     }
+    if let Some(r) = &config.radius.radsec {
+        private_file("radius.radsec key", &r.key, false, me, out);
+    }
 }
 
 /// The owner check: a file owned by someone else is readable by this process only

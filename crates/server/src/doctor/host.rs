@@ -15,7 +15,7 @@ use crate::tls::TlsSettings;
 const EXPIRY_WARN_SECS: i64 = 14 * 24 * 3600;
 
 pub(super) fn check(config: &Config, out: &mut Vec<Finding>) {
-    listen_tcp(config.http, out);
+    listen_tcp("http", config.http, out);
     for a in &config.radius.listen {
         listen_udp(*a, out);
     }
@@ -31,6 +31,19 @@ pub(super) fn check(config: &Config, out: &mut Vec<Finding>) {
             ..TlsSettings::new(eap.cert.clone(), eap.key.clone())
         };
         certificate("radius.eap", &settings, out);
+    }
+    for a in &config.radius.radsec_listen {
+        listen_tcp("radsec", *a, out);
+    }
+    if let Some(r) = &config.radius.radsec {
+        let settings = TlsSettings {
+            versions: r.versions.clone(),
+            cipher_suites: r.cipher_suites.clone(),
+            // The NAS CA is checked when RadSec starts; the fit is about the server's.
+            client_ca: None,
+            ..TlsSettings::new(r.cert.clone(), r.key.clone())
+        };
+        certificate("radius.radsec", &settings, out);
     }
     kernels(out);
 }
@@ -64,10 +77,10 @@ fn bind_problem(what: &str, addr: SocketAddr, e: &std::io::Error) -> Finding {
     }
 }
 
-fn listen_tcp(addr: SocketAddr, out: &mut Vec<Finding>) {
+fn listen_tcp(what: &str, addr: SocketAddr, out: &mut Vec<Finding>) {
     out.push(match std::net::TcpListener::bind(addr) {
-        Ok(_) => Finding::new(Level::Ok, "listen", format!("http {addr} can be bound")),
-        Err(e) => bind_problem("http", addr, &e),
+        Ok(_) => Finding::new(Level::Ok, "listen", format!("{what} {addr} can be bound")),
+        Err(e) => bind_problem(what, addr, &e),
     });
 }
 

@@ -17,6 +17,8 @@ pub struct FileRadius {
     pub listen: Vec<String>,
     /// UDP addresses to serve accounting on (issue 28).
     pub accounting_listen: Vec<String>,
+    /// TCP addresses of the RadSec door (RADIUS over TLS, issue 28).
+    pub radsec_listen: Vec<String>,
     /// Minimum delay before an Access-Reject, in milliseconds.
     pub reject_delay_ms: u64,
     /// Random extra delay added to each reject, up to this many milliseconds.
@@ -33,6 +35,8 @@ pub struct FileRadius {
     pub nas_refresh_secs: u64,
     /// `[radius.eap]`: 802.1X.
     pub eap: super::eap::config::FileEap,
+    /// `[radius.radsec]`: RADIUS over TLS.
+    pub radsec: super::radsec::config::FileRadsec,
 }
 
 impl Default for FileRadius {
@@ -40,6 +44,7 @@ impl Default for FileRadius {
         FileRadius {
             listen: Vec::new(),
             accounting_listen: Vec::new(),
+            radsec_listen: Vec::new(),
             reject_delay_ms: 1000,
             reject_jitter_ms: 500,
             answer_timeout_ms: 3000,
@@ -48,6 +53,7 @@ impl Default for FileRadius {
             receive_queue: 4096,
             nas_refresh_secs: 5,
             eap: super::eap::config::FileEap::default(),
+            radsec: super::radsec::config::FileRadsec::default(),
         }
     }
 }
@@ -60,6 +66,9 @@ pub struct RadiusConfig {
     /// UDP addresses of the accounting door (`serve --radius-accounting ADDR` replaces
     /// them); empty: no accounting. Same NAS table and secrets as `listen`.
     pub accounting_listen: Vec<SocketAddr>,
+    /// TCP addresses of the RadSec door (`serve --radsec ADDR` replaces them); empty: no
+    /// RadSec. Same NAS table; NASes are named by their client certificates.
+    pub radsec_listen: Vec<SocketAddr>,
     /// Minimum delay before an Access-Reject: a timer, never a thread.
     pub reject_delay: Duration,
     /// Uniform random extra delay on top of `reject_delay`.
@@ -77,6 +86,9 @@ pub struct RadiusConfig {
     pub nas_refresh: Duration,
     /// 802.1X, when configured.
     pub eap: Option<super::eap::config::EapConfig>,
+    /// RadSec's certificate, CA and bounds (present exactly when `radsec_listen` is not
+    /// empty, unless `serve --radsec` adds addresses later, which checks again).
+    pub radsec: Option<super::radsec::config::RadsecConfig>,
 }
 
 impl Default for RadiusConfig {
@@ -100,6 +112,13 @@ impl RadiusConfig {
             return Err(invalid(format!(
                 "{both} is in both radius.listen and radius.accounting_listen"
             )));
+        }
+        let radsec_listen = addresses("radius.radsec_listen", &f.radsec_listen, 2083)?;
+        let radsec = super::radsec::config::RadsecConfig::from_file(f.radsec)?;
+        if !radsec_listen.is_empty() && radsec.is_none() {
+            return Err(invalid(
+                "radius.radsec_listen needs [radius.radsec] cert, key and client_ca",
+            ));
         }
         if f.reject_delay_ms > 10_000 || f.reject_jitter_ms > 10_000 {
             return Err(invalid(
@@ -140,6 +159,7 @@ impl RadiusConfig {
         Ok(RadiusConfig {
             listen,
             accounting_listen,
+            radsec_listen,
             reject_delay: Duration::from_millis(f.reject_delay_ms),
             reject_jitter: Duration::from_millis(f.reject_jitter_ms),
             answer_timeout: Duration::from_millis(f.answer_timeout_ms),
@@ -148,6 +168,7 @@ impl RadiusConfig {
             receive_queue: f.receive_queue,
             nas_refresh: Duration::from_secs(f.nas_refresh_secs),
             eap: super::eap::config::EapConfig::from_file(f.eap)?,
+            radsec,
         })
     }
 }
@@ -183,6 +204,10 @@ listen = []
 # ADDR` (repeatable) replaces this list. Records are acknowledged only once durable; see
 # [accounting] below.
 accounting_listen = []
+# TCP addresses of the RadSec door (RADIUS over TLS, RFC 6614, usually port 2083); empty:
+# no RadSec. Needs [radius.radsec] (certificate, NAS CA); `portcullis serve --radsec ADDR`
+# (repeatable) replaces this list.
+radsec_listen = []
 # Access-Rejects are sent no earlier than this many milliseconds after the request
 # arrived, plus a random 0..reject_jitter_ms (a timer: no thread waits). Slows online
 # guessing through a NAS (draft-ietf-radext-deprecating-radius asks for about 1 s).
@@ -248,6 +273,8 @@ mod tests {
             ("duplicate_cache_entries = 0", "duplicate_cache_entries"),
             ("receive_queue = 0", "receive_queue"),
             ("nas_refresh_secs = 0", "nas_refresh_secs"),
+            ("radsec_listen = [\"127.0.0.1:2083\"]", "[radius.radsec]"),
+            ("radsec_listen = [\"127.0.0.1\"]", "radius.radsec_listen"),
             ("reject_delay_ms = 20000", "reject_delay_ms"),
             ("bogus = 1", "bogus"),
         ] {

@@ -1,6 +1,7 @@
 //! One request's task: decide the answer (through the core for PAP), wait out the reject
-//! delay on a timer, record the reply for duplicates, send it to the request's own source
-//! from the address it arrived on.
+//! delay on a timer, record the reply for duplicates, send it back the way the request
+//! came ([`super::reply::ReplyPath`]: its UDP source from the address it arrived on, or
+//! its RadSec connection).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,7 +12,6 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use super::Radius;
 use super::nas::{DropReason, Nas};
-use super::socket::RadiusSocket;
 use super::verdict::{Request, Verdict, reject};
 
 /// Longest Calling-Station-Id kept as the station key (MAC addresses, phone numbers and
@@ -23,12 +23,7 @@ const UNSUPPORTED_LOG_EVERY: Duration = Duration::from_secs(60);
 /// Answer one request. `permit` bounds requests being verified; it is released once the
 /// verdict is known, and a reply that must wait out a reject delay takes a `delayed`
 /// permit instead.
-pub(super) async fn answer(
-    radius: Arc<Radius>,
-    sock: Arc<RadiusSocket>,
-    req: Request,
-    permit: OwnedSemaphorePermit,
-) {
+pub(super) async fn answer(radius: Arc<Radius>, req: Request, permit: OwnedSemaphorePermit) {
     // Parsed in the receive loop already; a failure here cannot happen, but is a drop.
     let Ok(packet) = Packet::parse(&req.data) else {
         return drop_request(&radius, &req, DropReason::Malformed);
@@ -54,13 +49,13 @@ pub(super) async fn answer(
             return drop_request(&radius, &req, DropReason::Overload);
         };
         tokio::time::sleep_until(not_before.into()).await;
-        send(&radius, &sock, &req, code, reply).await;
+        send(&radius, req, code, reply).await;
     } else {
-        send(&radius, &sock, &req, code, reply).await;
+        send(&radius, req, code, reply).await;
     }
 }
 
-async fn send(radius: &Radius, sock: &RadiusSocket, req: &Request, code: Code, reply: Arc<[u8]>) {
+async fn send(radius: &Radius, req: Request, code: Code, reply: Arc<[u8]>) {
     // Recorded before sending, so a retransmission that races the reply finds it.
     radius.dedup.lock().complete(&req.key, Arc::clone(&reply));
     match code {
@@ -68,7 +63,7 @@ async fn send(radius: &Radius, sock: &RadiusSocket, req: &Request, code: Code, r
         Code::AccessReject => req.nas.stats.reject(),
         _ => {}
     }
-    if let Err(e) = sock.send(&reply, req.peer, req.local).await {
+    if let Err(e) = req.path.send(reply).await {
         tracing::debug!(peer = %req.peer, nas = %req.nas.name, "sending a RADIUS reply failed: {e}");
     }
 }

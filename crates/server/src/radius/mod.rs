@@ -33,6 +33,8 @@ pub mod dedup;
 pub mod eap;
 mod handle;
 pub mod nas;
+pub mod radsec;
+mod reply;
 pub mod socket;
 mod verdict;
 
@@ -57,7 +59,8 @@ pub use socket::RadiusSocket;
 
 use crate::app::App;
 use dedup::{DuplicateCache, RequestKey, Seen};
-use nas::{DropReason, NasStats, NasTable, StatsRegistry, UNKNOWN_NAS};
+use nas::{DropReason, Nas, NasStats, NasTable, StatsRegistry, UNKNOWN_NAS};
+use reply::ReplyPath;
 use socket::Received;
 
 /// Bind every configured RADIUS address (none: RADIUS is off).
@@ -220,12 +223,35 @@ impl Radius {
             return;
         };
         nas.stats.request();
-        let name = Some(nas.name.as_str());
         if got.truncated {
             nas.stats.dropped(DropReason::Malformed);
+            let name = Some(nas.name.as_str());
             self.audit_door(peer, name, None, AuditOutcome::Dropped, "malformed");
             return;
         }
+        let path = ReplyPath::Udp {
+            sock: Arc::clone(sock),
+            peer: got.peer,
+            local: got.local,
+        };
+        self.admit(nas, data, got.peer, path, arrived, tracker);
+    }
+
+    /// The checks every request of a known NAS passes, whatever its transport (the UDP
+    /// receive loop above, a RadSec connection): well-formed, a code this door serves, a
+    /// good Message-Authenticator, not a copy of one in progress, room in the bound. A
+    /// new request gets a task of its own that answers through `path`.
+    pub(crate) fn admit(
+        self: &Arc<Self>,
+        nas: &Arc<Nas>,
+        data: &[u8],
+        from: SocketAddr,
+        path: ReplyPath,
+        arrived: Instant,
+        tracker: &TaskTracker,
+    ) {
+        let peer = from.ip();
+        let name = Some(nas.name.as_str());
         let Ok(packet) = Packet::parse(data) else {
             nas.stats.dropped(DropReason::Malformed);
             self.audit_door(peer, name, None, AuditOutcome::Dropped, "malformed");
@@ -250,7 +276,7 @@ impl Radius {
             }
         }
         let key = RequestKey {
-            peer: got.peer,
+            peer: from,
             identifier: packet.identifier,
             authenticator: packet.authenticator,
         };
@@ -265,10 +291,9 @@ impl Radius {
             Seen::Answered(reply) => {
                 nas.stats.duplicate();
                 self.audit_door(peer, name, user, AuditOutcome::Duplicate, "answered_again");
-                let sock = Arc::clone(sock);
                 tracker.spawn(async move {
-                    if let Err(e) = sock.send(&reply, got.peer, got.local).await {
-                        tracing::debug!(peer = %got.peer, "resending a RADIUS reply failed: {e}");
+                    if let Err(e) = path.send(reply).await {
+                        tracing::debug!(peer = %from, "resending a RADIUS reply failed: {e}");
                     }
                 });
                 return;
@@ -288,19 +313,14 @@ impl Radius {
         };
         let request = verdict::Request {
             data: data.to_vec(),
-            peer: got.peer,
-            local: got.local,
+            peer: from,
+            path,
             key,
             arrived,
             nas: Arc::clone(nas),
             request_id: portcullis_core::audit::request_id(),
         };
-        tracker.spawn(handle::answer(
-            Arc::clone(self),
-            Arc::clone(sock),
-            request,
-            permit,
-        ));
+        tracker.spawn(handle::answer(Arc::clone(self), request, permit));
     }
 }
 

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use metrics::Counter;
 use parking_lot::Mutex;
 use portcullis_core::IpPrefix;
-use portcullis_store::{MasterKey, Store, StoreError};
+use portcullis_store::{MasterKey, NasCertificate, Store, StoreError};
 use zeroize::Zeroizing;
 
 /// Label used for sources that match no NAS.
@@ -153,6 +153,8 @@ pub struct Nas {
     pub require_message_authenticator: bool,
     /// Its counters (shared with earlier and later snapshots).
     pub stats: Arc<NasStats>,
+    /// The RadSec client certificate that names it (none: UDP only).
+    pub certificate: Option<NasCertificate>,
 }
 
 impl fmt::Debug for Nas {
@@ -174,7 +176,25 @@ impl Nas {
     pub fn secret(&self) -> &[u8] {
         &self.secret
     }
+
+    /// This NAS as its RadSec connections see it (RFC 6614 §2.3): the shared secret is
+    /// the fixed "radsec" (TLS, not the secret, protects the packets), and an
+    /// Access-Request without Message-Authenticator is fine (BlastRADIUS forges UDP
+    /// replies, not replies inside TLS); name, counters and certificate are the NAS's.
+    pub fn over_radsec(&self) -> Nas {
+        Nas {
+            name: self.name.clone(),
+            cidr: self.cidr,
+            secret: Zeroizing::new(RADSEC_SECRET.to_vec()),
+            require_message_authenticator: false,
+            stats: Arc::clone(&self.stats),
+            certificate: self.certificate.clone(),
+        }
+    }
 }
+
+/// The shared secret of RADIUS over TLS (RFC 6614 §2.3).
+pub const RADSEC_SECRET: &[u8] = b"radsec";
 
 /// Counters by NAS name, surviving table reloads.
 #[derive(Debug, Default)]
@@ -252,6 +272,7 @@ impl NasTable {
                     cidr: r.cidr,
                     secret,
                     require_message_authenticator: r.require_message_authenticator,
+                    certificate: r.certificate,
                 })),
                 Err(e) => {
                     if !previous.is_some_and(|p| p.unreadable.contains(&r.name)) {
@@ -275,6 +296,21 @@ impl NasTable {
     /// The NAS a datagram from `source` belongs to: the most specific match.
     pub fn lookup(&self, source: IpAddr) -> Option<&Arc<Nas>> {
         self.entries.iter().find(|n| n.cidr.contains(source))
+    }
+
+    /// The NASes a RadSec client certificate names (its chain already verified): those
+    /// whose registered certificate matches the leaf's SHA-256 or names, most specific
+    /// CIDR first. Certificates are unique in the store, so one pin names one NAS; a name
+    /// and a pin may both match the same certificate.
+    pub fn by_certificate<'a>(
+        &'a self,
+        leaf: &'a super::radsec::tls::LeafNames,
+    ) -> impl Iterator<Item = &'a Arc<Nas>> + 'a {
+        self.entries.iter().filter(move |n| {
+            n.certificate.as_ref().is_some_and(|c| {
+                c.matches(&leaf.sha256, &leaf.dns_names, leaf.common_name.as_deref())
+            })
+        })
     }
 
     /// How many NASes are usable.

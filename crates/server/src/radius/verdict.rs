@@ -2,7 +2,7 @@
 //! and the 802.1X door (`eap`): the request that passed the receive loop's checks, the
 //! verdict, and the reject with its delay.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -12,15 +12,16 @@ use rand::Rng;
 use super::Radius;
 use super::dedup::RequestKey;
 use super::nas::{DropReason, Nas};
+use super::reply::ReplyPath;
 
 /// A request that passed the receive loop's checks.
 pub(crate) struct Request {
-    /// The datagram (at most 4096 octets).
+    /// The packet (at most 4096 octets).
     pub data: Vec<u8>,
-    /// Where it came from: the reply goes there.
+    /// Where it came from (the NAS's address: the core's source, the audit's client).
     pub peer: SocketAddr,
-    /// Which of our addresses it was sent to: the reply comes from there.
-    pub local: Option<IpAddr>,
+    /// Where the reply goes (the UDP socket and addresses, or the RadSec connection).
+    pub path: ReplyPath,
     /// Its duplicate-detection key.
     pub key: RequestKey,
     /// When it was received (the reject delay and the core's deadline count from here).

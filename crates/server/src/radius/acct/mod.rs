@@ -29,7 +29,7 @@ pub mod config;
 pub mod stats;
 mod writer;
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -43,7 +43,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::dedup::{DuplicateCache, RequestKey, Seen};
-use super::nas::{NasTable, StatsRegistry, UNKNOWN_NAS};
+use super::nas::{Nas, NasTable, StatsRegistry, UNKNOWN_NAS};
+use super::reply::ReplyPath;
 use super::socket::{RadiusSocket, Received};
 use crate::app::App;
 use crate::keys::unix_now;
@@ -66,12 +67,10 @@ pub(crate) struct Reply {
     /// The Accounting-Response, built in the receive loop (it does not depend on the
     /// store's answer: a duplicate is acknowledged like a new record).
     bytes: Arc<[u8]>,
-    /// The socket it arrived on: the reply leaves from there.
-    sock: Arc<RadiusSocket>,
-    /// Where it came from: the reply goes there.
+    /// Where the reply goes (UDP, or the RadSec connection it was read from).
+    path: ReplyPath,
+    /// Where it came from (logs).
     peer: SocketAddr,
-    /// The local address it was sent to: the reply comes from there.
-    local: Option<IpAddr>,
     /// Its duplicate-cache key (completed after the commit, forgotten if it fails).
     key: RequestKey,
     /// Its status type, for the per-status counters.
@@ -170,6 +169,28 @@ impl AcctDoor {
             stats.dropped(AcctDrop::Malformed);
             return;
         }
+        let path = ReplyPath::Udp {
+            sock: Arc::clone(sock),
+            peer: got.peer,
+            local: got.local,
+        };
+        self.admit(nas, data, got.peer, path, arrived, tracker);
+    }
+
+    /// The checks every Accounting-Request of a known NAS passes, whatever its transport
+    /// (the UDP receive loop above, a RadSec connection, which counted the request
+    /// already): the RFC 2866 authenticator, the typed record, the duplicate cache; then
+    /// the bounded queue to the writer, which answers through `path` after the commit.
+    pub(crate) fn admit(
+        &self,
+        nas: &Nas,
+        data: &[u8],
+        from: SocketAddr,
+        path: ReplyPath,
+        arrived: Instant,
+        tracker: &TaskTracker,
+    ) {
+        let stats = self.stats.nas(&nas.name);
         let Ok(packet) = Packet::parse(data) else {
             stats.dropped(AcctDrop::Malformed);
             return;
@@ -196,7 +217,7 @@ impl AcctDoor {
             return;
         }
         let key = RequestKey {
-            peer: got.peer,
+            peer: from,
             identifier: packet.identifier,
             authenticator: packet.authenticator,
         };
@@ -208,10 +229,9 @@ impl AcctDoor {
             }
             Seen::Answered(reply) => {
                 stats.duplicate();
-                let sock = Arc::clone(sock);
                 tracker.spawn(async move {
-                    if let Err(e) = sock.send(&reply, got.peer, got.local).await {
-                        tracing::debug!(peer = %got.peer, "resending an Accounting-Response failed: {e}");
+                    if let Err(e) = path.send(reply).await {
+                        tracing::debug!(peer = %from, "resending an Accounting-Response failed: {e}");
                     }
                 });
                 return;
@@ -221,9 +241,8 @@ impl AcctDoor {
             record,
             reply: Reply {
                 bytes: bytes.into(),
-                sock: Arc::clone(sock),
-                peer: got.peer,
-                local: got.local,
+                path,
+                peer: from,
                 key,
                 status: request.status,
                 stats: Arc::clone(&stats),
@@ -234,6 +253,12 @@ impl AcctDoor {
             self.dedup.lock().forget(&key);
             stats.dropped(AcctDrop::Overload);
         }
+    }
+
+    /// Count an Accounting-Request of `nas` that arrived other than by UDP (RadSec), before
+    /// [`AcctDoor::admit`] (which counts only what it drops, queues or answers again).
+    pub(crate) fn count_request(&self, nas: &str) {
+        self.stats.nas(nas).request();
     }
 
     /// Reload the NAS table (keeps the old one if the store fails).

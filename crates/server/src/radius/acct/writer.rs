@@ -98,7 +98,7 @@ async fn commit(
             // The sends run beside the next commit: the disk, not the socket, paces us.
             tracker.spawn(async move {
                 for r in batch {
-                    if let Err(e) = r.sock.send(&r.bytes, r.peer, r.local).await {
+                    if let Err(e) = r.path.send(r.bytes).await {
                         tracing::debug!(peer = %r.peer, "sending an Accounting-Response failed: {e}");
                     }
                 }

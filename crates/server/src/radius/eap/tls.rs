@@ -226,7 +226,9 @@ impl ResolvesServerCert for Fixed {
     }
 }
 
-fn load_roots(path: &std::path::Path) -> Result<(rustls::RootCertStore, usize), TlsError> {
+pub(crate) fn load_roots(
+    path: &std::path::Path,
+) -> Result<(rustls::RootCertStore, usize), TlsError> {
     let pem = crate::tls::read(path)?;
     let mut roots = rustls::RootCertStore::empty();
     let mut n = 0;
@@ -240,7 +242,7 @@ fn load_roots(path: &std::path::Path) -> Result<(rustls::RootCertStore, usize), 
     Ok((roots, n))
 }
 
-fn read_crls(
+pub(crate) fn read_crls(
     path: &std::path::Path,
 ) -> Result<Vec<CertificateRevocationListDer<'static>>, TlsError> {
     let pem = crate::tls::read(path)?;
