@@ -35,6 +35,9 @@ pub enum Protocol {
     RadiusEapTls,
     /// 802.1X EAP-TTLS over RADIUS: the inner PAP password.
     RadiusEapTtls,
+    /// The admin API (issue 27): a bearer access token this server issued, checked by
+    /// the admin door (a proof, never hashed); failures spend the same budgets.
+    AdminBearer,
 }
 
 impl Protocol {
@@ -49,6 +52,7 @@ impl Protocol {
             Protocol::OAuthClientTls => "oauth_client_tls",
             Protocol::RadiusEapTls => "radius_eap_tls",
             Protocol::RadiusEapTtls => "radius_eap_ttls",
+            Protocol::AdminBearer => "admin_bearer",
         }
     }
 }

@@ -217,6 +217,32 @@ pub trait ThrottleStore: Send + Sync + 'static {
         key: &'a ThrottleKey,
         now: Instant,
     ) -> BoxFuture<'a, Result<bool, ThrottleError>>;
+
+    /// Empty each budget at `now`, as if it had never been charged: an operator lifting
+    /// a block (issue 27). The default gives back one failure at a time until none is
+    /// left (the burst plus one refunds always suffice, since a refund never goes below
+    /// `now`), so every store supports it; stores that can delete a key do that instead.
+    fn reset<'a>(
+        &'a self,
+        charges: &'a [Charge],
+        now: Instant,
+    ) -> BoxFuture<'a, Result<(), ThrottleError>> {
+        async move {
+            let most = charges
+                .iter()
+                .map(|c| {
+                    let per = c.limit.interval.as_nanos().max(1);
+                    c.limit.tolerance.as_nanos() / per + 2
+                })
+                .max()
+                .unwrap_or(0);
+            for _ in 0..most.min(1 << 16) {
+                self.refund(charges, now).await?;
+            }
+            Ok(())
+        }
+        .boxed()
+    }
 }
 
 const SHARDS: usize = 16;
@@ -349,6 +375,13 @@ impl MemoryThrottleStore {
         }
     }
 
+    /// Synchronous core of [`ThrottleStore::reset`]: forget each budget.
+    pub fn reset_now(&self, charges: &[Charge]) {
+        for c in charges {
+            self.budgets[self.shard(&c.key)].lock().remove(&c.key);
+        }
+    }
+
     fn make_room(&self, map: &mut HashMap<ThrottleKey, Instant>, now: Instant) {
         map.retain(|_, exp| *exp > now);
         if map.len() < self.shard_capacity {
@@ -423,6 +456,15 @@ impl ThrottleStore for MemoryThrottleStore {
         now: Instant,
     ) -> BoxFuture<'a, Result<bool, ThrottleError>> {
         ready(Ok(self.is_trusted_now(key, now))).boxed()
+    }
+
+    fn reset<'a>(
+        &'a self,
+        charges: &'a [Charge],
+        _now: Instant,
+    ) -> BoxFuture<'a, Result<(), ThrottleError>> {
+        self.reset_now(charges);
+        ready(Ok(())).boxed()
     }
 }
 
