@@ -698,6 +698,7 @@ async fn issue_14_shared_ticket_keys_resume_across_instances() {
                     http: listener,
                     radius: Vec::new(),
                     accounting: Vec::new(),
+                    admin: None,
                 },
                 app,
             ));

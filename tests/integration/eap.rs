@@ -450,6 +450,7 @@ async fn two_instances(
                 http: listener,
                 radius,
                 accounting: Vec::new(),
+                admin: None,
             },
             app,
         ));

@@ -60,6 +60,7 @@ pub async fn start_in(dir: tempfile::TempDir, tweak: impl FnOnce(&mut Config)) -
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let radius = portcullis_server::radius::bind(&config.radius).unwrap();
     let accounting = portcullis_server::radius::acct::bind(&config.radius).unwrap();
+    let admin = portcullis_server::admin::bind(&config.admin).await.unwrap();
     let app = App::from_data_dir(config, &data, listener.local_addr().unwrap())
         .await
         .unwrap();
@@ -68,6 +69,7 @@ pub async fn start_in(dir: tempfile::TempDir, tweak: impl FnOnce(&mut Config)) -
             http: listener,
             radius,
             accounting,
+            admin,
         },
         app,
     );

@@ -4,6 +4,7 @@
 //!
 //! Module map:
 //! - [`http`]: the HTTP front door (router, OAuth endpoints, forms, OAuth errors, status).
+//! - [`admin`]: the admin door (issue 27): JSON REST API on its own listener.
 //! - [`radius`]: the RADIUS front door (UDP listeners, NAS table, duplicate cache, PAP).
 //! - [`config`]: the TOML configuration, its documented example, validation.
 //! - [`tls`]: rustls settings and the certificate / cipher-suite start-up check.
@@ -30,6 +31,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod admin;
 pub mod app;
 pub mod audit;
 pub mod cache;

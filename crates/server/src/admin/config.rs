@@ -1,0 +1,165 @@
+//! The `[admin]` section: the admin API's own listener (off unless `listen` is set) and
+//! its limits.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::config_error::{ConfigError, invalid};
+
+/// `[admin]`
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FileAdmin {
+    /// Address of the admin listener; absent: no admin API.
+    pub listen: Option<String>,
+    /// Largest request body in bytes.
+    pub body_limit: usize,
+    /// Simultaneous admin connections.
+    pub max_connections: usize,
+    /// Items per page when a list request gives no `limit`.
+    pub page_size: u32,
+    /// How long an Idempotency-Key and its answer are kept, in seconds.
+    pub idempotency_ttl_secs: u64,
+}
+
+impl Default for FileAdmin {
+    fn default() -> Self {
+        FileAdmin {
+            listen: None,
+            body_limit: 256 * 1024,
+            max_connections: 64,
+            page_size: 100,
+            idempotency_ttl_secs: 86_400,
+        }
+    }
+}
+
+/// Validated `[admin]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdminConfig {
+    /// Where the admin API listens (`None`: off).
+    pub listen: Option<SocketAddr>,
+    /// Largest request body.
+    pub body_limit: usize,
+    /// Simultaneous admin connections.
+    pub max_connections: usize,
+    /// Default page size.
+    pub page_size: u32,
+    /// Idempotency-Key retention.
+    pub idempotency_ttl: Duration,
+}
+
+impl Default for AdminConfig {
+    fn default() -> Self {
+        AdminConfig {
+            listen: None,
+            body_limit: 256 * 1024,
+            max_connections: 64,
+            page_size: 100,
+            idempotency_ttl: Duration::from_secs(86_400),
+        }
+    }
+}
+
+impl FileAdmin {
+    /// Check ranges. `tls`: the server has a `[tls]` section, which the admin listener
+    /// then speaks too; without it only a loopback address is accepted, since admin
+    /// bearer tokens must not cross a network in clear.
+    pub fn validate(self, tls: bool) -> Result<AdminConfig, ConfigError> {
+        let listen = match &self.listen {
+            None => None,
+            Some(a) => {
+                let addr: SocketAddr = a.parse().map_err(|_| {
+                    invalid(format!(
+                        "admin.listen: '{a}' is not an address like 127.0.0.1:9090"
+                    ))
+                })?;
+                if !tls && !addr.ip().is_loopback() {
+                    return Err(invalid(format!(
+                        "admin.listen {addr} is not a loopback address and there is no [tls]: \
+                         admin tokens would cross the network in clear; configure [tls] or \
+                         listen on 127.0.0.1 / ::1"
+                    )));
+                }
+                Some(addr)
+            }
+        };
+        if !(4096..=(16 << 20)).contains(&self.body_limit) {
+            return Err(invalid(
+                "admin.body_limit must be between 4096 and 16777216",
+            ));
+        }
+        if !(1..=10_000).contains(&self.max_connections) {
+            return Err(invalid("admin.max_connections must be between 1 and 10000"));
+        }
+        if !(1..=portcullis_store::versioned::MAX_PAGE).contains(&self.page_size) {
+            return Err(invalid(format!(
+                "admin.page_size must be between 1 and {}",
+                portcullis_store::versioned::MAX_PAGE
+            )));
+        }
+        if !(60..=30 * 86_400).contains(&self.idempotency_ttl_secs) {
+            return Err(invalid(
+                "admin.idempotency_ttl_secs must be between 60 and 2592000",
+            ));
+        }
+        Ok(AdminConfig {
+            listen,
+            body_limit: self.body_limit,
+            max_connections: self.max_connections,
+            page_size: self.page_size,
+            idempotency_ttl: Duration::from_secs(self.idempotency_ttl_secs),
+        })
+    }
+}
+
+/// The `[admin]` part of `portcullis config example`.
+pub const EXAMPLE: &str = r#"
+# The admin API (issue 27): clients, users, NAS, signing keys, revocations and the
+# throttle over JSON at /admin/v1/ (OpenAPI document: /admin/v1/openapi.json), on its own
+# listener. Callers present an access token this server issued (client_credentials) with
+# scope portcullis:admin:read or portcullis:admin:write; make the first admin client with
+# `portcullis client add ADMIN --scope portcullis:admin:write`. Failed admin
+# authentication spends the same failure budgets as any other.
+[admin]
+# Address of the admin listener. Absent: no admin API (the default). Without [tls] only a
+# loopback address is accepted; with [tls] the admin listener speaks TLS too.
+# listen = "127.0.0.1:9090"
+# Largest request body in bytes (413 beyond).
+body_limit = 262144
+# Simultaneous admin connections; further ones wait in the kernel's backlog.
+max_connections = 64
+# Items per page of a list without ?limit= (at most 1000).
+page_size = 100
+# How long an Idempotency-Key and the answer it got are kept, in seconds. The answer of
+# a creation holds the secret created once, so it is kept sealed under the master key.
+idempotency_ttl_secs = 86400
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn off_by_default_and_loopback_only_without_tls() {
+        assert_eq!(
+            FileAdmin::default().validate(false).ok(),
+            Some(AdminConfig::default())
+        );
+        let open = |a: &str| FileAdmin {
+            listen: Some(a.into()),
+            ..FileAdmin::default()
+        };
+        assert!(open("127.0.0.1:0").validate(false).is_ok());
+        assert!(open("[::1]:0").validate(false).is_ok());
+        let e = open("0.0.0.0:9090")
+            .validate(false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("[tls]"), "{e}");
+        assert!(open("0.0.0.0:9090").validate(true).is_ok());
+        assert!(open("nonsense").validate(true).is_err());
+    }
+}
