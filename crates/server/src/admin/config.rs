@@ -94,10 +94,10 @@ impl FileAdmin {
         if !(1..=10_000).contains(&self.max_connections) {
             return Err(invalid("admin.max_connections must be between 1 and 10000"));
         }
-        if !(1..=portcullis_store::versioned::MAX_PAGE).contains(&self.page_size) {
+        if !(1..=portcullis_store::versioned::MAX_PAGE - 1).contains(&self.page_size) {
             return Err(invalid(format!(
                 "admin.page_size must be between 1 and {}",
-                portcullis_store::versioned::MAX_PAGE
+                portcullis_store::versioned::MAX_PAGE - 1
             )));
         }
         if !(60..=30 * 86_400).contains(&self.idempotency_ttl_secs) {
@@ -131,7 +131,7 @@ pub const EXAMPLE: &str = r#"
 body_limit = 262144
 # Simultaneous admin connections; further ones wait in the kernel's backlog.
 max_connections = 64
-# Items per page of a list without ?limit= (at most 1000).
+# Items per page of a list without ?limit= (at most 999).
 page_size = 100
 # How long an Idempotency-Key and the answer it got are kept, in seconds. The answer of
 # a creation holds the secret created once, so it is kept sealed under the master key.

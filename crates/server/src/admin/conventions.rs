@@ -247,7 +247,7 @@ pub fn check_if_match(headers: &HeaderMap, current: &str, what: &str) -> Result<
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct PageQuery {
-    /// Items per page (1-1000; default `admin.page_size`).
+    /// Items per page (1-999; default `admin.page_size`).
     pub limit: Option<u32>,
     /// Start after this key (the `next` of the previous page).
     pub after: Option<String>,
@@ -315,11 +315,19 @@ fn form_encode(v: &str) -> String {
     out
 }
 
-/// The next-page key: the last item's key when the page is full.
-pub fn next_key<T>(items: &[T], size: u32, key: impl Fn(&T) -> String) -> Option<String> {
-    (items.len() == size as usize)
-        .then(|| items.last().map(key))
-        .flatten()
+/// Most items per admin page (one more is read to know whether another page follows).
+pub const MAX_PAGE: u32 = portcullis_store::versioned::MAX_PAGE - 1;
+
+/// Cut a page read with one extra item (`size + 1`) to `size`; the next-page key is the
+/// last kept item's key when there was more, so the last page never links to an empty
+/// one.
+pub fn next_key<T>(items: &mut Vec<T>, size: u32, key: impl Fn(&T) -> String) -> Option<String> {
+    if items.len() > size as usize {
+        items.truncate(size as usize);
+        items.last().map(key)
+    } else {
+        None
+    }
 }
 
 /// Run a creation under the request's Idempotency-Key, if it has one: the first request

@@ -181,12 +181,12 @@ pub async fn list_revocations(
     let r = async {
         let Query(q) = q.map_err(|e| bad_query(&e))?;
         let size = q.size(&app)?;
-        let items = app
+        let mut items = app
             .store
-            .revocations_after(q.after()?, size)
+            .revocations_after(q.after()?, size + 1)
             .await
             .map_err(|e| Problem::store("listing revocations", &e))?;
-        let next = next_key(&items, size, |(jti, _)| jti.clone());
+        let next = next_key(&mut items, size, |(jti, _)| jti.clone());
         page_reply(
             "/admin/v1/revocations",
             size,

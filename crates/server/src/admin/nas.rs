@@ -176,12 +176,12 @@ pub async fn list(
     let r = async {
         let Query(q) = q.map_err(|e| bad_query(&e))?;
         let size = q.size(&app)?;
-        let items = app
+        let mut items = app
             .store
-            .nas_after(q.after()?, size)
+            .nas_after(q.after()?, size + 1)
             .await
             .map_err(|e| Problem::store("listing NASes", &e))?;
-        let next = next_key(&items, size, |v| v.record.name.clone());
+        let next = next_key(&mut items, size, |v| v.record.name.clone());
         page_reply(
             "/admin/v1/nas",
             size,

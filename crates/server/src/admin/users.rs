@@ -192,12 +192,12 @@ pub async fn list(
     let r = async {
         let Query(q) = q.map_err(|e| bad_query(&e))?;
         let size = q.size(&app)?;
-        let items = app
+        let mut items = app
             .store
-            .users_after(q.after()?, size)
+            .users_after(q.after()?, size + 1)
             .await
             .map_err(|e| Problem::store("listing users", &e))?;
-        let next = next_key(&items, size, |v| v.record.username.clone());
+        let next = next_key(&mut items, size, |v| v.record.username.clone());
         page_reply(
             "/admin/v1/users",
             size,
