@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 
-use crate::admin::problem::{FieldError, Problem};
+use crate::admin::problem::{FieldError, ProblemDetails};
 use crate::admin::{clients, keys, nas, throttle, users};
 
 struct Bearer;
@@ -53,7 +53,7 @@ impl utoipa::Modify for Bearer {
         keys::list_keys, keys::rotate_keys, keys::list_revocations, keys::revoke,
         throttle::show, throttle::lift,
     ),
-    components(schemas(Problem, FieldError)),
+    components(schemas(ProblemDetails, FieldError)),
     modifiers(&Bearer),
     tags(
         (name = "clients", description = "OAuth clients"),

@@ -51,9 +51,28 @@ pub struct FieldError {
     pub detail: String,
 }
 
+/// An RFC 9457 problem (boxed: it travels in every handler's `Result`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem(Box<ProblemDetails>);
+
+impl std::ops::Deref for Problem {
+    type Target = ProblemDetails;
+
+    fn deref(&self) -> &ProblemDetails {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Problem {
+    fn deref_mut(&mut self) -> &mut ProblemDetails {
+        &mut self.0
+    }
+}
+
 /// An RFC 9457 problem details object.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
-pub struct Problem {
+#[schema(as = Problem)]
+pub struct ProblemDetails {
     /// The problem type (a URI reference).
     #[serde(rename = "type")]
     pub kind: Cow<'static, str>,
@@ -82,7 +101,7 @@ impl Problem {
         title: &'static str,
         detail: impl Into<String>,
     ) -> Self {
-        Problem {
+        Problem(Box::new(ProblemDetails {
             kind: kind.into(),
             title: title.into(),
             status: status.as_u16(),
@@ -90,7 +109,7 @@ impl Problem {
             errors: Vec::new(),
             retry_after: None,
             challenge: None,
-        }
+        }))
     }
 
     /// 400: the input at `pointer` is wrong.
@@ -244,7 +263,7 @@ impl Problem {
 impl IntoResponse for Problem {
     fn into_response(self) -> Response {
         let status = self.status();
-        let body = serde_json::to_vec(&self).unwrap_or_else(|_| b"{}".to_vec());
+        let body = serde_json::to_vec(&*self.0).unwrap_or_else(|_| b"{}".to_vec());
         let mut r = (status, body).into_response();
         let h = r.headers_mut();
         h.insert(
@@ -276,7 +295,7 @@ mod tests {
             "application/problem+json"
         );
         let p = Problem::field("/scopes/1", "bad");
-        let v = serde_json::to_value(&p).unwrap_or_default();
+        let v = serde_json::to_value(&*p).unwrap_or_default();
         assert_eq!(v["errors"][0]["pointer"], "/scopes/1");
         assert_eq!(v["status"], 400);
         assert!(v.get("retry_after").is_none());
