@@ -330,7 +330,7 @@ async fn load(app: &App, id: &str) -> Result<Versioned<ClientRecord>, Problem> {
 }
 
 /// List clients by page.
-#[utoipa::path(get, path = "/admin/v1/clients", tag = "clients", params(PageQuery),
+#[utoipa::path(get, operation_id = "list_clients", path = "/admin/v1/clients", tag = "clients", params(PageQuery),
     responses((status = 200, body = ClientPage, description = "A page of clients; `Link: rel=\"next\"` when there may be more"), ReadErrors),
     security(("bearer" = ["portcullis:admin:read"])))]
 pub async fn list(
@@ -366,7 +366,7 @@ pub async fn list(
 }
 
 /// Create a client; a secret client's secret is in the answer, once.
-#[utoipa::path(post, path = "/admin/v1/clients", tag = "clients", request_body = NewClient,
+#[utoipa::path(post, operation_id = "create_client", path = "/admin/v1/clients", tag = "clients", request_body = NewClient,
     params(("Idempotency-Key" = Option<String>, Header, description = "Repeat the request with the same key to get the same answer")),
     responses((status = 201, body = ClientWithSecret, description = "Created; `ETag` and `Location` headers"), WriteErrors),
     security(("bearer" = ["portcullis:admin:write"])))]
@@ -440,7 +440,7 @@ pub async fn create(
 }
 
 /// Read one client.
-#[utoipa::path(get, path = "/admin/v1/clients/{id}", tag = "clients",
+#[utoipa::path(get, operation_id = "get_client", path = "/admin/v1/clients/{id}", tag = "clients",
     params(("id" = String, Path, description = "client id")),
     responses((status = 200, body = Client, description = "The client; `ETag` header"), ReadErrors),
     security(("bearer" = ["portcullis:admin:read"])))]
@@ -464,7 +464,7 @@ pub async fn get(
 }
 
 /// Change settings or key material (If-Match required).
-#[utoipa::path(patch, path = "/admin/v1/clients/{id}", tag = "clients", request_body = ClientChange,
+#[utoipa::path(patch, operation_id = "update_client", path = "/admin/v1/clients/{id}", tag = "clients", request_body = ClientChange,
     params(("id" = String, Path, description = "client id"), ("If-Match" = String, Header, description = "The ETag of the version being changed")),
     responses((status = 200, body = Client, description = "Changed; new `ETag`"), WriteErrors),
     security(("bearer" = ["portcullis:admin:write"])))]
@@ -541,7 +541,7 @@ pub async fn update(
 
 /// Give a secret client a new secret; the previous one stays valid until
 /// `finish-rotation` (If-Match required). The new secret is in the answer, once.
-#[utoipa::path(post, path = "/admin/v1/clients/{id}/rotate-secret", tag = "clients",
+#[utoipa::path(post, operation_id = "rotate_client", path = "/admin/v1/clients/{id}/rotate-secret", tag = "clients",
     params(("id" = String, Path, description = "client id"), ("If-Match" = String, Header, description = "The ETag of the version being changed")),
     responses((status = 200, body = ClientWithSecret, description = "Rotated; new `ETag`"), WriteErrors),
     security(("bearer" = ["portcullis:admin:write"])))]
@@ -555,7 +555,7 @@ pub async fn rotate(
 }
 
 /// End a rotation: only the current secret stays valid (If-Match required).
-#[utoipa::path(post, path = "/admin/v1/clients/{id}/finish-rotation", tag = "clients",
+#[utoipa::path(post, operation_id = "finish_rotation_client", path = "/admin/v1/clients/{id}/finish-rotation", tag = "clients",
     params(("id" = String, Path, description = "client id"), ("If-Match" = String, Header, description = "The ETag of the version being changed")),
     responses((status = 200, body = ClientWithSecret, description = "Done; new `ETag`"), WriteErrors),
     security(("bearer" = ["portcullis:admin:write"])))]
@@ -632,7 +632,7 @@ async fn secret_change(
 }
 
 /// Remove a client (If-Match required).
-#[utoipa::path(delete, path = "/admin/v1/clients/{id}", tag = "clients",
+#[utoipa::path(delete, operation_id = "remove_client", path = "/admin/v1/clients/{id}", tag = "clients",
     params(("id" = String, Path, description = "client id"), ("If-Match" = String, Header, description = "The ETag of the version being removed")),
     responses((status = 204, description = "Removed"), WriteErrors),
     security(("bearer" = ["portcullis:admin:write"])))]

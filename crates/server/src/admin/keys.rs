@@ -112,7 +112,7 @@ async fn key_set(app: &App) -> Result<(Vec<SigningKey>, String), Problem> {
 }
 
 /// The signing keys (the list's `ETag` is the one `rotate` needs).
-#[utoipa::path(get, path = "/admin/v1/signing-keys", tag = "signing-keys",
+#[utoipa::path(get, operation_id = "list_keys", path = "/admin/v1/signing-keys", tag = "signing-keys",
     responses((status = 200, body = SigningKeys, description = "The keys; `ETag` of the key set"), ReadErrors),
     security(("bearer" = ["portcullis:admin:read"])))]
 pub async fn list_keys(
@@ -136,7 +136,7 @@ pub async fn list_keys(
 
 /// Rotate now: a new key signs from now on; the previous one is retired but stays
 /// published until its tokens expire (If-Match: the key set's ETag).
-#[utoipa::path(post, path = "/admin/v1/signing-keys/rotate", tag = "signing-keys",
+#[utoipa::path(post, operation_id = "rotate_keys", path = "/admin/v1/signing-keys/rotate", tag = "signing-keys",
     params(("If-Match" = String, Header, description = "The ETag of the key set")),
     responses((status = 200, body = SigningKeys, description = "Rotated; new `ETag`"), WriteErrors),
     security(("bearer" = ["portcullis:admin:write"])))]
@@ -170,7 +170,7 @@ pub async fn rotate_keys(
 }
 
 /// Revoked tokens by page.
-#[utoipa::path(get, path = "/admin/v1/revocations", tag = "revocations", params(PageQuery),
+#[utoipa::path(get, operation_id = "list_revocations", path = "/admin/v1/revocations", tag = "revocations", params(PageQuery),
     responses((status = 200, body = RevocationPage, description = "A page of revocations; `Link: rel=\"next\"` when there may be more"), ReadErrors),
     security(("bearer" = ["portcullis:admin:read"])))]
 pub async fn list_revocations(
@@ -209,7 +209,7 @@ pub async fn list_revocations(
 }
 
 /// Revoke a token (given whole, or by jti and expiry). Revoking again is harmless.
-#[utoipa::path(post, path = "/admin/v1/revocations", tag = "revocations", request_body = NewRevocation,
+#[utoipa::path(post, operation_id = "revoke", path = "/admin/v1/revocations", tag = "revocations", request_body = NewRevocation,
     params(("Idempotency-Key" = Option<String>, Header, description = "Repeat the request with the same key to get the same answer")),
     responses((status = 201, body = Revocation, description = "Revoked"), WriteErrors),
     security(("bearer" = ["portcullis:admin:write"])))]

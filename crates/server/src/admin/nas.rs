@@ -165,7 +165,7 @@ fn write_error(e: portcullis_store::StoreError, what: &str) -> Problem {
 }
 
 /// List NASes by page.
-#[utoipa::path(get, path = "/admin/v1/nas", tag = "nas", params(PageQuery),
+#[utoipa::path(get, operation_id = "list_nas", path = "/admin/v1/nas", tag = "nas", params(PageQuery),
     responses((status = 200, body = NasPage, description = "A page of NASes; `Link: rel=\"next\"` when there may be more"), ReadErrors),
     security(("bearer" = ["portcullis:admin:read"])))]
 pub async fn list(
@@ -194,7 +194,7 @@ pub async fn list(
 }
 
 /// Register a NAS.
-#[utoipa::path(post, path = "/admin/v1/nas", tag = "nas", request_body = NewNas,
+#[utoipa::path(post, operation_id = "create_nas", path = "/admin/v1/nas", tag = "nas", request_body = NewNas,
     params(("Idempotency-Key" = Option<String>, Header, description = "Repeat the request with the same key to get the same answer")),
     responses((status = 201, body = NasWithSecret, description = "Created; `ETag` and `Location` headers"), WriteErrors),
     security(("bearer" = ["portcullis:admin:write"])))]
@@ -256,7 +256,7 @@ pub async fn create(
 }
 
 /// Read one NAS.
-#[utoipa::path(get, path = "/admin/v1/nas/{name}", tag = "nas",
+#[utoipa::path(get, operation_id = "get_nas", path = "/admin/v1/nas/{name}", tag = "nas",
     params(("name" = String, Path, description = "NAS name")),
     responses((status = 200, body = Nas, description = "The NAS; `ETag` header"), ReadErrors),
     security(("bearer" = ["portcullis:admin:read"])))]
@@ -280,7 +280,7 @@ pub async fn get(
 }
 
 /// Change the CIDR or the Message-Authenticator rule (If-Match required).
-#[utoipa::path(patch, path = "/admin/v1/nas/{name}", tag = "nas", request_body = NasChange,
+#[utoipa::path(patch, operation_id = "update_nas", path = "/admin/v1/nas/{name}", tag = "nas", request_body = NasChange,
     params(("name" = String, Path, description = "NAS name"), ("If-Match" = String, Header, description = "The ETag of the version being changed")),
     responses((status = 200, body = Nas, description = "Changed; new `ETag`"), WriteErrors),
     security(("bearer" = ["portcullis:admin:write"])))]
@@ -332,7 +332,7 @@ pub async fn update(
 
 /// Give a NAS a new shared secret (If-Match required); a generated one is in the
 /// answer, once. The body is optional.
-#[utoipa::path(post, path = "/admin/v1/nas/{name}/rotate-secret", tag = "nas", request_body(content = Option<NasSecret>, description = "Optional: the new secret"),
+#[utoipa::path(post, operation_id = "rotate_nas", path = "/admin/v1/nas/{name}/rotate-secret", tag = "nas", request_body(content = Option<NasSecret>, description = "Optional: the new secret"),
     params(("name" = String, Path, description = "NAS name"), ("If-Match" = String, Header, description = "The ETag of the version being changed")),
     responses((status = 200, body = NasWithSecret, description = "Rotated; new `ETag`"), WriteErrors),
     security(("bearer" = ["portcullis:admin:write"])))]
@@ -401,7 +401,7 @@ pub async fn rotate(
 }
 
 /// Remove a NAS (If-Match required).
-#[utoipa::path(delete, path = "/admin/v1/nas/{name}", tag = "nas",
+#[utoipa::path(delete, operation_id = "remove_nas", path = "/admin/v1/nas/{name}", tag = "nas",
     params(("name" = String, Path, description = "NAS name"), ("If-Match" = String, Header, description = "The ETag of the version being removed")),
     responses((status = 204, description = "Removed"), WriteErrors),
     security(("bearer" = ["portcullis:admin:write"])))]

@@ -108,5 +108,38 @@ mod tests {
             assert!(doc["paths"].get(p).is_some(), "{p} missing");
         }
         assert!(doc["components"]["schemas"].get("Problem").is_some());
+        let mut ids: Vec<&str> = doc["paths"]
+            .as_object()
+            .into_iter()
+            .flat_map(|p| p.values())
+            .filter_map(|ops| ops.as_object())
+            .flat_map(|ops| ops.values())
+            .filter_map(|op| op["operationId"].as_str())
+            .collect();
+        let n = ids.len();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), n, "operationIds must be unique");
+        assert_eq!(n, 24);
+    }
+
+    /// The copy in docs/ (linked from the README) is the served document. Regenerate it
+    /// with `PORTCULLIS_UPDATE_OPENAPI=1 cargo test -p portcullis-server --lib openapi`.
+    #[test]
+    fn the_checked_in_copy_is_current() {
+        use utoipa::OpenApi;
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/admin-openapi.json");
+        let now = super::ApiDoc::openapi()
+            .to_pretty_json()
+            .unwrap_or_default()
+            + "\n";
+        if std::env::var_os("PORTCULLIS_UPDATE_OPENAPI").is_some() {
+            std::fs::write(path, &now).unwrap_or_else(|e| panic!("{path}: {e}"));
+        }
+        let kept = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            kept == now,
+            "docs/admin-openapi.json is stale: PORTCULLIS_UPDATE_OPENAPI=1 cargo test -p portcullis-server --lib openapi"
+        );
     }
 }

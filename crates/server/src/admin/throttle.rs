@@ -187,7 +187,7 @@ fn resource(t: &Target) -> String {
 }
 
 /// Why is this principal or source refused, and until when.
-#[utoipa::path(get, path = "/admin/v1/throttle", tag = "throttle", params(Subject),
+#[utoipa::path(get, operation_id = "show_throttle", path = "/admin/v1/throttle", tag = "throttle", params(Subject),
     responses((status = 200, body = Throttle, description = "The throttle state"), ReadErrors),
     security(("bearer" = ["portcullis:admin:read"])))]
 pub async fn show(
@@ -208,7 +208,7 @@ pub async fn show(
 }
 
 /// Lift the block on a principal and/or a source.
-#[utoipa::path(post, path = "/admin/v1/throttle/lift", tag = "throttle", request_body = Subject,
+#[utoipa::path(post, operation_id = "lift_throttle", path = "/admin/v1/throttle/lift", tag = "throttle", request_body = Subject,
     responses((status = 200, body = Lifted, description = "Lifted"), WriteErrors),
     security(("bearer" = ["portcullis:admin:write"])))]
 pub async fn lift(

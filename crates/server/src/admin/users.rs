@@ -181,7 +181,7 @@ async fn load(app: &App, name: &str) -> Result<Versioned<UserRecord>, Problem> {
 }
 
 /// List users by page.
-#[utoipa::path(get, path = "/admin/v1/users", tag = "users", params(PageQuery),
+#[utoipa::path(get, operation_id = "list_users", path = "/admin/v1/users", tag = "users", params(PageQuery),
     responses((status = 200, body = UserPage, description = "A page of users; `Link: rel=\"next\"` when there may be more"), ReadErrors),
     security(("bearer" = ["portcullis:admin:read"])))]
 pub async fn list(
@@ -217,7 +217,7 @@ pub async fn list(
 }
 
 /// Create a user with a password or an imported hash.
-#[utoipa::path(post, path = "/admin/v1/users", tag = "users", request_body = NewUser,
+#[utoipa::path(post, operation_id = "create_user", path = "/admin/v1/users", tag = "users", request_body = NewUser,
     params(("Idempotency-Key" = Option<String>, Header, description = "Repeat the request with the same key to get the same answer")),
     responses((status = 201, body = User, description = "Created; `ETag` and `Location` headers"), WriteErrors),
     security(("bearer" = ["portcullis:admin:write"])))]
@@ -283,7 +283,7 @@ pub async fn create(
 }
 
 /// Read one user.
-#[utoipa::path(get, path = "/admin/v1/users/{username}", tag = "users",
+#[utoipa::path(get, operation_id = "get_user", path = "/admin/v1/users/{username}", tag = "users",
     params(("username" = String, Path, description = "username")),
     responses((status = 200, body = User, description = "The user; `ETag` header"), ReadErrors),
     security(("bearer" = ["portcullis:admin:read"])))]
@@ -307,7 +307,7 @@ pub async fn get(
 }
 
 /// Disable, enable, or set a password or hash (If-Match required).
-#[utoipa::path(patch, path = "/admin/v1/users/{username}", tag = "users", request_body = UserChange,
+#[utoipa::path(patch, operation_id = "update_user", path = "/admin/v1/users/{username}", tag = "users", request_body = UserChange,
     params(("username" = String, Path, description = "username"), ("If-Match" = String, Header, description = "The ETag of the version being changed")),
     responses((status = 200, body = User, description = "Changed; new `ETag`"), WriteErrors),
     security(("bearer" = ["portcullis:admin:write"])))]
@@ -369,7 +369,7 @@ pub async fn update(
 }
 
 /// Remove a user (If-Match required).
-#[utoipa::path(delete, path = "/admin/v1/users/{username}", tag = "users",
+#[utoipa::path(delete, operation_id = "remove_user", path = "/admin/v1/users/{username}", tag = "users",
     params(("username" = String, Path, description = "username"), ("If-Match" = String, Header, description = "The ETag of the version being removed")),
     responses((status = 204, description = "Removed"), WriteErrors),
     security(("bearer" = ["portcullis:admin:write"])))]
