@@ -4,6 +4,9 @@
 
 mod acct;
 mod admin;
+mod admin_resources;
+mod admin_schema;
+mod admin_tls;
 mod audit;
 mod client_auth;
 mod container;

@@ -38,6 +38,8 @@ pub enum Protocol {
     /// The admin API (issue 27): a bearer access token this server issued, checked by
     /// the admin door (a proof, never hashed); failures spend the same budgets.
     AdminBearer,
+    /// The admin API: a TLS client certificate from the configured admin CA (a proof).
+    AdminTls,
 }
 
 impl Protocol {
@@ -53,6 +55,7 @@ impl Protocol {
             Protocol::RadiusEapTls => "radius_eap_tls",
             Protocol::RadiusEapTtls => "radius_eap_ttls",
             Protocol::AdminBearer => "admin_bearer",
+            Protocol::AdminTls => "admin_tls",
         }
     }
 }

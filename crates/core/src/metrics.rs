@@ -68,7 +68,7 @@ pub(crate) struct AttemptMetrics {
 
 const OUTCOMES: [&str; 4] = ["accepted", "rejected", "throttled", "overloaded"];
 const CLASSES: [Class; 3] = [Class::Trusted, Class::Unknown, Class::Suspect];
-const PROTOCOLS: [Protocol; 9] = [
+const PROTOCOLS: [Protocol; 10] = [
     Protocol::OAuthClient,
     Protocol::OAuthPassword,
     Protocol::RadiusPap,
@@ -78,6 +78,7 @@ const PROTOCOLS: [Protocol; 9] = [
     Protocol::RadiusEapTls,
     Protocol::RadiusEapTtls,
     Protocol::AdminBearer,
+    Protocol::AdminTls,
 ];
 
 impl AttemptMetrics {
@@ -120,6 +121,7 @@ impl AttemptMetrics {
             Protocol::RadiusEapTls => 6,
             Protocol::RadiusEapTtls => 7,
             Protocol::AdminBearer => 8,
+            Protocol::AdminTls => 9,
         };
         self.attempts[oi][ci][pi].increment(1);
         if oi == 2 {

@@ -349,7 +349,10 @@ impl Config {
             ));
         }
         let tls = f.tls.map(crate::tls::config::validate).transpose()?;
-        let admin = f.admin.validate(tls.is_some())?;
+        let admin = f.admin.validate(
+            tls.is_some(),
+            tls.as_ref().is_some_and(|t| t.client_certificates),
+        )?;
         let client_auth = f.client_auth.validate()?;
         if f.tokens.lifetime_secs == 0 || f.tokens.lifetime_secs > 24 * 3600 {
             return Err(invalid("tokens.lifetime_secs must be between 1 and 86400"));

@@ -10,6 +10,11 @@
 //! budgets (per source prefix, per claimed client, per both) as a wrong client secret,
 //! is delayed like one, ends up refused with 429 once a budget is spent, and produces
 //! one audit event. A missing token costs nothing and is simply 401.
+//!
+//! Or mutual TLS: with `[admin] client_ca`, a request without a token whose connection
+//! presented a client certificate chaining to those CAs (valid now, client-auth EKU) is
+//! the caller `cert:<subject DN>` with `[admin] client_cert_scope`; the chain check is a
+//! proof for the core too (protocol `admin_tls`), so failing certificates are throttled.
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
@@ -73,7 +78,11 @@ pub async fn require(State(app): State<Arc<App>>, mut req: Request, next: Next) 
         certs: req.extensions().get::<ClientCerts>().cloned(),
         source,
     };
-    match authenticate(&app, token, presented).await {
+    let result = match (token, app.admin_ca.as_ref(), presented.certs.clone()) {
+        (None, Some(ca), Some(certs)) => by_certificate(&app, ca, certs, presented).await,
+        (token, _, _) => authenticate(&app, token, presented).await,
+    };
+    match result {
         Ok(caller) => {
             if needs_write && !caller.write {
                 return Problem::forbidden(WRITE).into_response();
@@ -202,6 +211,65 @@ async fn authenticate(
         request_id,
         source,
     })
+}
+
+/// A caller with a client certificate from the admin CA and no token.
+async fn by_certificate(
+    app: &App,
+    ca: &crate::tls::client_certs::ClientCa,
+    certs: ClientCerts,
+    presented: Presented,
+) -> Result<Caller, Problem> {
+    let leaf = certs
+        .0
+        .first()
+        .map(|c| c.as_ref().to_vec())
+        .unwrap_or_default();
+    let subject = crate::client_auth::mtls::subject_of(&leaf)
+        .filter(|s| portcullis_store::record::validate_name("subject", s).is_ok())
+        .unwrap_or_else(|| "(unreadable subject)".to_owned());
+    let attempt = Attempt {
+        kind: PrincipalKind::Client,
+        principal: format!("cert:{subject}"),
+        secret: Zeroizing::default(),
+        source: presented.source,
+        protocol: Protocol::AdminTls,
+        deadline: Instant::now() + app.config.request_timeout,
+        station: None,
+        context: AuditContext {
+            request_id: presented.request_id.clone(),
+            client_id: None,
+            eap: None,
+        },
+    };
+    let outcome = app
+        .verifier
+        .verify_proof(attempt, async {
+            if ca.verify(&certs.0) {
+                ProofCheck::Valid
+            } else {
+                ProofCheck::Invalid("admin_certificate")
+            }
+        })
+        .await;
+    match outcome {
+        Outcome::Accepted { .. } => Ok(Caller {
+            client_id: format!("cert:{subject}"),
+            jti: format!("x5t#S256:{}", thumbprint(&leaf)),
+            write: app.config.admin.client_cert_write,
+            request_id: presented.request_id,
+            source: presented.source,
+        }),
+        Outcome::Rejected => Err(Problem::unauthenticated(
+            "the client certificate is not from the admin CA",
+            false,
+        )),
+        Outcome::Throttled { retry_after } => Err(Problem::throttled(retry_after)),
+        Outcome::Overloaded { retry_after } => Err(Problem::unavailable(
+            "cannot check the certificate now; retry",
+            retry_after,
+        )),
+    }
 }
 
 /// The proof: a token of ours, for our audience, unexpired, unrevoked, bound to the

@@ -321,6 +321,28 @@ fn generated_id() -> Result<String, Problem> {
     Ok(format!("c-{}", hex::encode(raw)))
 }
 
+/// Check a new client's fields (each error names its field): the record to store,
+/// without secret hashes, with an empty id when the server is to choose one.
+pub fn check_new(n: NewClient) -> Result<ClientRecord, Problem> {
+    let id = match n.id {
+        Some(id) => {
+            validate_name("client id", &id).map_err(|e| Problem::field("/id", e.to_string()))?;
+            id
+        }
+        None => String::new(),
+    };
+    let method = n.auth_method.unwrap_or(AuthMethod::ClientSecret);
+    Ok(ClientRecord {
+        id,
+        auth: material(method, n.public_key, n.tls_subject_dn)?,
+        secret_hashes: Vec::new(),
+        grants: grants(&n.grants.unwrap_or(vec![GrantType::ClientCredentials]))?,
+        scopes: scopes(n.scopes.unwrap_or_default())?,
+        token_lifetime: lifetime(n.token_lifetime.unwrap_or(DEFAULT_TOKEN_LIFETIME))?,
+        created_at: 0,
+    })
+}
+
 async fn load(app: &App, id: &str) -> Result<Versioned<ClientRecord>, Problem> {
     match app.store.client_versioned(id).await {
         Ok(Some(v)) => Ok(v),
@@ -387,20 +409,19 @@ pub async fn create(
             (&Method::POST, "/admin/v1/clients", &bytes),
             async {
                 let n: NewClient = crate::admin::conventions::parse_json(&bytes)?;
-                let id = match n.id {
-                    Some(id) => {
-                        validate_name("client id", &id)
-                            .map_err(|e| Problem::field("/id", e.to_string()))?;
-                        id
-                    }
-                    None => generated_id()?,
-                };
-                resource = format!("clients/{id}");
-                let method = n.auth_method.unwrap_or(AuthMethod::ClientSecret);
-                let auth = material(method, n.public_key, n.tls_subject_dn)?;
-                let grants = grants(&n.grants.unwrap_or(vec![GrantType::ClientCredentials]))?;
-                let scopes = scopes(n.scopes.unwrap_or_default())?;
-                let token_lifetime = lifetime(n.token_lifetime.unwrap_or(DEFAULT_TOKEN_LIFETIME))?;
+                let mut record = check_new(n)?;
+                if record.id.is_empty() {
+                    record.id = generated_id()?;
+                }
+                resource = format!("clients/{}", record.id);
+                let ClientRecord {
+                    id,
+                    auth,
+                    grants,
+                    scopes,
+                    token_lifetime,
+                    ..
+                } = record;
                 let (hashes, secret) = if auth == ClientAuth::Secret {
                     let (hash, secret) = new_secret(&app)?;
                     (vec![hash], Some(secret))

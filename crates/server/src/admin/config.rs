@@ -2,6 +2,7 @@
 //! its limits.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -22,6 +23,12 @@ pub struct FileAdmin {
     pub page_size: u32,
     /// How long an Idempotency-Key and its answer are kept, in seconds.
     pub idempotency_ttl_secs: u64,
+    /// PEM bundle of the CAs whose client certificates authenticate admin callers
+    /// (mutual TLS instead of a bearer token); absent: tokens only.
+    pub client_ca: Option<PathBuf>,
+    /// What a certificate from `client_ca` allows: `portcullis:admin:read` or
+    /// `portcullis:admin:write`.
+    pub client_cert_scope: String,
 }
 
 impl Default for FileAdmin {
@@ -32,6 +39,8 @@ impl Default for FileAdmin {
             max_connections: 64,
             page_size: 100,
             idempotency_ttl_secs: 86_400,
+            client_ca: None,
+            client_cert_scope: "portcullis:admin:read".into(),
         }
     }
 }
@@ -49,6 +58,10 @@ pub struct AdminConfig {
     pub page_size: u32,
     /// Idempotency-Key retention.
     pub idempotency_ttl: Duration,
+    /// CAs of admin client certificates (`None`: bearer tokens only).
+    pub client_ca: Option<PathBuf>,
+    /// A certificate caller may change things (`portcullis:admin:write`), not only read.
+    pub client_cert_write: bool,
 }
 
 impl Default for AdminConfig {
@@ -59,6 +72,8 @@ impl Default for AdminConfig {
             max_connections: 64,
             page_size: 100,
             idempotency_ttl: Duration::from_secs(86_400),
+            client_ca: None,
+            client_cert_write: false,
         }
     }
 }
@@ -67,7 +82,8 @@ impl FileAdmin {
     /// Check ranges. `tls`: the server has a `[tls]` section, which the admin listener
     /// then speaks too; without it only a loopback address is accepted, since admin
     /// bearer tokens must not cross a network in clear.
-    pub fn validate(self, tls: bool) -> Result<AdminConfig, ConfigError> {
+    /// `client_certs`: `[tls] client_certificates` (the handshake asks for certificates).
+    pub fn validate(self, tls: bool, client_certs: bool) -> Result<AdminConfig, ConfigError> {
         let listen = match &self.listen {
             None => None,
             Some(a) => {
@@ -105,7 +121,25 @@ impl FileAdmin {
                 "admin.idempotency_ttl_secs must be between 60 and 2592000",
             ));
         }
+        let client_cert_write = match self.client_cert_scope.as_str() {
+            "portcullis:admin:read" => false,
+            "portcullis:admin:write" => true,
+            other => {
+                return Err(invalid(format!(
+                    "admin.client_cert_scope must be portcullis:admin:read or \
+                     portcullis:admin:write, not {other:?}"
+                )));
+            }
+        };
+        if self.client_ca.is_some() && !(tls && client_certs) {
+            return Err(invalid(
+                "admin.client_ca needs [tls] with client_certificates = true: without TLS \
+                 client certificates no admin certificate is ever presented",
+            ));
+        }
         Ok(AdminConfig {
+            client_ca: self.client_ca,
+            client_cert_write,
             listen,
             body_limit: self.body_limit,
             max_connections: self.max_connections,
@@ -136,6 +170,12 @@ page_size = 100
 # How long an Idempotency-Key and the answer it got are kept, in seconds. The answer of
 # a creation holds the secret created once, so it is kept sealed under the master key.
 idempotency_ttl_secs = 86400
+# Mutual TLS instead of a token: client certificates chaining to these CAs (PEM bundle)
+# authenticate admin callers (needs [tls] with client_certificates = true). The caller
+# is recorded as cert:<subject DN>; failed certificates spend the failure budgets too.
+# client_ca = "admin-ca.pem"
+# What such a certificate allows: "portcullis:admin:read" or "portcullis:admin:write".
+client_cert_scope = "portcullis:admin:read"
 "#;
 
 #[cfg(test)]
@@ -145,21 +185,34 @@ mod tests {
     #[test]
     fn off_by_default_and_loopback_only_without_tls() {
         assert_eq!(
-            FileAdmin::default().validate(false).ok(),
+            FileAdmin::default().validate(false, false).ok(),
             Some(AdminConfig::default())
         );
         let open = |a: &str| FileAdmin {
             listen: Some(a.into()),
             ..FileAdmin::default()
         };
-        assert!(open("127.0.0.1:0").validate(false).is_ok());
-        assert!(open("[::1]:0").validate(false).is_ok());
+        assert!(open("127.0.0.1:0").validate(false, false).is_ok());
+        assert!(open("[::1]:0").validate(false, false).is_ok());
         let e = open("0.0.0.0:9090")
-            .validate(false)
+            .validate(false, false)
             .unwrap_err()
             .to_string();
         assert!(e.contains("[tls]"), "{e}");
-        assert!(open("0.0.0.0:9090").validate(true).is_ok());
-        assert!(open("nonsense").validate(true).is_err());
+        assert!(open("0.0.0.0:9090").validate(true, true).is_ok());
+        assert!(open("nonsense").validate(true, true).is_err());
+        let ca = FileAdmin {
+            client_ca: Some("ca.pem".into()),
+            ..FileAdmin::default()
+        };
+        assert!(
+            ca.validate(true, false).is_err(),
+            "certificates never asked for"
+        );
+        let scope = FileAdmin {
+            client_cert_scope: "admin".into(),
+            ..FileAdmin::default()
+        };
+        assert!(scope.validate(true, true).is_err());
     }
 }
