@@ -95,9 +95,9 @@ async fn issue_13_through_a_trusted_proxy_clients_are_throttled_separately() {
 
 /// Instances over one PostgreSQL schema and one secrets file, through `[store] url`, and
 /// (when `redis` is given) one Redis key namespace, through `[throttle] redis`.
-struct Cluster {
-    servers: Vec<Server>,
-    secrets: Secrets,
+pub(crate) struct Cluster {
+    pub(crate) servers: Vec<Server>,
+    pub(crate) secrets: Secrets,
     schema: PgSchema,
     _dir: tempfile::TempDir,
 }
@@ -106,7 +106,7 @@ async fn cluster(n: usize, redis: Option<(String, String)>) -> Cluster {
     cluster_with(n, redis, |_| {}).await
 }
 
-async fn cluster_with(
+pub(crate) async fn cluster_with(
     n: usize,
     redis: Option<(String, String)>,
     tweak: impl Fn(&mut portcullis_server::Config),
@@ -188,7 +188,7 @@ impl Cluster {
         (before, statuses)
     }
 
-    async fn stop(self) {
+    pub(crate) async fn stop(self) {
         for s in self.servers {
             s.shutdown().await.unwrap();
         }
@@ -447,7 +447,7 @@ async fn issue_13_revocation_and_key_rotation_hold_across_instances() {
 
 /// Poll `f` every 20 ms for up to 5 s (a change travels through PostgreSQL to another
 /// instance: there is nothing in this process to wait on); the time it took, or `None`.
-async fn within_5s<F, Fut>(mut f: F) -> Option<Duration>
+pub(crate) async fn within_5s<F, Fut>(mut f: F) -> Option<Duration>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
