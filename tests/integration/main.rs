@@ -4,6 +4,7 @@
 
 mod acct;
 mod admin;
+mod admin_cli;
 mod admin_cluster;
 mod admin_resources;
 mod admin_schema;
