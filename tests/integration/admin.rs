@@ -257,6 +257,25 @@ async fn issue_27_client_lifecycle_concurrency_scopes_idempotency_and_audit() {
         ]
     );
     assert_eq!(pages, 4, "8 clients by 2: no empty page after the last");
+    for bad in ["limit=0", "limit=1000", "limit=x"] {
+        let a = call(
+            addr,
+            "GET",
+            &format!("/admin/v1/clients?{bad}"),
+            Some(&tok),
+            &[],
+            None,
+        )
+        .await;
+        assert_eq!(a.status, 400, "{bad}: {}", text(&a));
+        assert!(
+            a.json()["errors"][0]["pointer"]
+                .as_str()
+                .unwrap()
+                .starts_with("query")
+        );
+        note(&mut audited, &a, "client.list");
+    }
 
     // Update needs If-Match: none 428; the same update twice with one ETag: 200 then 412.
     let change = json!({"scopes": ["read"], "grants": ["client_credentials"]});

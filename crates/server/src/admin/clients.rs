@@ -114,14 +114,17 @@ pub struct Client {
 #[serde(deny_unknown_fields)]
 pub struct NewClient {
     /// The `client_id`; default: a generated one.
+    #[schema(min_length = 1, max_length = 255)]
     pub id: Option<String>,
     /// Default `client_secret` (a secret is generated and returned once).
     pub auth_method: Option<AuthMethod>,
     /// Default `[client_credentials]`.
     pub grants: Option<Vec<GrantType>>,
-    /// Default none.
+    /// Default none. RFC 6749 scope tokens, at most 64, none repeated.
+    #[schema(max_items = 64)]
     pub scopes: Option<Vec<String>>,
     /// Seconds, 60-86400; default 3600.
+    #[schema(minimum = 60, maximum = 86400)]
     pub token_lifetime: Option<u32>,
     /// `private_key_jwt`: a JWKS document or PEM public key(s);
     /// `self_signed_tls_client_auth`: PEM certificate(s).
@@ -139,6 +142,7 @@ pub struct ClientChange {
     /// New scopes.
     pub scopes: Option<Vec<String>>,
     /// New token lifetime, seconds.
+    #[schema(minimum = 60, maximum = 86400)]
     pub token_lifetime: Option<u32>,
     /// New key material of a `private_key_jwt` or `self_signed_tls_client_auth` client.
     pub public_key: Option<String>,
@@ -367,7 +371,7 @@ pub async fn list(
             .store
             .clients_after(q.after()?, size + 1)
             .await
-            .map_err(|e| Problem::store("listing clients", &e))?;
+            .map_err(|e| Problem::from_store(e, "query:limit", "listing clients"))?;
         let next = next_key(&mut items, size, |v| v.record.id.clone());
         page_reply(
             "/admin/v1/clients",

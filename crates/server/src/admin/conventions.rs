@@ -248,6 +248,7 @@ pub fn check_if_match(headers: &HeaderMap, current: &str, what: &str) -> Result<
 #[into_params(parameter_in = Query)]
 pub struct PageQuery {
     /// Items per page (1-999; default `admin.page_size`).
+    #[param(minimum = 1, maximum = 999)]
     pub limit: Option<u32>,
     /// Start after this key (the `next` of the previous page).
     pub after: Option<String>,
@@ -258,10 +259,10 @@ impl PageQuery {
     pub fn size(&self, app: &App) -> Result<u32, Problem> {
         match self.limit {
             None => Ok(app.config.admin.page_size),
-            Some(l) if (1..=portcullis_store::versioned::MAX_PAGE).contains(&l) => Ok(l),
+            Some(l) if (1..=MAX_PAGE).contains(&l) => Ok(l),
             Some(_) => Err(Problem::field(
                 "query:limit",
-                format!("must be 1-{}", portcullis_store::versioned::MAX_PAGE),
+                format!("must be 1-{MAX_PAGE}"),
             )),
         }
     }

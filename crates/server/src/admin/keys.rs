@@ -185,7 +185,7 @@ pub async fn list_revocations(
             .store
             .revocations_after(q.after()?, size + 1)
             .await
-            .map_err(|e| Problem::store("listing revocations", &e))?;
+            .map_err(|e| Problem::from_store(e, "query:limit", "listing revocations"))?;
         let next = next_key(&mut items, size, |(jti, _)| jti.clone());
         page_reply(
             "/admin/v1/revocations",

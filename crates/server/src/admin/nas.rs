@@ -48,10 +48,12 @@ pub struct Nas {
 #[serde(deny_unknown_fields)]
 pub struct NewNas {
     /// 1-64 of `A-Z a-z 0-9 . _ -`.
+    #[schema(pattern = "^[A-Za-z0-9._-]{1,64}$")]
     pub name: String,
     /// A CIDR or one address; host bits must be zero.
     pub cidr: String,
     /// The shared secret (1-128 bytes); default: a generated one, returned once.
+    #[schema(min_length = 1, max_length = 128)]
     pub secret: Option<String>,
     /// Default true (BlastRADIUS defence); false only for NASes that cannot send one.
     pub require_message_authenticator: Option<bool>,
@@ -180,7 +182,7 @@ pub async fn list(
             .store
             .nas_after(q.after()?, size + 1)
             .await
-            .map_err(|e| Problem::store("listing NASes", &e))?;
+            .map_err(|e| Problem::from_store(e, "query:limit", "listing NASes"))?;
         let next = next_key(&mut items, size, |v| v.record.name.clone());
         page_reply(
             "/admin/v1/nas",

@@ -50,8 +50,10 @@ pub struct User {
 #[serde(deny_unknown_fields)]
 pub struct NewUser {
     /// The username.
+    #[schema(min_length = 1, max_length = 255)]
     pub username: String,
-    /// A password, hashed under the server's policy.
+    /// A password, hashed under the server's policy (1-1024 bytes).
+    #[schema(min_length = 1, max_length = 256)]
     pub password: Option<String>,
     /// A hash from another system (PHC, bcrypt, Django, passlib, ASP.NET Identity,
     /// FreeRADIUS, Werkzeug, Keycloak credential, LDAP salted SHA).
@@ -68,7 +70,8 @@ pub struct NewUser {
 pub struct UserChange {
     /// Disable (`true`) or enable (`false`).
     pub disabled: Option<bool>,
-    /// A new password, hashed under the policy.
+    /// A new password, hashed under the policy (1-1024 bytes).
+    #[schema(min_length = 1, max_length = 256)]
     pub password: Option<String>,
     /// A new hash from another system.
     pub password_hash: Option<String>,
@@ -196,7 +199,7 @@ pub async fn list(
             .store
             .users_after(q.after()?, size + 1)
             .await
-            .map_err(|e| Problem::store("listing users", &e))?;
+            .map_err(|e| Problem::from_store(e, "query:limit", "listing users"))?;
         let next = next_key(&mut items, size, |v| v.record.username.clone());
         page_reply(
             "/admin/v1/users",
