@@ -15,7 +15,22 @@ use crate::tls::TlsSettings;
 const EXPIRY_WARN_SECS: i64 = 14 * 24 * 3600;
 
 pub(super) fn check(config: &Config, out: &mut Vec<Finding>) {
-    listen_tcp(config.http, out);
+    listen_tcp("http", config.http, out);
+    if let Some(a) = config.admin.listen {
+        listen_tcp("admin", a, out);
+    }
+    if let Some(ca) = &config.admin.client_ca
+        && let Err(e) = crate::tls::client_certs::ClientCa::load(
+            ca,
+            std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider()),
+        )
+    {
+        out.push(Finding::new(
+            Level::Fail,
+            "admin",
+            format!("admin.client_ca: {e}; fix: a PEM bundle of the admin CA certificates"),
+        ));
+    }
     for a in &config.radius.listen {
         listen_udp(*a, out);
     }
@@ -64,10 +79,10 @@ fn bind_problem(what: &str, addr: SocketAddr, e: &std::io::Error) -> Finding {
     }
 }
 
-fn listen_tcp(addr: SocketAddr, out: &mut Vec<Finding>) {
+fn listen_tcp(what: &str, addr: SocketAddr, out: &mut Vec<Finding>) {
     out.push(match std::net::TcpListener::bind(addr) {
-        Ok(_) => Finding::new(Level::Ok, "listen", format!("http {addr} can be bound")),
-        Err(e) => bind_problem("http", addr, &e),
+        Ok(_) => Finding::new(Level::Ok, "listen", format!("{what} {addr} can be bound")),
+        Err(e) => bind_problem(what, addr, &e),
     });
 }
 
