@@ -147,12 +147,30 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Problem> {
             }
         }
         let inner = e.into_inner();
-        // serde_json's message names the offending key or type; it never echoes a value
-        // (a secret sent in the wrong field stays out of the answer).
-        let msg = inner.to_string();
-        let msg = msg.split(" at line ").next().unwrap_or("malformed JSON");
-        Problem::field(pointer, msg.to_owned())
+        Problem::field(pointer, describe(&inner))
     })
+}
+
+/// What is wrong, in serde's words but without the value that was sent (it may be a
+/// secret put in the wrong field): "invalid type: string \"x\", expected u32" becomes
+/// "invalid type, expected u32".
+fn describe(e: &serde_json::Error) -> String {
+    let msg = e.to_string();
+    let msg = msg.split(" at line ").next().unwrap_or("malformed JSON");
+    for kind in [
+        "invalid type",
+        "invalid value",
+        "invalid length",
+        "unknown variant",
+    ] {
+        if msg.starts_with(kind) {
+            return match msg.rsplit_once(", expected ") {
+                Some((_, want)) => format!("{kind}, expected {want}"),
+                None => kind.to_owned(),
+            };
+        }
+    }
+    msg.to_owned()
 }
 
 /// The raw body within `admin.body_limit` (and of type JSON).
@@ -511,6 +529,13 @@ mod tests {
         assert_eq!(e.errors[0].pointer, "/a/1");
         let e = parse_json::<T>(br#"{"b":1}"#).unwrap_err();
         assert!(e.errors[0].detail.contains("unknown field"), "{e:?}");
+        let e = parse_json::<T>(br#"{"a":"hunter2"}"#).unwrap_err();
+        assert_eq!(e.errors[0].pointer, "/a");
+        assert!(!e.detail.contains("hunter2"), "{e:?}");
+        assert!(
+            e.errors[0].detail.starts_with("invalid type, expected"),
+            "{e:?}"
+        );
     }
 
     #[test]
