@@ -591,6 +591,31 @@ async fn issue_27_client_lifecycle_concurrency_scopes_idempotency_and_audit() {
     .await;
     assert_eq!(a.status, 403, "{}", text(&a));
 
+    // Bodies: over admin.body_limit 413, not JSON 415; both problems.
+    let big = json!({"id": "big", "public_key": "x".repeat(300 * 1024)});
+    let a = call(
+        addr,
+        "POST",
+        "/admin/v1/clients",
+        Some(&tok),
+        &[],
+        Some(&big),
+    )
+    .await;
+    assert_eq!(a.status, 413, "{}", text(&a));
+    assert_eq!(a.header("content-type"), Some("application/problem+json"));
+    let a = raw(
+        addr,
+        format!(
+            "POST /admin/v1/clients HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
+             Authorization: Bearer {tok}\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nhi"
+        )
+        .as_bytes(),
+    )
+    .await;
+    assert_eq!(a.status, 415, "{}", text(&a));
+    assert_eq!(a.json()["errors"][0]["pointer"], "header:Content-Type");
+
     // Unknown paths and methods are problems too.
     let a = call(addr, "GET", "/admin/v1/nothing", Some(&tok), &[], None).await;
     assert_eq!(a.status, 404);
