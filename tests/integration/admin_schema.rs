@@ -41,8 +41,12 @@ async fn issue_27_schemathesis_finds_no_server_error_and_no_schema_violation() {
     let py = crate::server_interop::python();
     let url = format!("http://{addr}/admin/v1/openapi.json");
     let auth = format!("Authorization: Bearer {tok}");
+    // Its caches and reports go to a scratch directory, not the repository.
+    let scratch = tempfile::tempdir().unwrap();
+    let cwd = scratch.path().to_path_buf();
     let out = tokio::task::spawn_blocking(move || {
         std::process::Command::new(&py)
+            .current_dir(&cwd)
             .args(["-m", "schemathesis.cli", "run", &url])
             .args(["--header", &auth])
             .args([
