@@ -191,6 +191,13 @@ async fn serve(config: Config, args: ServeArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return super::fail(format_args!("cannot listen for RadSec on {e}")),
     };
+    let admin = match portcullis_server::admin::bind(&config.admin).await {
+        Ok(a) => a,
+        Err(e) => return super::fail(format_args!("cannot listen for the admin API: {e}")),
+    };
+    if let Some(Ok(a)) = admin.as_ref().map(|l| l.local_addr()) {
+        tracing::info!("admin API on {a} (/admin/v1/openapi.json)");
+    }
     let backend = match portcullis_server::app::open_store(&config).await {
         Ok(b) => b,
         Err(e) => return super::fail(e),
@@ -253,6 +260,7 @@ async fn serve(config: Config, args: ServeArgs) -> ExitCode {
         radius,
         accounting,
         radsec,
+        admin,
     };
     let shutdown = async {
         portcullis_server::shutdown_signal().await;

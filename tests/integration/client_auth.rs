@@ -699,6 +699,7 @@ async fn issue_14_shared_ticket_keys_resume_across_instances() {
                     radius: Vec::new(),
                     accounting: Vec::new(),
                     radsec: Vec::new(),
+                    admin: None,
                 },
                 app,
             ));

@@ -454,6 +454,7 @@ async fn two_instances(
                 radius,
                 accounting: Vec::new(),
                 radsec: Vec::new(),
+                admin: None,
             },
             app,
         ));

@@ -3,6 +3,12 @@
 //! issue (`issue_N_...`).
 
 mod acct;
+mod admin;
+mod admin_cli;
+mod admin_cluster;
+mod admin_resources;
+mod admin_schema;
+mod admin_tls;
 mod audit;
 mod client_auth;
 mod container;
@@ -24,10 +30,10 @@ mod process_support;
 mod radius;
 mod radius_interop;
 mod radius_support;
-mod read_replica;
-mod redis_cluster;
 mod radsec;
 mod radsec_support;
+mod read_replica;
+mod redis_cluster;
 mod reload;
 mod scale_out;
 mod scale_out_haproxy;

@@ -461,7 +461,7 @@ async fn issue_13_revocation_and_key_rotation_hold_across_instances() {
 
 /// Poll `f` every 20 ms for up to 5 s (a change travels through PostgreSQL to another
 /// instance: there is nothing in this process to wait on); the time it took, or `None`.
-async fn within_5s<F, Fut>(mut f: F) -> Option<Duration>
+pub(crate) async fn within_5s<F, Fut>(mut f: F) -> Option<Duration>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,

@@ -61,6 +61,7 @@ pub async fn start_in(dir: tempfile::TempDir, tweak: impl FnOnce(&mut Config)) -
     let radius = portcullis_server::radius::bind(&config.radius).unwrap();
     let accounting = portcullis_server::radius::acct::bind(&config.radius).unwrap();
     let radsec = portcullis_server::radius::radsec::bind(&config.radius).unwrap();
+    let admin = portcullis_server::admin::bind(&config.admin).await.unwrap();
     let app = App::from_data_dir(config, &data, listener.local_addr().unwrap())
         .await
         .unwrap();
@@ -70,6 +71,7 @@ pub async fn start_in(dir: tempfile::TempDir, tweak: impl FnOnce(&mut Config)) -
             radius,
             accounting,
             radsec,
+            admin,
         },
         app,
     );

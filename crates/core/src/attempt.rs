@@ -35,6 +35,11 @@ pub enum Protocol {
     RadiusEapTls,
     /// 802.1X EAP-TTLS over RADIUS: the inner PAP password.
     RadiusEapTtls,
+    /// The admin API (issue 27): a bearer access token this server issued, checked by
+    /// the admin door (a proof, never hashed); failures spend the same budgets.
+    AdminBearer,
+    /// The admin API: a TLS client certificate from the configured admin CA (a proof).
+    AdminTls,
 }
 
 impl Protocol {
@@ -49,6 +54,8 @@ impl Protocol {
             Protocol::OAuthClientTls => "oauth_client_tls",
             Protocol::RadiusEapTls => "radius_eap_tls",
             Protocol::RadiusEapTtls => "radius_eap_ttls",
+            Protocol::AdminBearer => "admin_bearer",
+            Protocol::AdminTls => "admin_tls",
         }
     }
 }

@@ -85,7 +85,7 @@ pub use source::{CredentialSource, SourceError, StoredCredentials};
 pub use throttle::{
     Charge, Decision, GcraLimit, MemoryThrottleStore, ThrottleError, ThrottleKey, ThrottleStore,
 };
-pub use verifier::{Deferred, PoolSnapshot, Verifier};
+pub use verifier::{BudgetScope, BudgetState, Deferred, PoolSnapshot, ThrottleReport, Verifier};
 
 #[cfg(test)]
 mod tests;

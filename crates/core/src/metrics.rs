@@ -70,7 +70,7 @@ pub(crate) struct AttemptMetrics {
 
 const OUTCOMES: [&str; 4] = ["accepted", "rejected", "throttled", "overloaded"];
 const CLASSES: [Class; 3] = [Class::Trusted, Class::Unknown, Class::Suspect];
-const PROTOCOLS: [Protocol; 8] = [
+const PROTOCOLS: [Protocol; 10] = [
     Protocol::OAuthClient,
     Protocol::OAuthPassword,
     Protocol::RadiusPap,
@@ -79,6 +79,8 @@ const PROTOCOLS: [Protocol; 8] = [
     Protocol::OAuthClientTls,
     Protocol::RadiusEapTls,
     Protocol::RadiusEapTtls,
+    Protocol::AdminBearer,
+    Protocol::AdminTls,
 ];
 
 impl AttemptMetrics {
@@ -120,6 +122,8 @@ impl AttemptMetrics {
             Protocol::OAuthClientTls => 5,
             Protocol::RadiusEapTls => 6,
             Protocol::RadiusEapTtls => 7,
+            Protocol::AdminBearer => 8,
+            Protocol::AdminTls => 9,
         };
         self.attempts[oi][ci][pi].increment(1);
         if oi == 2 {

@@ -153,6 +153,26 @@ impl Spread {
         }
     }
 
+    /// When the attack state of `principal` ends, if it is under attack at `now`.
+    pub(crate) fn attacked_until(
+        &self,
+        kind: PrincipalKind,
+        principal: &str,
+        now: Instant,
+    ) -> Option<Instant> {
+        self.by_kind[kind_idx(kind)]
+            .lock()
+            .get(principal)
+            .and_then(|e| e.until)
+            .filter(|u| *u > now)
+    }
+
+    /// An operator lifted the principal's block (issue 27): forget its failing origins
+    /// and end its attack state; a wave still going on is detected again.
+    pub(crate) fn forget(&self, kind: PrincipalKind, principal: &str) {
+        self.by_kind[kind_idx(kind)].lock().remove(principal);
+    }
+
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.by_kind.iter().map(|m| m.lock().len()).sum()

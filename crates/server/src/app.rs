@@ -100,6 +100,8 @@ pub struct App {
     /// certificate and CRLs), registered by whoever owns them, so a reload reaches them
     /// without `App` knowing each door.
     pub reloadable: parking_lot::Mutex<Vec<Arc<dyn Reloadable>>>,
+    /// CAs of admin client certificates (`[admin] client_ca`; issue 27).
+    pub admin_ca: Option<Arc<crate::tls::client_certs::ClientCa>>,
 }
 
 /// Something that re-reads its files on SIGHUP. On a failed check it keeps what it had
@@ -161,6 +163,16 @@ impl App {
                     .map_err(|e| ServerError::Config(e.to_string()))?,
             ),
             None => None,
+        };
+        let admin_ca = match &config.admin.client_ca {
+            None => None,
+            Some(path) => Some(Arc::new(
+                crate::tls::client_certs::ClientCa::load(
+                    path,
+                    Arc::new(rustls::crypto::aws_lc_rs::default_provider()),
+                )
+                .map_err(|e| ServerError::Config(format!("admin.client_ca: {e}")))?,
+            )),
         };
         let metrics = crate::metrics::install();
         let scheme = if config.tls.is_some() {
@@ -234,6 +246,7 @@ impl App {
             audit,
             history: crate::history::History::default(),
             reloadable: parking_lot::Mutex::new(Vec::new()),
+            admin_ca,
         }))
     }
 }

@@ -16,6 +16,9 @@
 //! Writing never blocks a request: file lines go through a bounded channel to a writer
 //! thread of their own; when that channel is full the line is dropped and counted in
 //! `portcullis_audit_dropped_total`. No event has a field for a secret, a token or a hash.
+//!
+//! Admin API actions (issue 27) are events of their own (`event: "admin"`, `admin.rs`),
+//! in the same stream, never rate-limited: every one comes from an authenticated caller.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -558,6 +561,9 @@ fn write_lines(mut file: RotatingFile, rx: Receiver<Msg>) {
         }
     }
 }
+
+mod admin;
+pub use admin::AdminEvent;
 
 #[cfg(test)]
 mod tests;

@@ -48,6 +48,8 @@ pub struct FileConfig {
     pub audit: crate::audit::FileAudit,
     /// `[log]`: the log stream's format and level.
     pub log: crate::logging::FileLog,
+    /// `[admin]`: the admin API's listener (absent: off).
+    pub admin: crate::admin::config::FileAdmin,
 }
 
 /// `[server]`
@@ -272,6 +274,8 @@ pub struct Config {
     pub audit: crate::audit::AuditConfig,
     /// The log stream.
     pub log: crate::logging::LogConfig,
+    /// The admin API (`listen` `None`: off).
+    pub admin: crate::admin::config::AdminConfig,
 }
 
 impl Default for Config {
@@ -352,6 +356,10 @@ impl Config {
             ));
         }
         let tls = f.tls.map(crate::tls::config::validate).transpose()?;
+        let admin = f.admin.validate(
+            tls.is_some(),
+            tls.as_ref().is_some_and(|t| t.client_certificates),
+        )?;
         let client_auth = f.client_auth.validate()?;
         if f.tokens.lifetime_secs == 0 || f.tokens.lifetime_secs > 24 * 3600 {
             return Err(invalid("tokens.lifetime_secs must be between 1 and 86400"));
@@ -469,6 +477,7 @@ impl Config {
             accounting,
             audit,
             log,
+            admin,
         })
     }
 }
@@ -504,7 +513,7 @@ fn validate_policy(p: portcullis_hash::policy::PolicyConfig) -> Result<Policy, C
 /// with its default value (a test checks that this text parses to the defaults).
 pub fn example() -> String {
     format!(
-        "{EXAMPLE_HEAD}{}{}{EXAMPLE_TOKENS}{EXAMPLE_VERIFIER}{EXAMPLE_TAIL}{}{}{}{}{}{}",
+        "{EXAMPLE_HEAD}{}{}{EXAMPLE_TOKENS}{EXAMPLE_VERIFIER}{EXAMPLE_TAIL}{}{}{}{}{}{}{}",
         crate::tls::config::EXAMPLE,
         crate::client_auth::config::EXAMPLE,
         crate::radius::config::EXAMPLE,
@@ -512,7 +521,8 @@ pub fn example() -> String {
         crate::radius::radsec::config::EXAMPLE,
         crate::radius::acct::config::EXAMPLE,
         crate::audit::EXAMPLE,
-        crate::logging::EXAMPLE
+        crate::logging::EXAMPLE,
+        crate::admin::config::EXAMPLE
     )
 }
 

@@ -157,6 +157,19 @@ impl KeyManager {
         self.maintain(now).await
     }
 
+    /// Rotate now (an operator's request, issue 27): a new key signs from `now`, the one
+    /// that signed is retired (still published until its tokens expire). Returns the new
+    /// key id. Other instances sharing the store pick it up at their next refresh.
+    pub async fn rotate_now(&self, now: i64) -> Result<String, KeyError> {
+        let old = self.keys().current.kid().to_owned();
+        let rec = generate(&self.master, now, self.rotation, self.max_lifetime)?;
+        let kid = rec.kid.clone();
+        self.store.insert_signing_key(&rec).await?;
+        self.store.retire_signing_key(&old, now).await?;
+        self.maintain(now).await?;
+        Ok(kid)
+    }
+
     /// How often [`KeyManager::maintain`] should run.
     pub fn maintenance_interval(&self) -> Duration {
         let r = u64::try_from(self.rotation / 10).unwrap_or(60);

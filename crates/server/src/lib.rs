@@ -7,6 +7,7 @@
 //! - [`radius`]: the RADIUS front door (UDP listeners, NAS table, duplicate cache, PAP,
 //!   EAP, accounting, and RadSec: RADIUS over TLS).
 //! - [`conn_limit`]: per-source connection limits of the TCP doors (HTTP, RadSec).
+//! - [`admin`]: the admin door (issue 27): JSON REST API on its own listener.
 //! - [`config`]: the TOML configuration, its documented example, validation.
 //! - [`tls`]: rustls settings and the certificate / cipher-suite start-up check.
 //! - [`app`]: [`App`], the state shared by all requests, assembled from config + store.
@@ -34,6 +35,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod admin;
 pub mod app;
 pub mod audit;
 pub mod cache;

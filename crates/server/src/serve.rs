@@ -47,6 +47,8 @@ pub struct Listeners {
     pub accounting: Vec<RadiusSocket>,
     /// RadSec (RADIUS over TLS) listeners; empty: no RadSec.
     pub radsec: Vec<TcpListener>,
+    /// The admin API listener (`[admin] listen`); `None`: no admin API.
+    pub admin: Option<TcpListener>,
 }
 
 /// Serve `app` on `listeners` until `shutdown` resolves, then drain and return.
@@ -60,6 +62,7 @@ pub async fn run(
         radius,
         accounting,
         radsec,
+        admin,
     } = listeners;
     let tls = app
         .tls
@@ -98,6 +101,16 @@ pub async fn run(
             let door = crate::radius::radsec::RadsecDoor::new(front, acct)?;
             tracker.spawn(crate::radius::radsec::run(door, radsec, stop.clone()));
         }
+    }
+    if let Some(admin) = admin {
+        tracker.spawn(admin_accept(
+            admin,
+            Arc::clone(&app),
+            tls.clone(),
+            tracker.clone(),
+            stop.clone(),
+        ));
+        tracker.spawn(crate::admin::upkeep(Arc::clone(&app), stop.clone()));
     }
     let router = crate::http::routes::router(Arc::clone(&app), radius_stats);
     tracker.spawn(crate::metrics::upkeep(app.metrics.clone(), stop.clone()));
@@ -224,6 +237,69 @@ pub async fn run(
     Ok(())
 }
 
+/// The admin door's accept loop (issue 27): its own router, at most
+/// `admin.max_connections` connections, the same header timeout and TLS as the HTTP
+/// door (with `[tls]`, the admin listener speaks TLS too). No PROXY protocol and no
+/// forwarded headers: the admin listener is reached directly.
+async fn admin_accept(
+    listener: TcpListener,
+    app: Arc<App>,
+    tls: Option<TlsAcceptor>,
+    tracker: TaskTracker,
+    stop: CancellationToken,
+) {
+    let router = crate::admin::router(Arc::clone(&app));
+    let limit = Arc::new(Semaphore::new(app.config.admin.max_connections));
+    let header_timeout = app.config.header_timeout;
+    let max_header_bytes = app.config.max_header_bytes;
+    loop {
+        let permit = tokio::select! {
+            p = Arc::clone(&limit).acquire_owned() => match p {
+                Ok(p) => p,
+                Err(_) => return,
+            },
+            () = stop.cancelled() => return,
+        };
+        let (stream, peer) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(x) => x,
+                Err(e) => {
+                    tracing::warn!("admin accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = stop.cancelled() => return,
+        };
+        let _ = stream.set_nodelay(true);
+        let router = router.clone();
+        let stop = stop.clone();
+        let tls = tls.clone();
+        tracker.spawn(async move {
+            let _permit = permit;
+            let limits = (header_timeout, max_header_bytes);
+            match tls {
+                None => serve_connection(stream, (peer, None), router, limits, stop).await,
+                Some(acceptor) => {
+                    match tokio::time::timeout(header_timeout, acceptor.accept(stream)).await {
+                        Ok(Ok(s)) => {
+                            let certs = s
+                                .get_ref()
+                                .1
+                                .peer_certificates()
+                                .filter(|c| !c.is_empty())
+                                .map(|c| ClientCerts(Arc::new(c.to_vec())));
+                            serve_connection(s, (peer, certs), router, limits, stop).await
+                        }
+                        Ok(Err(e)) => tracing::debug!(%peer, "admin TLS handshake failed: {e}"),
+                        Err(_) => tracing::debug!(%peer, "admin TLS handshake timed out"),
+                    }
+                }
+            }
+        });
+    }
+}
+
 /// Once a second: the status page's history sample, and the audit summaries of ended
 /// rate-limit intervals (so a flood's summary appears even after the flood stops).
 async fn every_second(app: Arc<App>, stop: CancellationToken) {
@@ -307,6 +383,8 @@ pub struct Server {
     accounting_addrs: Vec<SocketAddr>,
     /// The RadSec listeners' addresses (empty: RadSec off).
     radsec_addrs: Vec<SocketAddr>,
+    /// The admin listener's address (`None`: admin API off).
+    admin_addr: Option<SocketAddr>,
     /// Issuer URL (base URL of the endpoints).
     issuer: String,
     /// The shared state (store access for provisioning, metrics).
@@ -327,6 +405,7 @@ impl Server {
         let radius = crate::radius::bind(&config.radius)?;
         let accounting = crate::radius::acct::bind(&config.radius)?;
         let radsec = crate::radius::radsec::bind(&config.radius)?;
+        let admin = crate::admin::bind(&config.admin).await?;
         let app = App::new(
             config,
             backend.store(),
@@ -341,6 +420,7 @@ impl Server {
                 radius,
                 accounting,
                 radsec,
+                admin,
             },
             app,
         ))
@@ -359,6 +439,7 @@ impl Server {
             .iter()
             .filter_map(|l| l.local_addr().ok())
             .collect();
+        let admin_addr = listeners.admin.as_ref().and_then(|l| l.local_addr().ok());
         let stop = CancellationToken::new();
         let signal = stop.clone();
         let task = tokio::spawn(run(listeners, Arc::clone(&app), async move {
@@ -369,6 +450,7 @@ impl Server {
             radius_addrs,
             accounting_addrs,
             radsec_addrs,
+            admin_addr,
             issuer: app.issuer.clone(),
             app,
             stop,
@@ -394,6 +476,11 @@ impl Server {
     /// The RadSec listeners' bound addresses (empty when RadSec is off).
     pub fn radsec_addrs(&self) -> &[SocketAddr] {
         &self.radsec_addrs
+    }
+
+    /// The admin listener's bound address (`None` when the admin API is off).
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.admin_addr
     }
 
     /// The issuer URL, e.g. `http://127.0.0.1:41234`; endpoints hang off it.
@@ -538,6 +625,7 @@ mod tests {
                 radius: Vec::new(),
                 accounting: Vec::new(),
                 radsec: Vec::new(),
+                admin: None,
             },
             app,
         );

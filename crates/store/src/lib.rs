@@ -22,6 +22,9 @@
 //!   the connection to it and the placement of keys in slots.
 //! - [`refusals`]: refusals remembered per instance until they end or are invalidated.
 //! - [`seal`]: [`MasterKey`] AEAD sealing for secrets kept in the database (signing keys).
+//! - [`versioned`]: what the admin API needs (issue 27): records with their version,
+//!   keyset pages, compare-and-set writes and removals, revocation pages, and the
+//!   Idempotency-Key table; the SQL once for both backends.
 //! - [`error`]: the one error type, [`StoreError`].
 //! - `conformance` (tests / feature `conformance`): the suite every backend must pass;
 //!   `testing`: PostgreSQL schemas and Redis processes for tests.
@@ -50,6 +53,9 @@ pub mod store;
 #[cfg(any(test, feature = "conformance"))]
 pub mod testing;
 pub mod throttle_redis;
+pub mod versioned;
+#[cfg(any(test, feature = "conformance"))]
+pub mod versioned_conformance;
 
 #[cfg(test)]
 mod tests;
@@ -69,3 +75,4 @@ pub use sessions::{MemorySessionStore, SessionStore};
 pub use sqlite::SqliteStore;
 pub use store::{Change, ChangeFeed, Store};
 pub use throttle_redis::{RedisTarget, RedisThrottleConfig, RedisThrottleStore};
+pub use versioned::{IdempotencyRecord, Resource, Versioned};

@@ -70,10 +70,12 @@ use crate::timer::{PRECISE_TAIL, PreciseTimer};
 const MAX_LATENESS: Duration = Duration::from_micros(500);
 
 mod budgets;
+mod inspect;
 mod proof;
 mod rehash;
 mod release;
 
+pub use inspect::{BudgetScope, BudgetState, ThrottleReport};
 use release::{now_answer, refusal_wait};
 
 use crate::audit::{BUDGET_EXHAUSTED, UNKNOWN_PRINCIPAL, WRONG_SECRET};
@@ -383,6 +385,12 @@ impl Verifier {
     /// finish with the keys they started with.
     pub fn set_peppers(&self, peppers: Peppers) {
         *self.inner.peppers.write() = Arc::new(peppers);
+    }
+
+    /// The pepper keys in force (new generated secrets are peppered under the current
+    /// one, as the CLI does; issue 27's admin API).
+    pub fn peppers(&self) -> Arc<Peppers> {
+        Arc::clone(&self.inner.peppers.read())
     }
 
     /// Install where audit events go (once; later calls are ignored). Until then no

@@ -64,6 +64,23 @@ impl Verifier {
     }
 }
 
+impl Verifier {
+    /// Hash `secret` under the policy on the pool's background queue (never on the
+    /// runtime: invariant 1), for a password set by an operator (issue 27's admin API).
+    /// `None` when the queue is full, the pool is shutting down or hashing failed.
+    pub async fn hash_with_policy(&self, secret: Zeroizing<Vec<u8>>) -> Option<String> {
+        let (tx, rx) = oneshot::channel();
+        let policy = self.inner.policy.clone();
+        let queued = self.inner.pool.submit_background(Box::new(move || {
+            let _ = tx.send(policy.hash(&secret).ok());
+        }));
+        if !queued {
+            return None;
+        }
+        rx.await.ok().flatten()
+    }
+}
+
 /// A rehash store write in progress, counted for [`Verifier::drain`]. A guard, so the
 /// count also drops if the write's task is cancelled or panics.
 struct RehashWrite(Arc<Inner>);

@@ -16,6 +16,21 @@ const EXPIRY_WARN_SECS: i64 = 14 * 24 * 3600;
 
 pub(super) fn check(config: &Config, out: &mut Vec<Finding>) {
     listen_tcp("http", config.http, out);
+    if let Some(a) = config.admin.listen {
+        listen_tcp("admin", a, out);
+    }
+    if let Some(ca) = &config.admin.client_ca
+        && let Err(e) = crate::tls::client_certs::ClientCa::load(
+            ca,
+            std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider()),
+        )
+    {
+        out.push(Finding::new(
+            Level::Fail,
+            "admin",
+            format!("admin.client_ca: {e}; fix: a PEM bundle of the admin CA certificates"),
+        ));
+    }
     for a in &config.radius.listen {
         listen_udp(*a, out);
     }

@@ -389,7 +389,10 @@ async fn token_inner(app: &App, req: Request) -> Result<Response, OAuthError> {
 }
 
 /// A presented token that verifies, is unexpired and not revoked.
-async fn active_claims(app: &App, token: &str) -> Result<Option<AccessClaims>, OAuthError> {
+pub(crate) async fn active_claims(
+    app: &App,
+    token: &str,
+) -> Result<Option<AccessClaims>, OAuthError> {
     let now = u64::try_from(unix_now()).unwrap_or(0);
     let claims = match app.keys.keys().verify(token, &app.issuer, now) {
         Ok(c) => c,

@@ -1,0 +1,50 @@
+//! Fuzz what the admin API (issue 27) reads from a caller: JSON bodies of every request
+//! type (with the failing field's pointer), the field checks of a new client (grants,
+//! scopes, lifetimes, JWKS / PEM / DN key material), and If-Match lists. First byte mod
+//! 8 picks the input; the rest is the body or header. Every input is a value or a
+//! problem, never a panic.
+#![no_main]
+
+use axum::http::{HeaderMap, HeaderValue, header};
+use libfuzzer_sys::fuzz_target;
+use portcullis_server::admin::conventions::{check_if_match, etag, parse_json};
+use portcullis_server::admin::{clients, keys, nas, throttle, users};
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&pick, rest)) = data.split_first() else {
+        return;
+    };
+    match pick % 8 {
+        0 => {
+            if let Ok(n) = parse_json::<clients::NewClient>(rest) {
+                let _ = clients::check_new(n);
+            }
+        }
+        1 => {
+            let _ = parse_json::<clients::ClientChange>(rest);
+        }
+        2 => {
+            let _ = parse_json::<users::NewUser>(rest);
+        }
+        3 => {
+            let _ = parse_json::<users::UserChange>(rest);
+        }
+        4 => {
+            let _ = parse_json::<nas::NewNas>(rest);
+            let _ = parse_json::<nas::NasChange>(rest);
+        }
+        5 => {
+            let _ = parse_json::<keys::NewRevocation>(rest);
+        }
+        6 => {
+            let _ = parse_json::<throttle::Subject>(rest);
+        }
+        _ => {
+            if let Ok(v) = HeaderValue::from_bytes(rest) {
+                let mut h = HeaderMap::new();
+                h.insert(header::IF_MATCH, v);
+                let _ = check_if_match(&h, &etag(7, b"record"), "fuzz");
+            }
+        }
+    }
+});
