@@ -35,6 +35,9 @@ pub enum Protocol {
     RadiusEapTls,
     /// 802.1X EAP-TTLS over RADIUS: the inner PAP password.
     RadiusEapTtls,
+    /// RFC 7591/7592 dynamic client registration: an initial access token or a client's
+    /// registration access token, checked by the front end (a proof, never hashed).
+    OAuthRegistration,
 }
 
 impl Protocol {
@@ -49,6 +52,7 @@ impl Protocol {
             Protocol::OAuthClientTls => "oauth_client_tls",
             Protocol::RadiusEapTls => "radius_eap_tls",
             Protocol::RadiusEapTtls => "radius_eap_ttls",
+            Protocol::OAuthRegistration => "oauth_registration",
         }
     }
 }

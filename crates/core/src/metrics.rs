@@ -68,7 +68,7 @@ pub(crate) struct AttemptMetrics {
 
 const OUTCOMES: [&str; 4] = ["accepted", "rejected", "throttled", "overloaded"];
 const CLASSES: [Class; 3] = [Class::Trusted, Class::Unknown, Class::Suspect];
-const PROTOCOLS: [Protocol; 8] = [
+const PROTOCOLS: [Protocol; 9] = [
     Protocol::OAuthClient,
     Protocol::OAuthPassword,
     Protocol::RadiusPap,
@@ -77,6 +77,7 @@ const PROTOCOLS: [Protocol; 8] = [
     Protocol::OAuthClientTls,
     Protocol::RadiusEapTls,
     Protocol::RadiusEapTtls,
+    Protocol::OAuthRegistration,
 ];
 
 impl AttemptMetrics {
@@ -118,6 +119,7 @@ impl AttemptMetrics {
             Protocol::OAuthClientTls => 5,
             Protocol::RadiusEapTls => 6,
             Protocol::RadiusEapTtls => 7,
+            Protocol::OAuthRegistration => 8,
         };
         self.attempts[oi][ci][pi].increment(1);
         if oi == 2 {

@@ -48,6 +48,8 @@ pub struct FileConfig {
     pub audit: crate::audit::FileAudit,
     /// `[log]`: the log stream's format and level.
     pub log: crate::logging::FileLog,
+    /// `[registration]`: RFC 7591/7592 dynamic client registration (off by default).
+    pub registration: crate::registration::config::FileRegistration,
 }
 
 /// `[server]`
@@ -265,6 +267,8 @@ pub struct Config {
     pub audit: crate::audit::AuditConfig,
     /// The log stream.
     pub log: crate::logging::LogConfig,
+    /// Dynamic client registration.
+    pub registration: crate::registration::config::RegistrationConfig,
 }
 
 impl Default for Config {
@@ -370,6 +374,7 @@ impl Config {
         let accounting = crate::radius::acct::config::AcctConfig::from_file(f.accounting)?;
         let audit = crate::audit::AuditConfig::from_file(f.audit)?;
         let log = crate::logging::LogConfig::from_file(f.log)?;
+        let registration = f.registration.validate()?;
         let store = match f.store.url {
             None => {
                 if f.store.secrets_file.is_some() {
@@ -445,6 +450,7 @@ impl Config {
             accounting,
             audit,
             log,
+            registration,
         })
     }
 }
@@ -480,9 +486,10 @@ fn validate_policy(p: portcullis_hash::policy::PolicyConfig) -> Result<Policy, C
 /// with its default value (a test checks that this text parses to the defaults).
 pub fn example() -> String {
     format!(
-        "{EXAMPLE_HEAD}{}{}{EXAMPLE_TOKENS}{EXAMPLE_VERIFIER}{EXAMPLE_TAIL}{}{}{}{}{}",
+        "{EXAMPLE_HEAD}{}{}{}{EXAMPLE_TOKENS}{EXAMPLE_VERIFIER}{EXAMPLE_TAIL}{}{}{}{}{}",
         crate::tls::config::EXAMPLE,
         crate::client_auth::config::EXAMPLE,
+        crate::registration::config::EXAMPLE,
         crate::radius::config::EXAMPLE,
         crate::radius::eap::config::EXAMPLE,
         crate::radius::acct::config::EXAMPLE,

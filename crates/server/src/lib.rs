@@ -5,6 +5,8 @@
 //! Module map:
 //! - [`http`]: the HTTP front door (router, OAuth endpoints, forms, OAuth errors, status).
 //! - [`radius`]: the RADIUS front door (UDP listeners, NAS table, duplicate cache, PAP).
+//! - [`registration`]: dynamic client registration without HTTP: `[registration]`,
+//!   software statements, the client metadata rules (endpoints in `http::register`).
 //! - [`config`]: the TOML configuration, its documented example, validation.
 //! - [`tls`]: rustls settings and the certificate / cipher-suite start-up check.
 //! - [`app`]: [`App`], the state shared by all requests, assembled from config + store.
@@ -45,6 +47,7 @@ pub mod keys;
 pub mod logging;
 pub mod metrics;
 pub mod radius;
+pub mod registration;
 pub mod serve;
 pub mod systemd;
 pub mod tls;

@@ -385,6 +385,12 @@ impl Verifier {
         *self.inner.peppers.write() = Arc::new(peppers);
     }
 
+    /// The pepper keys in force (after any reload): front ends that mint a secret (dynamic
+    /// client registration) store its peppered HMAC under the current one.
+    pub fn peppers(&self) -> Arc<Peppers> {
+        Arc::clone(&self.inner.peppers.read())
+    }
+
     /// Install where audit events go (once; later calls are ignored). Until then no
     /// events are produced.
     pub fn set_audit_sink(&self, sink: Arc<dyn AuditSink>) {
