@@ -40,6 +40,9 @@ enum Command {
     /// Manage RADIUS clients (NAS) in the embedded store.
     #[command(subcommand)]
     Nas(cli::nas::NasCommand),
+    /// Dynamic client registration (RFC 7591): initial access tokens.
+    #[command(subcommand)]
+    Registration(cli::registration::RegistrationCommand),
     /// Read RADIUS accounting: sessions online or at a time, record export.
     #[command(subcommand)]
     Acct(cli::acct::AcctCommand),
@@ -74,6 +77,7 @@ fn main() -> ExitCode {
         Command::Client(c) => cli::client::run(c),
         Command::User(c) => cli::user::run(c),
         Command::Nas(c) => cli::nas::run(c),
+        Command::Registration(c) => cli::registration::run(c),
         Command::Acct(c) => cli::acct::run(c),
         Command::Config(c) => cli::config::run(c),
         Command::Tls(c) => cli::tls::run(c),

@@ -15,6 +15,7 @@ pub mod hash_pool;
 pub mod healthcheck;
 pub mod lab;
 pub mod nas;
+pub mod registration;
 pub mod reload;
 pub mod serve;
 pub mod tls;

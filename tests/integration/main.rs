@@ -24,6 +24,7 @@ mod process_support;
 mod radius;
 mod radius_interop;
 mod radius_support;
+mod registration;
 mod reload;
 mod scale_out;
 mod scale_out_haproxy;

@@ -8,9 +8,8 @@
 
 use futures::future::join_all;
 
-use crate::conformance::test_client;
 use crate::error::StoreError;
-use crate::record::{ClientAuth, Grant};
+use crate::record::{ClientAuth, ClientRecord, Grant};
 use crate::registration::{ClientRegistration, InitialAccessToken, hash_token};
 use crate::store::Store;
 
@@ -27,6 +26,23 @@ pub fn test_token(id: &str, max_uses: u32, expires_at: i64) -> InitialAccessToke
         scopes: vec!["read".into(), "write:all".into()],
         grants: vec![Grant::ClientCredentials],
         auth_methods: vec!["client_secret_basic".into(), "private_key_jwt".into()],
+    }
+}
+
+/// A secret client (its own builder: this module is below `conformance`, which runs it).
+fn test_client(id: &str) -> ClientRecord {
+    let key = portcullis_hash::PepperKey::new("reg-conformance", [9u8; 32]).unwrap();
+    ClientRecord {
+        id: id.to_owned(),
+        auth: ClientAuth::Secret,
+        secret_hashes: vec![portcullis_hash::pepper::PepperedHmac::create(
+            &key,
+            id.as_bytes(),
+        )],
+        grants: vec![Grant::ClientCredentials, Grant::Password],
+        scopes: vec!["read".into(), "write:all".into()],
+        token_lifetime: 900,
+        created_at: 1_700_000_000,
     }
 }
 
