@@ -581,3 +581,66 @@ async fn issue_27_registration_is_off_by_default() {
     assert!(meta.get("registration_endpoint").is_none());
     s.server.shutdown().await.unwrap();
 }
+
+/// Unmodified third-party software end to end (tests/interop/registration_interop.py):
+/// authlib signs the software statement, validates our answers with its own RFC 7591
+/// metadata rules and fetches tokens for both registered clients; PyJWT verifies them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_27_authlib_registers_clients_and_fetches_tokens() {
+    let pki = tempfile::tempdir().unwrap();
+    let issuer_key = portcullis_lab::certs::signing_key(pki.path(), "issuer", "ES256").unwrap();
+    let client_key = portcullis_lab::certs::signing_key(pki.path(), "client", "ES256").unwrap();
+    let issuer_pub = issuer_key.cert.clone();
+    let s = server(move |r| {
+        r.software_statement_issuers = vec![
+            portcullis_server::registration::config::FileStatementIssuer {
+                issuer: "https://suite.example".into(),
+                keys_file: issuer_pub,
+            },
+        ];
+    })
+    .await;
+    let iat = cli_token(
+        s.dir.path(),
+        &["--uses", "2", "--scope", "read", "--scope", "write"],
+    );
+    let out = crate::server_interop::run_python(
+        "registration_interop.py",
+        vec![
+            s.base().into(),
+            iat.into(),
+            "https://suite.example".into(),
+            issuer_key.key.into(),
+            client_key.key.into(),
+        ],
+    )
+    .await;
+    let secret = &out["secret_client"];
+    // The statement's claims won over the unsigned ones, as stored.
+    assert_eq!(secret["client_name"], "Signed Name");
+    assert_eq!(secret["software_id"], "interop-suite");
+    let id = secret["client_id"].as_str().unwrap();
+    let reg = s
+        .store()
+        .get_client_registration(id)
+        .await
+        .unwrap()
+        .unwrap();
+    let stored: Value = serde_json::from_str(&reg.metadata).unwrap();
+    assert_eq!(stored["client_name"], "Signed Name");
+    assert_eq!(
+        s.store().get_client(id).await.unwrap().unwrap().scopes,
+        vec!["read".to_owned()]
+    );
+    assert_eq!(secret["token_claims"]["client_id"], id);
+    assert_eq!(secret["token_claims"]["scope"], "read");
+    let keyed = out["keyed_client"]["client_id"].as_str().unwrap();
+    assert_eq!(out["keyed_client"]["token_claims"]["client_id"], keyed);
+    assert_eq!(out["keyed_client"]["renamed"], "keyed-renamed");
+    // Deleted through RFC 7592: gone, and its key no longer gets tokens.
+    assert!(s.store().get_client(keyed).await.unwrap().is_none());
+    assert_eq!(out["after_delete"]["status"], 401);
+    assert_eq!(out["after_delete"]["error"], "invalid_token");
+    assert_eq!(out["after_delete"]["token"], "invalid_client");
+    s.server.shutdown().await.unwrap();
+}
