@@ -13,6 +13,10 @@ pub enum StoreError {
     /// An object with this key exists already (e.g. `client "ci"`).
     #[error("{0} already exists")]
     AlreadyExists(String),
+    /// The object changed since the version the caller named (compare-and-set refused;
+    /// issue 27's `If-Match`), e.g. `client "ci"`.
+    #[error("{0} was changed since the version given")]
+    Conflict(String),
     /// The input is not acceptable (bad id, scope, grant, lifetime, ...).
     #[error("invalid input: {0}")]
     Invalid(String),

@@ -20,6 +20,9 @@
 //! - [`throttle_redis`]: [`RedisThrottleStore`], the core's failure budgets and trust
 //!   marks in Redis, shared by every instance (one Lua script per call).
 //! - [`seal`]: [`MasterKey`] AEAD sealing for secrets kept in the database (signing keys).
+//! - [`versioned`]: what the admin API needs (issue 27): records with their version,
+//!   keyset pages, compare-and-set writes and removals, revocation pages, and the
+//!   Idempotency-Key table; the SQL once for both backends.
 //! - [`error`]: the one error type, [`StoreError`].
 //! - `conformance` (tests / feature `conformance`): the suite every backend must pass;
 //!   `testing`: PostgreSQL schemas and Redis processes for tests.
@@ -48,6 +51,9 @@ pub mod store;
 #[cfg(any(test, feature = "conformance"))]
 pub mod testing;
 pub mod throttle_redis;
+pub mod versioned;
+#[cfg(any(test, feature = "conformance"))]
+pub mod versioned_conformance;
 
 #[cfg(test)]
 mod tests;
@@ -68,3 +74,4 @@ pub use sessions::{MemorySessionStore, SessionStore};
 pub use sqlite::SqliteStore;
 pub use store::{Change, ChangeFeed, Store};
 pub use throttle_redis::{RedisThrottleConfig, RedisThrottleStore};
+pub use versioned::{IdempotencyRecord, Resource, Versioned};

@@ -488,6 +488,104 @@ macro_rules! identity_store {
                 crate::registration::$nas::update_registered(&self.pool, client, metadata, now).await
             }
 
+            async fn client_versioned(
+                &self,
+                id: &str,
+            ) -> Result<Option<crate::versioned::Versioned<ClientRecord>>, StoreError> {
+                crate::versioned::$nas::client(&self.pool, id).await
+            }
+
+            async fn clients_after(
+                &self,
+                after: Option<&str>,
+                limit: u32,
+            ) -> Result<Vec<crate::versioned::Versioned<ClientRecord>>, StoreError> {
+                crate::versioned::$nas::clients_after(&self.pool, after, limit).await
+            }
+
+            async fn replace_client(&self, client: &ClientRecord, version: i64) -> Result<i64, StoreError> {
+                crate::versioned::$nas::replace_client(&self.pool, client, version).await
+            }
+
+            async fn user_versioned(
+                &self,
+                username: &str,
+            ) -> Result<Option<crate::versioned::Versioned<UserRecord>>, StoreError> {
+                crate::versioned::$nas::user(&self.pool, username).await
+            }
+
+            async fn users_after(
+                &self,
+                after: Option<&str>,
+                limit: u32,
+            ) -> Result<Vec<crate::versioned::Versioned<UserRecord>>, StoreError> {
+                crate::versioned::$nas::users_after(&self.pool, after, limit).await
+            }
+
+            async fn replace_user(&self, user: &UserRecord, version: i64) -> Result<i64, StoreError> {
+                crate::versioned::$nas::replace_user(&self.pool, user, version).await
+            }
+
+            async fn nas_versioned(
+                &self,
+                name: &str,
+            ) -> Result<Option<crate::versioned::Versioned<NasRecord>>, StoreError> {
+                crate::versioned::$nas::nas(&self.pool, name).await
+            }
+
+            async fn nas_after(
+                &self,
+                after: Option<&str>,
+                limit: u32,
+            ) -> Result<Vec<crate::versioned::Versioned<NasRecord>>, StoreError> {
+                crate::versioned::$nas::nas_after(&self.pool, after, limit).await
+            }
+
+            async fn replace_nas(&self, nas: &NasRecord, version: i64) -> Result<i64, StoreError> {
+                crate::versioned::$nas::replace_nas(&self.pool, nas, version).await
+            }
+
+            async fn remove_versioned(
+                &self,
+                resource: crate::versioned::Resource,
+                key: &str,
+                version: i64,
+            ) -> Result<(), StoreError> {
+                crate::versioned::$nas::remove_versioned(&self.pool, resource, key, version).await
+            }
+
+            async fn revocations_after(
+                &self,
+                after: Option<&str>,
+                limit: u32,
+            ) -> Result<Vec<(String, i64)>, StoreError> {
+                crate::versioned::$nas::revocations_after(&self.pool, after, limit).await
+            }
+
+            async fn claim_idempotency_key(
+                &self,
+                record: &crate::versioned::IdempotencyRecord,
+            ) -> Result<Option<crate::versioned::IdempotencyRecord>, StoreError> {
+                crate::versioned::$nas::claim_idempotency_key(&self.pool, record).await
+            }
+
+            async fn complete_idempotency_key(
+                &self,
+                principal: &str,
+                key: &str,
+                response_sealed: &[u8],
+            ) -> Result<(), StoreError> {
+                crate::versioned::$nas::complete_idempotency_key(&self.pool, principal, key, response_sealed).await
+            }
+
+            async fn release_idempotency_key(&self, principal: &str, key: &str) -> Result<(), StoreError> {
+                crate::versioned::$nas::release_idempotency_key(&self.pool, principal, key).await
+            }
+
+            async fn purge_idempotency_keys(&self, before: i64) -> Result<u64, StoreError> {
+                crate::versioned::$nas::purge_idempotency_keys(&self.pool, before).await
+            }
+
             fn as_credential_source(self: Arc<Self>) -> Arc<dyn CredentialSource> {
                 self
             }

@@ -22,6 +22,7 @@ use crate::error::StoreError;
 use crate::nas::NasRecord;
 use crate::record::{ClientAuth, ClientRecord, Grant, SigningKeyRecord, UserRecord};
 use crate::registration::{ClientRegistration, InitialAccessToken};
+use crate::versioned::{IdempotencyRecord, Resource, Versioned};
 
 /// The identity store. Also a [`CredentialSource`] for the verification core: clients
 /// answer with their one or two secret hashes (never disabled), users with their password
@@ -187,6 +188,88 @@ pub trait Store: CredentialSource {
         metadata: &str,
         now: i64,
     ) -> Result<(), StoreError>;
+
+    // ---- versions, pages and compare-and-set (issue 27, the admin API) ----
+
+    /// The client `id` and its version.
+    async fn client_versioned(
+        &self,
+        id: &str,
+    ) -> Result<Option<Versioned<ClientRecord>>, StoreError>;
+    /// At most `limit` (1-[`MAX_PAGE`](crate::versioned::MAX_PAGE)) clients whose id sorts
+    /// after `after` (from the start when `None`), ordered by id: keyset pagination.
+    async fn clients_after(
+        &self,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<Versioned<ClientRecord>>, StoreError>;
+    /// Replace everything but the id and creation time of a client whose version is still
+    /// `version`; returns the new version. [`StoreError::Conflict`] if the version moved
+    /// on, [`StoreError::NotFound`] if there is no such client.
+    async fn replace_client(&self, client: &ClientRecord, version: i64) -> Result<i64, StoreError>;
+    /// The user `username` and its version.
+    async fn user_versioned(
+        &self,
+        username: &str,
+    ) -> Result<Option<Versioned<UserRecord>>, StoreError>;
+    /// Keyset page of users ordered by username (see [`Store::clients_after`]).
+    async fn users_after(
+        &self,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<Versioned<UserRecord>>, StoreError>;
+    /// Replace a user's hash and disabled flag if its version is still `version` (see
+    /// [`Store::replace_client`]).
+    async fn replace_user(&self, user: &UserRecord, version: i64) -> Result<i64, StoreError>;
+    /// The NAS `name` and its version.
+    async fn nas_versioned(&self, name: &str) -> Result<Option<Versioned<NasRecord>>, StoreError>;
+    /// Keyset page of NASes ordered by name (see [`Store::clients_after`]).
+    async fn nas_after(
+        &self,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<Versioned<NasRecord>>, StoreError>;
+    /// Replace a NAS's CIDR, sealed secret and Message-Authenticator rule if its version
+    /// is still `version` (see [`Store::replace_client`]; a CIDR taken by another NAS is
+    /// [`StoreError::AlreadyExists`]).
+    async fn replace_nas(&self, nas: &NasRecord, version: i64) -> Result<i64, StoreError>;
+    /// Remove a client, user or NAS if its version is still `version`
+    /// ([`StoreError::Conflict`] / [`StoreError::NotFound`] otherwise).
+    async fn remove_versioned(
+        &self,
+        resource: Resource,
+        key: &str,
+        version: i64,
+    ) -> Result<(), StoreError>;
+    /// Keyset page of revocations (jti, expires_at) ordered by jti.
+    async fn revocations_after(
+        &self,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<(String, i64)>, StoreError>;
+
+    // ---- Idempotency-Key (issue 27) ----
+
+    /// Claim `(principal, key)` for a request (its `response_sealed` is ignored): `None`
+    /// if this call claimed it, else the record already there (answered, or still
+    /// running when its response is `None`).
+    async fn claim_idempotency_key(
+        &self,
+        record: &IdempotencyRecord,
+    ) -> Result<Option<IdempotencyRecord>, StoreError>;
+    /// Store the sealed answer of a claimed key; [`StoreError::NotFound`] if the key is
+    /// not claimed or already answered.
+    async fn complete_idempotency_key(
+        &self,
+        principal: &str,
+        key: &str,
+        response_sealed: &[u8],
+    ) -> Result<(), StoreError>;
+    /// Give up a claimed key that has no answer (its request failed), so it may be used
+    /// again; an answered key is kept.
+    async fn release_idempotency_key(&self, principal: &str, key: &str) -> Result<(), StoreError>;
+    /// Forget keys claimed before `before` (unix seconds); returns how many.
+    async fn purge_idempotency_keys(&self, before: i64) -> Result<u64, StoreError>;
 
     /// Changes made by other processes sharing this store, as they happen (PostgreSQL:
     /// LISTEN/NOTIFY), so caches can drop stale records at once. `None`: the backend has
