@@ -2,6 +2,7 @@
 //! returning the process exit code; errors are printed on one line to stderr.
 
 pub mod acct;
+pub mod apply;
 pub mod client;
 pub mod client_keys;
 pub mod common;

@@ -3,6 +3,7 @@
 //! issue (`issue_N_...`).
 
 mod acct;
+mod apply;
 mod audit;
 mod client_auth;
 mod container;

@@ -5,6 +5,8 @@
 //! Module map:
 //! - [`http`]: the HTTP front door (router, OAuth endpoints, forms, OAuth errors, status).
 //! - [`radius`]: the RADIUS front door (UDP listeners, NAS table, duplicate cache, PAP).
+//! - [`apply`]: configuration as code, `portcullis apply FILE`: the declared clients,
+//!   users and NAS, the plan against the store, carried out with compare-and-set.
 //! - [`registration`]: dynamic client registration without HTTP: `[registration]`,
 //!   software statements, the client metadata rules (endpoints in `http::register`).
 //! - [`config`]: the TOML configuration, its documented example, validation.
@@ -33,6 +35,7 @@
 //! ```
 
 pub mod app;
+pub mod apply;
 pub mod audit;
 pub mod cache;
 pub mod client_auth;

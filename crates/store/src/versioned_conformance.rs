@@ -1,7 +1,7 @@
 //! Conformance checks of the versioned statements (issue 27): versions move with every
 //! change whoever makes it, compare-and-set writes and removals refuse stale versions
 //! (and exactly one of two racing writers wins), keyset pages cover a table once, and
-//! Idempotency-Keys are claimed once. Run by [`crate::conformance::run_all`] on both
+//! Idempotency-Keys are claimed once. Run beside `conformance::run_all` on both
 //! backends; each check uses its own names.
 
 // Test code: a failed expectation is a panic by design.
