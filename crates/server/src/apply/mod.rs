@@ -172,16 +172,21 @@ fn read_secret(
                 "{what}: give a file or an environment variable, not both"
             )));
         }
-        (Some(f), None) => {
-            let path = base.join(f);
-            Zeroizing::new(
-                std::fs::read(&path)
-                    .map_err(|e| err(format!("{what}: reading {}: {e}", path.display())))?,
-            )
-        }
+        // The reference itself is not repeated in errors: a secret pasted where its file
+        // name or variable belongs must not reach a terminal or a CI log.
+        (Some(f), None) => Zeroizing::new(std::fs::read(base.join(f)).map_err(|e| {
+            err(format!(
+                "{what}: its secret file cannot be read: {}",
+                std::io::Error::from(e.kind())
+            ))
+        })?),
         (None, Some(v)) => match std::env::var_os(v) {
             Some(val) => Zeroizing::new(std::os::unix::ffi::OsStringExt::into_vec(val)),
-            None => return Err(err(format!("{what}: environment variable {v} is not set"))),
+            None => {
+                return Err(err(format!(
+                    "{what}: its secret's environment variable is not set"
+                )));
+            }
         },
         (None, None) => return Ok(None),
     };
