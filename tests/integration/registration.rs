@@ -223,6 +223,32 @@ async fn issue_27_register_read_update_delete_and_the_client_gets_a_token() {
         s.store().get_client(&id).await.unwrap().unwrap().scopes,
         vec!["read".to_owned(), "write".to_owned()]
     );
+    // A client_secret sent with an update must be the current one; it never sets one.
+    let a = send(
+        &s,
+        "PUT",
+        &path_of(&uri),
+        Some(&rat),
+        Some(&json!({"client_id": id, "client_secret": "my-own-choice", "scope": "read"})),
+    )
+    .await;
+    assert_eq!(
+        (a.status, a.error()),
+        (400, "invalid_client_metadata".to_owned())
+    );
+    let a = send(
+        &s,
+        "PUT",
+        &path_of(&uri),
+        Some(&rat),
+        Some(
+            &json!({"client_id": id, "client_secret": secret, "client_name": "billing-v2",
+                     "scope": "read write"}),
+        ),
+    )
+    .await;
+    assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+    assert!(a.json().get("client_secret").is_none());
     // The client id in the body must be the one being updated.
     let a = send(
         &s,
@@ -308,6 +334,19 @@ async fn issue_27_refusals_carry_the_rfc_error_codes_and_consume_nothing() {
     )
     .await;
     assert_eq!(a.error(), "invalid_client_metadata");
+    // Not JSON, or too large: refused, never a 5xx.
+    let req = format!(
+        "POST /oauth2/register HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
+         Authorization: Bearer {iat}\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n{{}}"
+    );
+    let a = s.raw(req.as_bytes()).await;
+    assert_eq!(
+        (a.status, a.error()),
+        (400, "invalid_client_metadata".to_owned())
+    );
+    let big = json!({"client_name": "x".repeat(64 * 1024)});
+    let a = send(&s, "POST", "/oauth2/register", Some(&iat), Some(&big)).await;
+    assert_eq!(a.status, 413);
     // None of that used the token or created a client.
     let t = s
         .store()

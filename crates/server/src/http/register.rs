@@ -418,6 +418,7 @@ async fn configuration_inner(
                     "client_id must be sent and equal the client being updated",
                 ));
             }
+            check_sent_secret(app, &request, &stored)?;
             let allow = update_allowance(app, &registration, &stored).await?;
             let accepted = decide(app, request, &allow, unix_now())?;
             let auth = match (&stored.auth, &accepted.jwks) {
@@ -463,6 +464,44 @@ async fn configuration_inner(
             info_members(app, &mut body, client_id, registration.created_at);
             Ok(json(StatusCode::OK, &body))
         }
+    }
+}
+
+/// RFC 7592 2.2: a `client_secret` sent with an update must be the client's current
+/// secret (it can never set one). Registered secrets are peppered HMACs, checked inline
+/// in constant time; a stored hash of any other kind (a KDF an operator set) is not run
+/// here, on the runtime (invariant 1), and such an update must leave the member out.
+fn check_sent_secret(
+    app: &App,
+    request: &Map<String, Value>,
+    stored: &ClientRecord,
+) -> Result<(), OAuthError> {
+    let Some(sent) = request.get("client_secret") else {
+        return Ok(());
+    };
+    let refused = |why: &'static str| {
+        Err(OAuthError::registration(
+            ErrorCode::InvalidClientMetadata,
+            why,
+        ))
+    };
+    let Some(sent) = sent.as_str() else {
+        return refused("client_secret must be a string");
+    };
+    let peppers = app.verifier.peppers();
+    let mut matched = false;
+    for h in &stored.secret_hashes {
+        match portcullis_hash::Credential::parse(h) {
+            Ok(portcullis_hash::Credential::Peppered(p)) => {
+                matched |= p.verify(sent.as_bytes(), &peppers).unwrap_or(false);
+            }
+            _ => return refused("leave client_secret out of updates of this client"),
+        }
+    }
+    if matched {
+        Ok(())
+    } else {
+        refused("client_secret is not this client's secret (it cannot be changed here)")
     }
 }
 
