@@ -683,3 +683,69 @@ async fn issue_27_authlib_registers_clients_and_fetches_tokens() {
     assert_eq!(out["after_delete"]["token"], "invalid_client");
     s.server.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_27_token_cli_lists_without_secrets_and_revokes() {
+    let s = server(|_| {}).await;
+    let iat = cli_token(
+        s.dir.path(),
+        &[
+            "--uses",
+            "3",
+            "--description",
+            "partner A",
+            "--grant",
+            "client_credentials",
+        ],
+    );
+    let (id, secret) = iat.split_once('.').unwrap();
+    let cli = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_portcullis"))
+            .args(["registration", "token"])
+            .args(args)
+            .arg("--data-dir")
+            .arg(s.dir.path())
+            .output()
+            .unwrap()
+    };
+    let out = cli(&["list", "--json"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(!text.contains(secret), "the list shows a token secret");
+    let listed: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(listed[0]["id"], id);
+    assert_eq!(listed[0]["max_uses"], 3);
+    assert_eq!(listed[0]["description"], "partner A");
+    // Bad input: nothing made, exit 2.
+    let out = Command::new(env!("CARGO_BIN_EXE_portcullis"))
+        .args([
+            "registration",
+            "token",
+            "create",
+            "--uses",
+            "0",
+            "--data-dir",
+        ])
+        .arg(s.dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    assert_eq!(
+        s.store().list_initial_access_tokens().await.unwrap().len(),
+        1
+    );
+    // Revoked: the server refuses it at once.
+    assert!(cli(&["revoke", id]).status.success());
+    assert!(
+        s.store()
+            .get_initial_access_token(id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let a = send(&s, "POST", "/oauth2/register", Some(&iat), Some(&json!({}))).await;
+    assert_eq!((a.status, a.error()), (401, "invalid_token".to_owned()));
+    assert_eq!(cli(&["revoke", id]).status.code(), Some(2));
+    s.server.shutdown().await.unwrap();
+}
