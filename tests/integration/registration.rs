@@ -54,6 +54,17 @@ async fn send(
     token: Option<&str>,
     body: Option<&Value>,
 ) -> Answer {
+    send_to(s.server.local_addr(), method, path, token, body).await
+}
+
+/// [`send`] to any server's address.
+async fn send_to(
+    addr: std::net::SocketAddr,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Option<&Value>,
+) -> Answer {
     let body = body.map(Value::to_string).unwrap_or_default();
     let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
     let req = format!(
@@ -61,7 +72,7 @@ async fn send(
          Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     );
-    s.raw(req.as_bytes()).await
+    crate::server_support::raw(addr, req.as_bytes()).await
 }
 
 fn path_of(uri: &str) -> String {
@@ -748,4 +759,101 @@ async fn issue_27_token_cli_lists_without_secrets_and_revokes() {
     assert_eq!((a.status, a.error()), (401, "invalid_token".to_owned()));
     assert_eq!(cli(&["revoke", id]).status.code(), Some(2));
     s.server.shutdown().await.unwrap();
+}
+
+/// Two instances over one PostgreSQL: a client registered on one gets tokens from the
+/// other, and its RFC 7592 deletion through the first reaches the second's cache through
+/// the change feed (its cache TTL is a minute, so only the feed can explain it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_27_registration_on_shared_postgres_reaches_every_instance() {
+    use portcullis_server::config::StoreBackend;
+    let schema = portcullis_store::testing::PgSchema::new().await;
+    let dir = tempfile::tempdir().unwrap();
+    let secrets_file = dir.path().join("secrets.toml");
+    let mut servers = Vec::new();
+    for i in 0..2 {
+        let mut config = crate::server_support::test_config(&dir.path().join(format!("i{i}")));
+        config.issuer = Some("http://auth.cluster.test".into());
+        config.store = StoreBackend::Postgres {
+            url: schema.url(),
+            secrets_file: secrets_file.clone(),
+            max_connections: 4,
+        };
+        config.client_cache_ttl = std::time::Duration::from_secs(60);
+        config.registration = FileRegistration {
+            enabled: true,
+            ..FileRegistration::default()
+        }
+        .validate()
+        .unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        servers.push(
+            portcullis_server::Server::start(config, listener)
+                .await
+                .unwrap(),
+        );
+    }
+    let (a, b) = (servers[0].local_addr(), servers[1].local_addr());
+    let secret = "shared-store-token-secret";
+    servers[0]
+        .app()
+        .store
+        .put_initial_access_token(&InitialAccessToken {
+            id: "iat-shared".into(),
+            secret_hash: hash_token(secret),
+            description: String::new(),
+            created_at: 0,
+            expires_at: i64::MAX,
+            max_uses: 1,
+            uses: 0,
+            scopes: vec!["read".into()],
+            grants: vec![Grant::ClientCredentials],
+            auth_methods: vec!["client_secret_basic".into()],
+        })
+        .await
+        .unwrap();
+    let iat = format!("iat-shared.{secret}");
+    let r = send_to(a, "POST", "/oauth2/register", Some(&iat), Some(&json!({}))).await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    // The one use is spent for every instance.
+    let again = send_to(b, "POST", "/oauth2/register", Some(&iat), Some(&json!({}))).await;
+    assert_eq!(again.status, 401);
+    let r = r.json();
+    let (id, client_secret) = (
+        r["client_id"].as_str().unwrap(),
+        r["client_secret"].as_str().unwrap(),
+    );
+    let token = |addr| {
+        let req = crate::server_support::post_bytes(
+            "/oauth2/token",
+            Some((id, client_secret)),
+            &form(&[("grant_type", "client_credentials")]),
+        );
+        async move { crate::server_support::raw(addr, &req).await.status }
+    };
+    assert_eq!(token(b).await, 200);
+    let uri = path_of(r["registration_client_uri"].as_str().unwrap());
+    let rat = r["registration_access_token"].as_str().unwrap();
+    // Read through the other instance, delete through the first.
+    assert_eq!(send_to(b, "GET", &uri, Some(rat), None).await.status, 200);
+    assert_eq!(
+        send_to(a, "DELETE", &uri, Some(rat), None).await.status,
+        204
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(50));
+    loop {
+        tick.tick().await;
+        if token(b).await == 401 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "instance B still issues tokens to a deleted client"
+        );
+    }
+    for s in servers {
+        s.shutdown().await.unwrap();
+    }
+    schema.drop_now().await;
 }
