@@ -14,7 +14,7 @@ use portcullis_hash::Policy;
 use portcullis_server::apply::plan::{Context, Plan};
 use portcullis_server::apply::{Desired, EXAMPLE};
 
-use super::common::{DataDirArg, block_on, now, open_or_create};
+use super::common::{DataDirArg, block_on, now, open, open_or_create};
 
 /// Arguments of `apply`.
 #[derive(Debug, clap::Args)]
@@ -62,7 +62,12 @@ async fn apply(args: ApplyArgs) -> Result<ExitCode, String> {
         }
         None => Policy::default(),
     };
-    let backend = open_or_create(&args.dir).await?;
+    // A dry run never creates a data directory.
+    let backend = if args.dry_run {
+        open(&args.dir).await?
+    } else {
+        open_or_create(&args.dir).await?
+    };
     let peppers = backend.peppers();
     let cx = Context {
         store: backend.store(),

@@ -177,7 +177,11 @@ fn read_secret(
         (Some(f), None) => Zeroizing::new(std::fs::read(base.join(f)).map_err(|e| {
             err(format!(
                 "{what}: its secret file cannot be read: {}",
-                std::io::Error::from(e.kind())
+                match e.kind() {
+                    std::io::ErrorKind::NotFound => "no such file".to_owned(),
+                    std::io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
+                    k => k.to_string(),
+                }
             ))
         })?),
         (None, Some(v)) => match std::env::var_os(v) {
