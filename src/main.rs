@@ -40,6 +40,12 @@ enum Command {
     /// Manage RADIUS clients (NAS) in the embedded store.
     #[command(subcommand)]
     Nas(cli::nas::NasCommand),
+    /// Make the store hold the clients, users and NAS a TOML file declares (prints the
+    /// plan first; --dry-run changes nothing, --prune removes what it does not declare).
+    Apply(cli::apply::ApplyArgs),
+    /// Dynamic client registration (RFC 7591): initial access tokens.
+    #[command(subcommand)]
+    Registration(cli::registration::RegistrationCommand),
     /// Read RADIUS accounting: sessions online or at a time, record export.
     #[command(subcommand)]
     Acct(cli::acct::AcctCommand),
@@ -74,6 +80,8 @@ fn main() -> ExitCode {
         Command::Client(c) => cli::client::run(c),
         Command::User(c) => cli::user::run(c),
         Command::Nas(c) => cli::nas::run(c),
+        Command::Apply(a) => cli::apply::run(a),
+        Command::Registration(c) => cli::registration::run(c),
         Command::Acct(c) => cli::acct::run(c),
         Command::Config(c) => cli::config::run(c),
         Command::Tls(c) => cli::tls::run(c),

@@ -2,6 +2,7 @@
 //! returning the process exit code; errors are printed on one line to stderr.
 
 pub mod acct;
+pub mod apply;
 pub mod client;
 pub mod client_keys;
 pub mod common;
@@ -15,6 +16,7 @@ pub mod hash_pool;
 pub mod healthcheck;
 pub mod lab;
 pub mod nas;
+pub mod registration;
 pub mod reload;
 pub mod serve;
 pub mod tls;

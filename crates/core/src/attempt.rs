@@ -40,6 +40,9 @@ pub enum Protocol {
     AdminBearer,
     /// The admin API: a TLS client certificate from the configured admin CA (a proof).
     AdminTls,
+    /// RFC 7591/7592 dynamic client registration: an initial access token or a client's
+    /// registration access token, checked by the front end (a proof, never hashed).
+    OAuthRegistration,
 }
 
 impl Protocol {
@@ -56,6 +59,7 @@ impl Protocol {
             Protocol::RadiusEapTtls => "radius_eap_ttls",
             Protocol::AdminBearer => "admin_bearer",
             Protocol::AdminTls => "admin_tls",
+            Protocol::OAuthRegistration => "oauth_registration",
         }
     }
 }

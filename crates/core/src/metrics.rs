@@ -70,7 +70,7 @@ pub(crate) struct AttemptMetrics {
 
 const OUTCOMES: [&str; 4] = ["accepted", "rejected", "throttled", "overloaded"];
 const CLASSES: [Class; 3] = [Class::Trusted, Class::Unknown, Class::Suspect];
-const PROTOCOLS: [Protocol; 10] = [
+const PROTOCOLS: [Protocol; 11] = [
     Protocol::OAuthClient,
     Protocol::OAuthPassword,
     Protocol::RadiusPap,
@@ -81,6 +81,7 @@ const PROTOCOLS: [Protocol; 10] = [
     Protocol::RadiusEapTtls,
     Protocol::AdminBearer,
     Protocol::AdminTls,
+    Protocol::OAuthRegistration,
 ];
 
 impl AttemptMetrics {
@@ -124,6 +125,7 @@ impl AttemptMetrics {
             Protocol::RadiusEapTtls => 7,
             Protocol::AdminBearer => 8,
             Protocol::AdminTls => 9,
+            Protocol::OAuthRegistration => 10,
         };
         self.attempts[oi][ci][pi].increment(1);
         if oi == 2 {

@@ -377,6 +377,53 @@ impl Audit {
     }
 }
 
+impl Audit {
+    /// A dynamic client registration action (issue 27): `registered`, `read`, `updated`
+    /// or `deleted`, of `client_id`, by the holder of `initial_token` (registration) or
+    /// of the client's registration access token (the others). The token checks
+    /// themselves are authentication events (protocol `oauth_registration`). Written
+    /// whole, never rate-limited: each one follows a valid token, whose uses are bounded.
+    pub fn registration(
+        &self,
+        action: &'static str,
+        client_id: &str,
+        initial_token: Option<&str>,
+        source: IpAddr,
+        request_id: &str,
+    ) {
+        metrics::counter!(REGISTRATION_EVENTS, "action" => action).increment(1);
+        match &self.writer {
+            Writer::Off => {}
+            Writer::Log => tracing::info!(
+                target: "portcullis::audit",
+                event = "registration",
+                action,
+                client_id = ?client_id,
+                initial_token = ?initial_token,
+                source = %source,
+                request_id = %request_id,
+                "client registration {action}"
+            ),
+            Writer::File(tx) => push(
+                tx,
+                serde_json::json!({
+                    "time": rfc3339(SystemTime::now()),
+                    "event": "registration",
+                    "action": action,
+                    "client_id": client_id,
+                    "initial_token": initial_token,
+                    "source": source.to_string(),
+                    "request_id": request_id,
+                })
+                .to_string(),
+            ),
+        }
+    }
+}
+
+/// Prometheus: dynamic client registration actions, by action.
+pub const REGISTRATION_EVENTS: &str = "portcullis_registration_events_total";
+
 impl AuditSink for Audit {
     fn record(&self, event: AuditEvent) {
         metrics::counter!(EVENTS, "outcome" => event.outcome.label()).increment(1);

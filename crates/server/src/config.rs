@@ -50,6 +50,8 @@ pub struct FileConfig {
     pub log: crate::logging::FileLog,
     /// `[admin]`: the admin API's listener (absent: off).
     pub admin: crate::admin::config::FileAdmin,
+    /// `[registration]`: RFC 7591/7592 dynamic client registration (off by default).
+    pub registration: crate::registration::config::FileRegistration,
 }
 
 /// `[server]`
@@ -276,6 +278,8 @@ pub struct Config {
     pub log: crate::logging::LogConfig,
     /// The admin API (`listen` `None`: off).
     pub admin: crate::admin::config::AdminConfig,
+    /// Dynamic client registration.
+    pub registration: crate::registration::config::RegistrationConfig,
 }
 
 impl Default for Config {
@@ -385,6 +389,7 @@ impl Config {
         let accounting = crate::radius::acct::config::AcctConfig::from_file(f.accounting)?;
         let audit = crate::audit::AuditConfig::from_file(f.audit)?;
         let log = crate::logging::LogConfig::from_file(f.log)?;
+        let registration = f.registration.validate()?;
         let store = match f.store.url {
             None => {
                 if f.store.secrets_file.is_some() {
@@ -478,6 +483,7 @@ impl Config {
             audit,
             log,
             admin,
+            registration,
         })
     }
 }
@@ -513,9 +519,10 @@ fn validate_policy(p: portcullis_hash::policy::PolicyConfig) -> Result<Policy, C
 /// with its default value (a test checks that this text parses to the defaults).
 pub fn example() -> String {
     format!(
-        "{EXAMPLE_HEAD}{}{}{EXAMPLE_TOKENS}{EXAMPLE_VERIFIER}{EXAMPLE_TAIL}{}{}{}{}{}{}{}",
+        "{EXAMPLE_HEAD}{}{}{}{EXAMPLE_TOKENS}{EXAMPLE_VERIFIER}{EXAMPLE_TAIL}{}{}{}{}{}{}{}",
         crate::tls::config::EXAMPLE,
         crate::client_auth::config::EXAMPLE,
+        crate::registration::config::EXAMPLE,
         crate::radius::config::EXAMPLE,
         crate::radius::eap::config::EXAMPLE,
         crate::radius::radsec::config::EXAMPLE,

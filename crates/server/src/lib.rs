@@ -8,6 +8,10 @@
 //!   EAP, accounting, and RadSec: RADIUS over TLS).
 //! - [`conn_limit`]: per-source connection limits of the TCP doors (HTTP, RadSec).
 //! - [`admin`]: the admin door (issue 27): JSON REST API on its own listener.
+//! - [`apply`]: configuration as code, `portcullis apply FILE`: the declared clients,
+//!   users and NAS, the plan against the store, carried out with compare-and-set.
+//! - [`registration`]: dynamic client registration without HTTP: `[registration]`,
+//!   software statements, the client metadata rules (endpoints in `http::register`).
 //! - [`config`]: the TOML configuration, its documented example, validation.
 //! - [`tls`]: rustls settings and the certificate / cipher-suite start-up check.
 //! - [`app`]: [`App`], the state shared by all requests, assembled from config + store.
@@ -37,6 +41,7 @@
 
 pub mod admin;
 pub mod app;
+pub mod apply;
 pub mod audit;
 pub mod cache;
 pub mod client_auth;
@@ -53,6 +58,7 @@ pub mod logging;
 pub mod metrics;
 pub mod radius;
 pub mod redis_config;
+pub mod registration;
 pub mod replica;
 pub mod serve;
 pub mod systemd;

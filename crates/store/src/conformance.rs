@@ -76,6 +76,7 @@ pub async fn run_all(store: &dyn Store) {
     revocations(store).await;
     nas_records(store).await;
     crate::acct_conformance::run_all(store).await;
+    crate::reg_conformance::run_all(store).await;
 }
 
 /// Clients that authenticate with a key or a certificate (issue 14): stored and read back

@@ -15,6 +15,8 @@
 //!   one copy of their SQL that both backends run.
 //! - [`accounting`]: RADIUS accounting records and sessions (issue 28): group-committed
 //!   batches with duplicates stored once, session folding, retention, and their SQL.
+//! - [`registration`]: dynamic client registration (RFC 7591/7592): initial access
+//!   tokens (hashed) and each registered client's registration access token and metadata.
 //! - [`throttle_redis`]: [`RedisThrottleStore`], the core's failure budgets and trust
 //!   marks in Redis, shared by every instance: keys spread over a Cluster's slots, one
 //!   Lua script per slot an attempt touches (`redis_scripts`).
@@ -45,6 +47,9 @@ pub mod record;
 mod redis_scripts;
 pub mod redis_target;
 pub mod refusals;
+#[cfg(any(test, feature = "conformance"))]
+pub mod reg_conformance;
+pub mod registration;
 mod rows;
 pub mod seal;
 pub mod sessions;
@@ -70,6 +75,7 @@ pub use postgres::PgStore;
 pub use record::{
     ClientAuth, ClientRecord, DEFAULT_TOKEN_LIFETIME, Grant, SigningKeyRecord, UserRecord,
 };
+pub use registration::{ClientRegistration, InitialAccessToken};
 pub use seal::MasterKey;
 pub use sessions::{MemorySessionStore, SessionStore};
 pub use sqlite::SqliteStore;

@@ -447,6 +447,55 @@ macro_rules! identity_store {
                 crate::accounting::$nas::online(&self.pool).await
             }
 
+            async fn put_initial_access_token(
+                &self,
+                token: &crate::registration::InitialAccessToken,
+            ) -> Result<(), StoreError> {
+                crate::registration::$nas::put_token(&self.pool, token).await
+            }
+
+            async fn get_initial_access_token(
+                &self,
+                id: &str,
+            ) -> Result<Option<crate::registration::InitialAccessToken>, StoreError> {
+                crate::registration::$nas::get_token(&self.pool, id).await
+            }
+
+            async fn list_initial_access_tokens(
+                &self,
+            ) -> Result<Vec<crate::registration::InitialAccessToken>, StoreError> {
+                crate::registration::$nas::list_tokens(&self.pool).await
+            }
+
+            async fn remove_initial_access_token(&self, id: &str) -> Result<bool, StoreError> {
+                crate::registration::$nas::remove_token(&self.pool, id).await
+            }
+
+            async fn register_client(
+                &self,
+                client: &ClientRecord,
+                reg: &crate::registration::ClientRegistration,
+                now: i64,
+            ) -> Result<(), StoreError> {
+                crate::registration::$nas::register(&self.pool, client, reg, now).await
+            }
+
+            async fn get_client_registration(
+                &self,
+                client_id: &str,
+            ) -> Result<Option<crate::registration::ClientRegistration>, StoreError> {
+                crate::registration::$nas::get_registration(&self.pool, client_id).await
+            }
+
+            async fn update_registered_client(
+                &self,
+                client: &ClientRecord,
+                metadata: &str,
+                now: i64,
+            ) -> Result<(), StoreError> {
+                crate::registration::$nas::update_registered(&self.pool, client, metadata, now).await
+            }
+
             async fn client_versioned(
                 &self,
                 id: &str,

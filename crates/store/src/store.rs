@@ -21,6 +21,7 @@ use crate::accounting::{AcctRecord, AcctSession, SessionQuery};
 use crate::error::StoreError;
 use crate::nas::NasRecord;
 use crate::record::{ClientAuth, ClientRecord, Grant, SigningKeyRecord, UserRecord};
+use crate::registration::{ClientRegistration, InitialAccessToken};
 use crate::versioned::{IdempotencyRecord, Resource, Versioned};
 
 /// The identity store. Also a [`CredentialSource`] for the verification core: clients
@@ -158,6 +159,43 @@ pub trait Store: CredentialSource {
     async fn prune_accounting(&self, before: i64) -> Result<u64, StoreError>;
     /// How many sessions are open.
     async fn acct_sessions_online(&self) -> Result<u64, StoreError>;
+
+    // ---- dynamic client registration (issue 27, `registration.rs`) ----
+
+    /// Insert an initial access token; [`StoreError::AlreadyExists`] if the id is taken.
+    async fn put_initial_access_token(&self, token: &InitialAccessToken) -> Result<(), StoreError>;
+    /// The initial access token `id`, if it exists (used up or expired ones too).
+    async fn get_initial_access_token(
+        &self,
+        id: &str,
+    ) -> Result<Option<InitialAccessToken>, StoreError>;
+    /// Every initial access token, oldest first.
+    async fn list_initial_access_tokens(&self) -> Result<Vec<InitialAccessToken>, StoreError>;
+    /// Remove an initial access token (clients it registered stay); whether it existed.
+    async fn remove_initial_access_token(&self, id: &str) -> Result<bool, StoreError>;
+    /// Register a client in one transaction: consume one use of `reg.initial_token` (if
+    /// any; [`StoreError::NotFound`] naming [`crate::registration::TOKEN_SPENT`] when it is
+    /// used up, expired at `now` or gone), insert the client and its registration.
+    async fn register_client(
+        &self,
+        client: &ClientRecord,
+        reg: &ClientRegistration,
+        now: i64,
+    ) -> Result<(), StoreError>;
+    /// The registration of a dynamically registered client, if it is one.
+    async fn get_client_registration(
+        &self,
+        client_id: &str,
+    ) -> Result<Option<ClientRegistration>, StoreError>;
+    /// RFC 7592 update of a registered client: its grants, scopes, lifetime, public key
+    /// material (same auth method; secrets untouched) and metadata, at `now`, in one
+    /// transaction; [`StoreError::NotFound`] if it is not a registered client.
+    async fn update_registered_client(
+        &self,
+        client: &ClientRecord,
+        metadata: &str,
+        now: i64,
+    ) -> Result<(), StoreError>;
 
     // ---- versions, pages and compare-and-set (issue 27, the admin API) ----
 

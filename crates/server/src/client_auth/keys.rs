@@ -190,6 +190,13 @@ pub fn normalize(text: &str) -> Result<String, KeyError> {
     }
 }
 
+/// Any registrable key text (PEM or JSON) as a JWKS of its public keys: the form a
+/// `private_key_jwt` client sends inline when it registers itself (RFC 7591 `jwks`).
+pub fn to_jwks(text: &str) -> Result<String, KeyError> {
+    let jwks: Vec<Value> = parse(text)?.iter().map(VerifyKey::to_jwk).collect();
+    Ok(serde_json::json!({ "keys": jwks }).to_string())
+}
+
 fn parse_pem(text: &str) -> Result<Vec<VerifyKey>, KeyError> {
     use rustls_pemfile::Item;
     let mut out = Vec::new();

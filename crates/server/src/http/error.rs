@@ -29,6 +29,17 @@ pub enum ErrorCode {
     UnsupportedTokenType,
     /// Throttled, overloaded or the store is unavailable: retry later.
     TemporarilyUnavailable,
+    /// RFC 6750 3.1: the bearer token (initial or registration access token) is missing,
+    /// unknown, expired or used up (401 with a `Bearer` challenge).
+    InvalidToken,
+    /// RFC 7591 3.2.2: a metadata value is invalid or refused by policy.
+    InvalidClientMetadata,
+    /// RFC 7591 3.2.2: redirect URIs were sent (no flow here redirects).
+    InvalidRedirectUri,
+    /// RFC 7591 3.2.2: the software statement is malformed or expired.
+    InvalidSoftwareStatement,
+    /// RFC 7591 3.2.2: the software statement is not signed by a trusted issuer's key.
+    UnapprovedSoftwareStatement,
 }
 
 impl ErrorCode {
@@ -43,6 +54,11 @@ impl ErrorCode {
             ErrorCode::InvalidScope => "invalid_scope",
             ErrorCode::UnsupportedTokenType => "unsupported_token_type",
             ErrorCode::TemporarilyUnavailable => "temporarily_unavailable",
+            ErrorCode::InvalidToken => "invalid_token",
+            ErrorCode::InvalidClientMetadata => "invalid_client_metadata",
+            ErrorCode::InvalidRedirectUri => "invalid_redirect_uri",
+            ErrorCode::InvalidSoftwareStatement => "invalid_software_statement",
+            ErrorCode::UnapprovedSoftwareStatement => "unapproved_software_statement",
         }
     }
 }
@@ -142,6 +158,20 @@ impl OAuthError {
         )
     }
 
+    /// 401 `invalid_token` (RFC 6750 3.1), with a `Bearer` challenge.
+    pub fn invalid_token(description: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(
+            ErrorCode::InvalidToken,
+            StatusCode::UNAUTHORIZED,
+            description,
+        )
+    }
+
+    /// 400 with one of RFC 7591's registration error codes.
+    pub fn registration(code: ErrorCode, description: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(code, StatusCode::BAD_REQUEST, description)
+    }
+
     /// 429: too many failures from this source or for this principal.
     pub fn throttled(retry_after: Duration) -> Self {
         OAuthError {
@@ -219,6 +249,12 @@ impl IntoResponse for OAuthError {
             resp.headers_mut().insert(
                 header::WWW_AUTHENTICATE,
                 HeaderValue::from_static("Basic realm=\"portcullis\""),
+            );
+        }
+        if self.code == ErrorCode::InvalidToken {
+            resp.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"portcullis\", error=\"invalid_token\""),
             );
         }
         if let Some(d) = self.retry_after {

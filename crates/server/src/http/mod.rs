@@ -4,6 +4,8 @@
 //!
 //! - [`routes`]: the router, discovery metadata, JWKS, health, readiness, metrics.
 //! - [`oauth`]: token, introspection and revocation endpoints.
+//! - [`register`]: RFC 7591 dynamic client registration and the RFC 7592 client
+//!   configuration endpoint (`[registration]`).
 //! - [`form`]: request body and client credential parsing (RFC 6749 rules).
 //! - [`error`]: OAuth error answers; the only place errors become status codes.
 //! - [`forwarded`]: the real client address behind trusted load balancers.
@@ -15,6 +17,7 @@ pub mod form;
 pub mod forwarded;
 pub mod oauth;
 pub mod proxy_protocol;
+pub mod register;
 pub mod routes;
 pub mod status;
 

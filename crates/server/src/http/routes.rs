@@ -18,8 +18,20 @@ use crate::radius::nas::StatsRegistry;
 
 /// The router of one server.
 pub fn router(app: Arc<App>, radius: Option<Arc<StatsRegistry>>) -> Router {
-    Router::new()
-        .route("/oauth2/token", oauth_post(post(oauth::token)))
+    let registration = app.config.registration.enabled;
+    let mut r = Router::new();
+    if registration {
+        r = r
+            .route(
+                "/oauth2/register",
+                oauth_post(post(crate::http::register::register)),
+            )
+            .route(
+                "/oauth2/register/{client_id}",
+                axum::routing::any(crate::http::register::configuration),
+            );
+    }
+    r.route("/oauth2/token", oauth_post(post(oauth::token)))
         .route("/oauth2/introspect", oauth_post(post(oauth::introspect)))
         .route("/oauth2/revoke", oauth_post(post(oauth::revoke)))
         .route("/oauth2/jwks", get(jwks))
@@ -32,6 +44,7 @@ pub fn router(app: Arc<App>, radius: Option<Arc<StatsRegistry>>) -> Router {
                     .tls
                     .as_ref()
                     .is_some_and(|t| t.client_certificates),
+                registration,
             )
             .into(),
         )))
@@ -108,8 +121,9 @@ async fn deadline(State(app): State<Arc<App>>, req: Request, next: Next) -> Resp
 }
 
 /// The RFC 8414 metadata document for `issuer`; `mtls`: the server speaks TLS and asks
-/// for client certificates, so the RFC 8705 methods are offered.
-pub fn metadata(issuer: &str, mtls: bool) -> Vec<u8> {
+/// for client certificates, so the RFC 8705 methods are offered; `registration`: dynamic
+/// client registration is on, so its endpoint is advertised.
+pub fn metadata(issuer: &str, mtls: bool, registration: bool) -> Vec<u8> {
     let mut methods = vec![
         "client_secret_basic",
         "client_secret_post",
@@ -143,6 +157,10 @@ pub fn metadata(issuer: &str, mtls: bool) -> Vec<u8> {
     });
     if mtls {
         doc["tls_client_certificate_bound_access_tokens"] = serde_json::Value::Bool(true);
+    }
+    if registration {
+        doc["registration_endpoint"] =
+            serde_json::Value::String(format!("{issuer}/oauth2/register"));
     }
     doc.to_string().into_bytes()
 }
