@@ -391,10 +391,10 @@ fn issue_26_an_in_service_switch_moves_the_plan() {
         menu.candidate(2).expect("x16"),
     );
     // In service: avx512-x16 takes 0.45 ns per chain-iteration, shani-x4 0.40.
-    for _ in 0..5 {
+    for _ in 0..crate::contest::MIN_SAMPLES {
         menu.record(avx, 45.0);
     }
-    for _ in 0..4 {
+    for _ in 1..crate::contest::MIN_SAMPLES {
         menu.record(shani, 40.0);
     }
     assert_eq!(
