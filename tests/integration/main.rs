@@ -38,6 +38,7 @@ mod redis_cluster;
 mod registration;
 mod reload;
 mod scale_out;
+mod scale_out_edges;
 mod scale_out_haproxy;
 mod server;
 mod server_interop;

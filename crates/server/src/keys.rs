@@ -197,7 +197,20 @@ async fn build(
     max_lifetime: i64,
     now: i64,
 ) -> Result<KeySet, KeyError> {
-    let mut records = store.list_signing_keys().await?;
+    let records = store.list_signing_keys().await?;
+    build_from(store, records, master, rotation, max_lifetime, now).await
+}
+
+/// [`build`] from `records` as listed a moment ago: by the time it acts, another instance
+/// may have changed the store (the tests stand in for that race with a stale listing).
+async fn build_from(
+    store: &dyn Store,
+    mut records: Vec<SigningKeyRecord>,
+    master: &MasterKey,
+    rotation: i64,
+    max_lifetime: i64,
+    now: i64,
+) -> Result<KeySet, KeyError> {
     records.sort_by(|a, b| (a.created_at, &a.kid).cmp(&(b.created_at, &b.kid)));
     let signs_now = |r: &SigningKeyRecord| {
         r.alg == "EdDSA"
@@ -217,12 +230,26 @@ async fn build(
         Some(a) => a,
         None => {
             // First start, or every instance was down past the end of the period: sign
-            // at once (no other instance can hold a usable key either).
+            // at once. Instances starting together race here; the store lets one key in,
+            // and the losers sign with the winner's, so every JWKS has the signer.
             let rec = generate(master, now, rotation, max_lifetime)?;
-            store.insert_signing_key(&rec).await?;
-            let a = (rec.kid.clone(), rec.created_at);
-            records.push(rec);
-            a
+            if store
+                .insert_first_signing_key(&rec, now, rotation, max_lifetime)
+                .await?
+            {
+                let a = (rec.kid.clone(), rec.created_at);
+                records.push(rec);
+                a
+            } else {
+                records = store.list_signing_keys().await?;
+                records.sort_by(|a, b| (a.created_at, &a.kid).cmp(&(b.created_at, &b.kid)));
+                records
+                    .iter()
+                    .rev()
+                    .find(|r| signs_now(r))
+                    .map(|r| (r.kid.clone(), r.created_at))
+                    .ok_or_else(|| corrupt("-", "another instance's first key is not readable"))?
+            }
         }
     };
     let handover = active_from + rotation;
@@ -398,6 +425,27 @@ mod tests {
         assert_eq!(a.keys().current.kid(), next);
         assert_eq!(b.keys().current.kid(), next);
         assert_eq!(kids(&a), kids(&b));
+    }
+
+    /// Instances starting together on an empty store (issue 30's note: a lab run of two
+    /// instances over one PostgreSQL saw tokens from one rejected by the other's JWKS):
+    /// one that read the empty store just before another created the first key signs with
+    /// that key instead of adding its own.
+    #[tokio::test]
+    async fn issue_30_instances_starting_together_agree_on_the_first_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let master = MasterKey::generate().unwrap();
+        let t0 = 1_700_000_000;
+        let store: Arc<dyn Store> =
+            Arc::new(SqliteStore::open(&dir.path().join("db")).await.unwrap());
+        let stale = store.list_signing_keys().await.unwrap();
+        assert!(stale.is_empty());
+        let a = manager(dir.path(), &master, t0).await;
+        let b = build_from(&*store, stale, &master, ROT, LIFE, t0)
+            .await
+            .unwrap();
+        assert_eq!(b.current.kid(), a.keys().current.kid());
+        assert_eq!(store.list_signing_keys().await.unwrap().len(), 1);
     }
 
     #[tokio::test]

@@ -39,7 +39,11 @@ pub mod backend;
 pub mod conformance;
 pub mod datadir;
 pub mod error;
+#[cfg(any(test, feature = "conformance"))]
+pub mod keys_conformance;
 pub mod nas;
+#[cfg(any(test, feature = "conformance"))]
+pub mod nas_conformance;
 pub mod nonce;
 pub mod postgres;
 mod queries;

@@ -48,7 +48,25 @@ pub struct PgStore {
     pool: PgPool,
 }
 
+/// The advisory lock key that serialises first-signing-key creation (the bytes of
+/// "pcsignkey"; any constant no other user of the database takes).
+const SIGNING_KEY_LOCK: i64 = 0x7063_7369_676e_6b65;
+
 impl PgStore {
+    /// Hold, until `tx` ends, the lock under which instances create the first signing key
+    /// ([`Store::insert_first_signing_key`]): under READ COMMITTED two `INSERT ... WHERE
+    /// NOT EXISTS` would both see no key.
+    async fn serialize_key_creation(
+        tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    ) -> Result<(), StoreError> {
+        sqlx::query("SELECT pg_advisory_xact_lock($1)")
+            .bind(SIGNING_KEY_LOCK)
+            .execute(&mut **tx)
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+
     /// Connect to `url` (`postgres://user@host:port/db?...`) with a pool of at most
     /// `max_connections`, and bring the schema up to date.
     pub async fn connect(url: &str, max_connections: u32) -> Result<PgStore, StoreError> {

@@ -317,6 +317,42 @@ macro_rules! identity_store {
                 Ok(())
             }
 
+            async fn insert_first_signing_key(
+                &self,
+                key: &SigningKeyRecord,
+                now: i64,
+                rotation: i64,
+                max_lifetime: i64,
+            ) -> Result<bool, StoreError> {
+                key.validate()?;
+                let mut tx = self.pool.begin().await.map_err(backend)?;
+                // The check and the insert must not interleave with another instance's:
+                // PostgreSQL takes a transaction-scoped advisory lock; SQLite serialises
+                // writers, and its one statement reads under the write lock.
+                <$store>::serialize_key_creation(&mut tx).await?;
+                let done = sqlx::query(&format!(
+                    "INSERT INTO signing_keys ({KEY_COLUMNS}) \
+                     SELECT $1, $2, $3, $4, $5, $6, $7 WHERE NOT EXISTS (\
+                     SELECT 1 FROM signing_keys WHERE alg = 'EdDSA' AND retired_at IS NULL \
+                     AND created_at <= $8 AND $8 < created_at + $9 AND $8 + $10 < not_after)"
+                ))
+                .bind(&key.kid)
+                .bind(&key.alg)
+                .bind(&key.public_key)
+                .bind(&key.private_key_sealed)
+                .bind(key.created_at)
+                .bind(key.not_after)
+                .bind(key.retired_at)
+                .bind(now)
+                .bind(rotation)
+                .bind(max_lifetime)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| insert_error(e, || format!("signing key {:?}", key.kid)))?;
+                tx.commit().await.map_err(backend)?;
+                Ok(done.rows_affected() > 0)
+            }
+
             async fn list_signing_keys(&self) -> Result<Vec<SigningKeyRecord>, StoreError> {
                 let rows: Vec<KeyRow> = sqlx::query_as(&format!(
                     "SELECT {KEY_COLUMNS} FROM signing_keys ORDER BY created_at, kid"

@@ -46,6 +46,15 @@ pub struct SqliteStore {
 }
 
 impl SqliteStore {
+    /// Nothing to take: SQLite runs one writer at a time, and the single `INSERT ...
+    /// SELECT ... WHERE NOT EXISTS` of [`Store::insert_first_signing_key`] is the
+    /// transaction's first statement, so it takes the write lock before it reads.
+    async fn serialize_key_creation(
+        _tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    ) -> Result<(), StoreError> {
+        Ok(())
+    }
+
     /// Open (creating if missing) the database file at `path` and bring its schema up to
     /// date. Prefer [`DataDir::open`](crate::DataDir::open), which also sets file modes.
     pub async fn open(path: &Path) -> Result<SqliteStore, StoreError> {

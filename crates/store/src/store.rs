@@ -90,6 +90,19 @@ pub trait Store: CredentialSource {
 
     /// Insert a signing key; [`StoreError::AlreadyExists`] if the kid is taken.
     async fn insert_signing_key(&self, key: &SigningKeyRecord) -> Result<(), StoreError>;
+    /// Insert `key` unless a key that can sign at `now` already exists (EdDSA, not
+    /// retired, `created_at <= now < created_at + rotation`, `now + max_lifetime <
+    /// not_after`), atomically against every other instance sharing the store. Instances
+    /// starting together on an empty store must agree on one first key: if each signed
+    /// with its own, the others' JWKS would lack it until their next maintenance.
+    /// Returns whether `key` was inserted.
+    async fn insert_first_signing_key(
+        &self,
+        key: &SigningKeyRecord,
+        now: i64,
+        rotation: i64,
+        max_lifetime: i64,
+    ) -> Result<bool, StoreError>;
     /// Every signing key, oldest first (by `created_at`, then kid).
     async fn list_signing_keys(&self) -> Result<Vec<SigningKeyRecord>, StoreError>;
     /// Mark a key retired at `at` (no new tokens are signed with it). Returns whether this
