@@ -84,7 +84,7 @@ pub async fn tokens_round_trip(store: &dyn Store) {
         Err(StoreError::Invalid(_))
     ));
     let mut bad = test_token("reg-bad", 1, 1_800_000_000);
-    bad.auth_methods = vec!["tls_client_auth".into()];
+    bad.auth_methods = vec!["client_secret_jwt".into()];
     assert!(matches!(
         store.put_initial_access_token(&bad).await,
         Err(StoreError::Invalid(_))
