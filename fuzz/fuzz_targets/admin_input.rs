@@ -1,20 +1,21 @@
 //! Fuzz what the admin API (issue 27) reads from a caller: JSON bodies of every request
 //! type (with the failing field's pointer), the field checks of a new client (grants,
-//! scopes, lifetimes, JWKS / PEM / DN key material), and If-Match lists. First byte mod
-//! 8 picks the input; the rest is the body or header. Every input is a value or a
-//! problem, never a panic.
+//! scopes, lifetimes, JWKS / PEM / DN key material), a NAS's RadSec certificate (PEM or
+//! DER to pin), initial access tokens, and If-Match lists. First byte mod 9 picks the
+//! input; the rest is the body or header. Every input is a value or a problem, never a
+//! panic.
 #![no_main]
 
 use axum::http::{HeaderMap, HeaderValue, header};
 use libfuzzer_sys::fuzz_target;
 use portcullis_server::admin::conventions::{check_if_match, etag, parse_json};
-use portcullis_server::admin::{clients, keys, nas, throttle, users};
+use portcullis_server::admin::{clients, keys, nas, registration_tokens, throttle, users};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&pick, rest)) = data.split_first() else {
         return;
     };
-    match pick % 8 {
+    match pick % 9 {
         0 => {
             if let Ok(n) = parse_json::<clients::NewClient>(rest) {
                 let _ = clients::check_new(n);
@@ -32,12 +33,18 @@ fuzz_target!(|data: &[u8]| {
         4 => {
             let _ = parse_json::<nas::NewNas>(rest);
             let _ = parse_json::<nas::NasChange>(rest);
+            let _ = portcullis_server::radius::radsec::tls::pin_bytes(rest.to_vec(), "fuzz");
         }
         5 => {
             let _ = parse_json::<keys::NewRevocation>(rest);
         }
         6 => {
             let _ = parse_json::<throttle::Subject>(rest);
+        }
+        7 => {
+            if let Ok(n) = parse_json::<registration_tokens::NewRegistrationToken>(rest) {
+                let _ = registration_tokens::token_of(n, 1_700_000_000);
+            }
         }
         _ => {
             if let Ok(v) = HeaderValue::from_bytes(rest) {

@@ -3,7 +3,8 @@
 //! rest is a request body, parsed and decided against a fixed allowance; 1, the rest as
 //! text is a software statement checked against a trusted issuer's key; 2, the rest is a
 //! statement's claims, signed with that key, so the time claims and the merge into the
-//! metadata are reached. Every input is a value or an error.
+//! metadata are reached. Every auth method is allowed, so the RFC 8705 members (a subject
+//! DN, `x5c` certificates in `jwks`) are reached too. Every input is a value or an error.
 #![no_main]
 
 use std::sync::OnceLock;
@@ -38,11 +39,9 @@ fn issuers() -> &'static Vec<StatementIssuer> {
 fn allowance() -> Allowance {
     Allowance {
         grants: vec![Grant::ClientCredentials, Grant::Password],
-        auth_methods: vec![
-            "client_secret_basic".into(),
-            "client_secret_post".into(),
-            "private_key_jwt".into(),
-        ],
+        auth_methods: portcullis_store::registration::REGISTRABLE_AUTH_METHODS
+            .map(str::to_owned)
+            .to_vec(),
         scopes: vec!["read".into(), "write".into()],
     }
 }

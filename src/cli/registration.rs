@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use portcullis_store::registration::{
-    REGISTRABLE_AUTH_METHODS, generate_token_id, generate_token_secret, hash_token,
+    DEFAULT_REGISTRATION_AUTH_METHODS, generate_token_id, generate_token_secret, hash_token,
 };
 use portcullis_store::{Grant, InitialAccessToken};
 
@@ -50,7 +50,8 @@ pub struct CreateArgs {
     #[arg(long = "grant", value_name = "GRANT")]
     grants: Vec<String>,
     /// A token_endpoint_auth_method its clients may use (default: client_secret_basic,
-    /// client_secret_post, private_key_jwt).
+    /// client_secret_post, private_key_jwt; also tls_client_auth,
+    /// self_signed_tls_client_auth).
     #[arg(long = "auth-method", value_name = "METHOD")]
     auth_methods: Vec<String>,
     /// Who it is for (shown by `list`).
@@ -100,7 +101,9 @@ async fn create(a: CreateArgs) -> Result<ExitCode, String> {
             .collect::<Result<Vec<_>, _>>()?
     };
     let auth_methods = if a.auth_methods.is_empty() {
-        REGISTRABLE_AUTH_METHODS.map(str::to_owned).to_vec()
+        DEFAULT_REGISTRATION_AUTH_METHODS
+            .map(str::to_owned)
+            .to_vec()
     } else {
         a.auth_methods
     };

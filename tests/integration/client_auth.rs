@@ -21,16 +21,24 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use crate::server_support::{Answer, TestServer, form, jwt_part, parse_answer};
 
 /// A server over HTTPS with `[tls] client_ca`, and the PKI around it.
-struct Https {
-    s: TestServer,
+pub(crate) struct Https {
+    pub(crate) s: TestServer,
     pki: PathBuf,
     ca: PathBuf,
-    client: Pair,
-    stranger: Pair,
-    self_signed: Pair,
+    /// CA-issued, subject `CN=billing, O=Portcullis test`.
+    pub(crate) client: Pair,
+    /// CA-issued, another subject.
+    pub(crate) stranger: Pair,
+    /// Self-signed.
+    pub(crate) self_signed: Pair,
 }
 
 async fn https_server() -> Https {
+    https_server_with(|_| {}).await
+}
+
+/// [`https_server`] with `tweak` applied to the configuration.
+pub(crate) async fn https_server_with(tweak: impl FnOnce(&mut portcullis_server::Config)) -> Https {
     let dir = tempfile::tempdir().unwrap();
     let pki = dir.path().join("pki");
     std::fs::create_dir_all(&pki).unwrap();
@@ -45,6 +53,7 @@ async fn https_server() -> Https {
             client_ca: Some(ca_path.clone()),
             ..TlsSettings::new(server.cert.clone(), server.key.clone())
         });
+        tweak(c);
     })
     .await;
     Https {
@@ -58,7 +67,7 @@ async fn https_server() -> Https {
 }
 
 impl Https {
-    fn tls(&self, cert: Option<&Pair>, mode: ConnectionMode) -> Tls {
+    pub(crate) fn tls(&self, cert: Option<&Pair>, mode: ConnectionMode) -> Tls {
         let raw = RawTls {
             ca: Some(self.ca.to_string_lossy().into()),
             cert: cert.map(|p| p.cert.to_string_lossy().into()),
@@ -87,13 +96,35 @@ impl Https {
     }
 
     /// POST `body` to `path` on a new TLS connection made with `tls`.
-    async fn post(&self, tls: &Tls, path: &str, body: &str) -> (Answer, Phases) {
+    pub(crate) async fn post(&self, tls: &Tls, path: &str, body: &str) -> (Answer, Phases) {
+        self.send(
+            tls,
+            "POST",
+            path,
+            "application/x-www-form-urlencoded",
+            "",
+            body,
+        )
+        .await
+    }
+
+    /// Any request on a new TLS connection made with `tls`; `extra` holds more header
+    /// lines (each ending in CRLF).
+    pub(crate) async fn send(
+        &self,
+        tls: &Tls,
+        method: &str,
+        path: &str,
+        content_type: &str,
+        extra: &str,
+        body: &str,
+    ) -> (Answer, Phases) {
         let (mut stream, phases) = conn::establish(self.s.server.local_addr(), None, Some(tls))
             .await
             .unwrap();
         let req = format!(
-            "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\
-             Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{body}",
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n{extra}\
+             Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{body}",
             body.len()
         );
         stream.write_all(req.as_bytes()).await.unwrap();

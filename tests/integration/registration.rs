@@ -8,9 +8,6 @@
 use std::path::Path;
 use std::process::Command;
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use ed25519_dalek::{Signer as _, SigningKey};
 use portcullis_server::registration::config::FileRegistration;
 use portcullis_store::registration::hash_token;
 use portcullis_store::{ClientAuth, Grant, InitialAccessToken};
@@ -19,7 +16,7 @@ use serde_json::{Value, json};
 use crate::server_support::{Answer, TestServer, form, start_with};
 
 /// Start a server with registration on (and `tweak` applied to its section).
-async fn server(tweak: impl FnOnce(&mut FileRegistration)) -> TestServer {
+pub(crate) async fn server(tweak: impl FnOnce(&mut FileRegistration)) -> TestServer {
     let mut f = FileRegistration {
         enabled: true,
         ..FileRegistration::default()
@@ -30,7 +27,7 @@ async fn server(tweak: impl FnOnce(&mut FileRegistration)) -> TestServer {
 }
 
 /// `portcullis registration token create ARGS --data-dir DIR`: the printed token.
-fn cli_token(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn cli_token(dir: &Path, args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_portcullis"))
         .args(["registration", "token", "create"])
         .args(args)
@@ -47,7 +44,7 @@ fn cli_token(dir: &Path, args: &[&str]) -> String {
 }
 
 /// A JSON request with an optional bearer token.
-async fn send(
+pub(crate) async fn send(
     s: &TestServer,
     method: &str,
     path: &str,
@@ -58,7 +55,7 @@ async fn send(
 }
 
 /// [`send`] to any server's address.
-async fn send_to(
+pub(crate) async fn send_to(
     addr: std::net::SocketAddr,
     method: &str,
     path: &str,
@@ -75,12 +72,17 @@ async fn send_to(
     crate::server_support::raw(addr, req.as_bytes()).await
 }
 
-fn path_of(uri: &str) -> String {
+pub(crate) fn path_of(uri: &str) -> String {
     let rest = uri.split_once("://").unwrap().1;
     rest[rest.find('/').unwrap()..].to_owned()
 }
 
-async fn client_token(s: &TestServer, id: &str, secret: &str, scope: Option<&str>) -> Answer {
+pub(crate) async fn client_token(
+    s: &TestServer,
+    id: &str,
+    secret: &str,
+    scope: Option<&str>,
+) -> Answer {
     let mut pairs = vec![("grant_type", "client_credentials")];
     if let Some(sc) = scope {
         pairs.push(("scope", sc));
@@ -143,7 +145,7 @@ async fn issue_27_register_read_update_delete_and_the_client_gets_a_token() {
     let r = a.json();
     let id = r["client_id"].as_str().unwrap().to_owned();
     let secret = r["client_secret"].as_str().unwrap().to_owned();
-    let rat = r["registration_access_token"].as_str().unwrap().to_owned();
+    let mut rat = r["registration_access_token"].as_str().unwrap().to_owned();
     assert_eq!(r["client_secret_expires_at"], 0);
     assert_eq!(r["token_endpoint_auth_method"], "client_secret_basic");
     assert_eq!(r["client_name"], "billing");
@@ -185,15 +187,37 @@ async fn issue_27_register_read_update_delete_and_the_client_gets_a_token() {
         client_token(&s, &id, &secret, Some("write")).await.error(),
         "invalid_scope"
     );
-    // RFC 7592 read: the metadata, never the secret again.
+    // RFC 7592 read: the metadata, never the secret again; RFC 7592 3's members with a
+    // new registration access token, which alone works from now on.
     let a = send(&s, "GET", &path_of(&uri), Some(&rat), None).await;
     assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+    assert_eq!(a.header("cache-control"), Some("no-store"));
     let read = a.json();
     assert_eq!(read["client_id"], id.as_str());
     assert_eq!(read["client_name"], "billing");
+    assert_eq!(read["registration_client_uri"], uri.as_str());
     assert!(read.get("client_secret").is_none());
     let text = String::from_utf8_lossy(&a.body);
     assert!(!text.contains(&secret) && !text.contains(&rat));
+    let old = std::mem::replace(
+        &mut rat,
+        read["registration_access_token"]
+            .as_str()
+            .unwrap()
+            .to_owned(),
+    );
+    assert_ne!(old, rat);
+    let a = send(&s, "GET", &path_of(&uri), Some(&old), None).await;
+    assert_eq!((a.status, a.error()), (401, "invalid_token".to_owned()));
+    assert_eq!(
+        s.store()
+            .get_client_registration(&id)
+            .await
+            .unwrap()
+            .unwrap()
+            .access_token_hash,
+        hash_token(&rat)
+    );
     // A wrong registration access token, or another client's path, is refused.
     let a = send(&s, "GET", &path_of(&uri), Some("not-the-token"), None).await;
     assert_eq!((a.status, a.error()), (401, "invalid_token".to_owned()));
@@ -211,6 +235,17 @@ async fn issue_27_register_read_update_delete_and_the_client_gets_a_token() {
     .await;
     assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
     assert_eq!(a.json()["client_name"], "billing-v2");
+    assert_eq!(a.json()["registration_client_uri"], uri.as_str());
+    // The update retired the token it was sent with, and answered with the next one.
+    let old = std::mem::replace(
+        &mut rat,
+        a.json()["registration_access_token"]
+            .as_str()
+            .unwrap()
+            .to_owned(),
+    );
+    let a = send(&s, "GET", &path_of(&uri), Some(&old), None).await;
+    assert_eq!((a.status, a.error()), (401, "invalid_token".to_owned()));
     let stored = s.store().get_client(&id).await.unwrap().unwrap();
     assert_eq!(stored.scopes, vec!["read".to_owned(), "write".to_owned()]);
     assert_eq!(
@@ -260,6 +295,10 @@ async fn issue_27_register_read_update_delete_and_the_client_gets_a_token() {
     .await;
     assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
     assert!(a.json().get("client_secret").is_none());
+    rat = a.json()["registration_access_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     // The client id in the body must be the one being updated.
     let a = send(
         &s,
@@ -440,178 +479,6 @@ async fn issue_27_wrong_tokens_are_throttled_by_the_core_and_audited() {
     s.server.shutdown().await.unwrap();
 }
 
-/// An Ed25519 issuer key: its JWKS file and a signer of compact JWS.
-struct Issuer {
-    key: SigningKey,
-    kid: &'static str,
-}
-
-impl Issuer {
-    fn new(seed: u8, kid: &'static str) -> Issuer {
-        Issuer {
-            key: SigningKey::from_bytes(&[seed; 32]),
-            kid,
-        }
-    }
-
-    fn jwks_file(&self, dir: &Path) -> std::path::PathBuf {
-        let x = URL_SAFE_NO_PAD.encode(self.key.verifying_key().as_bytes());
-        let p = dir.join(format!("{}.jwks", self.kid));
-        let doc = json!({"keys": [{"kty": "OKP", "crv": "Ed25519", "x": x, "kid": self.kid}]});
-        std::fs::write(&p, doc.to_string()).unwrap();
-        p
-    }
-
-    fn sign(&self, claims: &Value) -> String {
-        let h = URL_SAFE_NO_PAD.encode(json!({"alg": "EdDSA", "kid": self.kid}).to_string());
-        let p = URL_SAFE_NO_PAD.encode(claims.to_string());
-        let sig = self.key.sign(format!("{h}.{p}").as_bytes());
-        format!("{h}.{p}.{}", URL_SAFE_NO_PAD.encode(sig.to_bytes()))
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue_27_software_statements_from_trusted_keys_take_precedence() {
-    let keys = tempfile::tempdir().unwrap();
-    let partner = Issuer::new(3, "partner-1");
-    let file = partner.jwks_file(keys.path());
-    let s = server(|r| {
-        r.software_statement_issuers = vec![
-            portcullis_server::registration::config::FileStatementIssuer {
-                issuer: "https://partners.example".into(),
-                keys_file: file,
-            },
-        ];
-    })
-    .await;
-    let iat = cli_token(
-        s.dir.path(),
-        &["--uses", "5", "--scope", "read", "--scope", "write"],
-    );
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    let claims = json!({"iss": "https://partners.example", "iat": now, "exp": now + 600,
-                        "software_id": "partner-app", "client_name": "Official Name",
-                        "scope": "read"});
-    // The statement's claims win over the same members sent beside it.
-    let a = send(
-        &s,
-        "POST",
-        "/oauth2/register",
-        Some(&iat),
-        Some(&json!({"software_statement": partner.sign(&claims),
-                     "client_name": "Spoofed", "scope": "read write"})),
-    )
-    .await;
-    assert_eq!(a.status, 201, "{}", String::from_utf8_lossy(&a.body));
-    let r = a.json();
-    assert_eq!(r["client_name"], "Official Name");
-    assert_eq!(r["software_id"], "partner-app");
-    assert_eq!(r["scope"], "read");
-    let id = r["client_id"].as_str().unwrap();
-    assert_eq!(
-        s.store().get_client(id).await.unwrap().unwrap().scopes,
-        vec!["read".to_owned()]
-    );
-    // Same issuer name, signed by another key: unapproved.
-    let impostor = Issuer::new(9, "partner-1");
-    let a = send(
-        &s,
-        "POST",
-        "/oauth2/register",
-        Some(&iat),
-        Some(&json!({"software_statement": impostor.sign(&claims)})),
-    )
-    .await;
-    assert_eq!(
-        (a.status, a.error()),
-        (400, "unapproved_software_statement".to_owned())
-    );
-    // An issuer nobody configured: unapproved.
-    let other = json!({"iss": "https://elsewhere.example", "exp": now + 600});
-    let a = send(
-        &s,
-        "POST",
-        "/oauth2/register",
-        Some(&iat),
-        Some(&json!({"software_statement": impostor.sign(&other)})),
-    )
-    .await;
-    assert_eq!(a.error(), "unapproved_software_statement");
-    // Trusted but expired: invalid.
-    let expired = json!({"iss": "https://partners.example", "exp": now - 3600});
-    let a = send(
-        &s,
-        "POST",
-        "/oauth2/register",
-        Some(&iat),
-        Some(&json!({"software_statement": partner.sign(&expired)})),
-    )
-    .await;
-    assert_eq!(a.error(), "invalid_software_statement");
-    // A statement cannot widen what the initial token allows.
-    let wide = json!({"iss": "https://partners.example", "scope": "admin"});
-    let a = send(
-        &s,
-        "POST",
-        "/oauth2/register",
-        Some(&iat),
-        Some(&json!({"software_statement": partner.sign(&wide)})),
-    )
-    .await;
-    assert_eq!(a.error(), "invalid_client_metadata");
-    assert_eq!(s.store().list_clients().await.unwrap().len(), 1);
-    s.server.shutdown().await.unwrap();
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue_27_private_key_jwt_client_registers_inline_jwks_and_gets_a_token() {
-    let s = server(|_| {}).await;
-    let pki = tempfile::tempdir().unwrap();
-    let pair = portcullis_lab::certs::signing_key(pki.path(), "dyn", "ES256").unwrap();
-    let jwks_text = portcullis_server::client_auth::keys::to_jwks(
-        &std::fs::read_to_string(&pair.cert).unwrap(),
-    )
-    .unwrap();
-    let jwks: Value = serde_json::from_str(&jwks_text).unwrap();
-    let iat = cli_token(s.dir.path(), &["--auth-method", "private_key_jwt"]);
-    // The token allows private_key_jwt only: a secret client is refused.
-    let a = send(&s, "POST", "/oauth2/register", Some(&iat), Some(&json!({}))).await;
-    assert_eq!(a.error(), "invalid_client_metadata");
-    let a = send(
-        &s,
-        "POST",
-        "/oauth2/register",
-        Some(&iat),
-        Some(&json!({"token_endpoint_auth_method": "private_key_jwt", "jwks": jwks})),
-    )
-    .await;
-    assert_eq!(a.status, 201, "{}", String::from_utf8_lossy(&a.body));
-    let r = a.json();
-    assert!(r.get("client_secret").is_none());
-    let id = r["client_id"].as_str().unwrap();
-    let spec = portcullis_lab::scenario::AssertionSpec {
-        key: pair.key.clone(),
-        alg: None,
-        audience: Some(format!("{}/oauth2/token", s.base())),
-        lifetime_secs: 60,
-    };
-    let signer = portcullis_lab::assertion::Signer::load(&spec, "").unwrap();
-    let body = form(&[
-        ("grant_type", "client_credentials"),
-        (
-            "client_assertion_type",
-            "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
-        ),
-        ("client_assertion", &signer.assertion(id).unwrap()),
-    ]);
-    let a = s.post("/oauth2/token", None, &body).await;
-    assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
-    s.server.shutdown().await.unwrap();
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_27_registration_is_off_by_default() {
     let s = crate::server_support::start().await;
@@ -629,69 +496,6 @@ async fn issue_27_registration_is_off_by_default() {
         .await
         .json();
     assert!(meta.get("registration_endpoint").is_none());
-    s.server.shutdown().await.unwrap();
-}
-
-/// Unmodified third-party software end to end (tests/interop/registration_interop.py):
-/// authlib signs the software statement, validates our answers with its own RFC 7591
-/// metadata rules and fetches tokens for both registered clients; PyJWT verifies them.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue_27_authlib_registers_clients_and_fetches_tokens() {
-    let pki = tempfile::tempdir().unwrap();
-    let issuer_key = portcullis_lab::certs::signing_key(pki.path(), "issuer", "ES256").unwrap();
-    let client_key = portcullis_lab::certs::signing_key(pki.path(), "client", "ES256").unwrap();
-    let issuer_pub = issuer_key.cert.clone();
-    let s = server(move |r| {
-        r.software_statement_issuers = vec![
-            portcullis_server::registration::config::FileStatementIssuer {
-                issuer: "https://suite.example".into(),
-                keys_file: issuer_pub,
-            },
-        ];
-    })
-    .await;
-    let iat = cli_token(
-        s.dir.path(),
-        &["--uses", "2", "--scope", "read", "--scope", "write"],
-    );
-    let out = crate::server_interop::run_python(
-        "registration_interop.py",
-        vec![
-            s.base().into(),
-            iat.into(),
-            "https://suite.example".into(),
-            issuer_key.key.into(),
-            client_key.key.into(),
-        ],
-    )
-    .await;
-    let secret = &out["secret_client"];
-    // The statement's claims won over the unsigned ones, as stored.
-    assert_eq!(secret["client_name"], "Signed Name");
-    assert_eq!(secret["software_id"], "interop-suite");
-    let id = secret["client_id"].as_str().unwrap();
-    let reg = s
-        .store()
-        .get_client_registration(id)
-        .await
-        .unwrap()
-        .unwrap();
-    let stored: Value = serde_json::from_str(&reg.metadata).unwrap();
-    assert_eq!(stored["client_name"], "Signed Name");
-    assert_eq!(
-        s.store().get_client(id).await.unwrap().unwrap().scopes,
-        vec!["read".to_owned()]
-    );
-    assert_eq!(secret["token_claims"]["client_id"], id);
-    assert_eq!(secret["token_claims"]["scope"], "read");
-    let keyed = out["keyed_client"]["client_id"].as_str().unwrap();
-    assert_eq!(out["keyed_client"]["token_claims"]["client_id"], keyed);
-    assert_eq!(out["keyed_client"]["renamed"], "keyed-renamed");
-    // Deleted through RFC 7592: gone, and its key no longer gets tokens.
-    assert!(s.store().get_client(keyed).await.unwrap().is_none());
-    assert_eq!(out["after_delete"]["status"], 401);
-    assert_eq!(out["after_delete"]["error"], "invalid_token");
-    assert_eq!(out["after_delete"]["token"], "invalid_client");
     s.server.shutdown().await.unwrap();
 }
 
@@ -834,10 +638,20 @@ async fn issue_27_registration_on_shared_postgres_reaches_every_instance() {
     assert_eq!(token(b).await, 200);
     let uri = path_of(r["registration_client_uri"].as_str().unwrap());
     let rat = r["registration_access_token"].as_str().unwrap();
-    // Read through the other instance, delete through the first.
-    assert_eq!(send_to(b, "GET", &uri, Some(rat), None).await.status, 200);
+    // Read through the other instance (which rotates the token in the shared store),
+    // delete through the first with the token the read returned.
+    let read = send_to(b, "GET", &uri, Some(rat), None).await;
+    assert_eq!(read.status, 200);
+    let next = read.json()["registration_access_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert_eq!(
         send_to(a, "DELETE", &uri, Some(rat), None).await.status,
+        401
+    );
+    assert_eq!(
+        send_to(a, "DELETE", &uri, Some(&next), None).await.status,
         204
     );
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);

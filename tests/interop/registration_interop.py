@@ -86,15 +86,19 @@ def main():
     # RFC 7592 with the registration access token: read, update, delete.
     uri = keyed["registration_client_uri"]
     manage = {"Authorization": f"Bearer {keyed['registration_access_token']}"}
+    # Every read and update answers with the token to use next (RFC 7592 3).
     r = requests.get(uri, headers=manage, timeout=10)
     assert r.status_code == 200, r.text
     check_metadata(r.json())
+    manage = {"Authorization": f"Bearer {r.json()['registration_access_token']}"}
     update = {k: v for k, v in r.json().items()
-              if k not in ("registration_client_uri", "client_id_issued_at")}
+              if k not in ("registration_client_uri", "client_id_issued_at",
+                           "registration_access_token")}
     update["client_name"] = "keyed-renamed"
     r = requests.put(uri, headers=manage, json=update, timeout=10)
     assert r.status_code == 200, r.text
     out["keyed_client"]["renamed"] = r.json()["client_name"]
+    manage = {"Authorization": f"Bearer {r.json()['registration_access_token']}"}
     r = requests.delete(uri, headers=manage, timeout=10)
     assert r.status_code == 204, r.text
     r = requests.get(uri, headers=manage, timeout=10)

@@ -390,6 +390,23 @@ impl Config {
         let audit = crate::audit::AuditConfig::from_file(f.audit)?;
         let log = crate::logging::LogConfig::from_file(f.log)?;
         let registration = f.registration.validate()?;
+        // A method registered clients cannot use would register clients that never get
+        // a token: refuse it here instead.
+        let offers =
+            |m: &str| registration.enabled && registration.auth_methods.iter().any(|a| a == m);
+        if offers("tls_client_auth") && tls.as_ref().is_none_or(|t| t.client_ca.is_none()) {
+            return Err(invalid(
+                "registration.auth_methods has tls_client_auth: it needs [tls] with client_ca",
+            ));
+        }
+        if offers("self_signed_tls_client_auth")
+            && !tls.as_ref().is_some_and(|t| t.client_certificates)
+        {
+            return Err(invalid(
+                "registration.auth_methods has self_signed_tls_client_auth: it needs [tls] \
+                 with client_certificates = true",
+            ));
+        }
         let store = match f.store.url {
             None => {
                 if f.store.secrets_file.is_some() {
@@ -765,6 +782,15 @@ mod tests {
             (
                 "[tls]\ncert = \"a\"\nkey = \"b\"\nversions = [\"1.1\"]\n",
                 "tls.versions",
+            ),
+            (
+                "[registration]\nenabled = true\nauth_methods = [\"tls_client_auth\"]\n",
+                "tls_client_auth: it needs [tls] with client_ca",
+            ),
+            (
+                "[registration]\nenabled = true\n\
+                 auth_methods = [\"self_signed_tls_client_auth\"]\n",
+                "self_signed_tls_client_auth: it needs [tls]",
             ),
         ] {
             let err = Config::parse(text).unwrap_err().to_string();

@@ -527,9 +527,18 @@ macro_rules! identity_store {
                 &self,
                 client: &ClientRecord,
                 metadata: &str,
+                rotation: &crate::registration::TokenRotation<'_>,
                 now: i64,
             ) -> Result<(), StoreError> {
-                crate::registration::$nas::update_registered(&self.pool, client, metadata, now).await
+                crate::registration::$nas::update_registered(&self.pool, client, metadata, rotation, now).await
+            }
+
+            async fn rotate_registration_token(
+                &self,
+                client_id: &str,
+                rotation: &crate::registration::TokenRotation<'_>,
+            ) -> Result<bool, StoreError> {
+                crate::registration::$nas::rotate_token(&self.pool, client_id, rotation).await
             }
 
             async fn client_versioned(

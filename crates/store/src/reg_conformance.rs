@@ -10,7 +10,7 @@ use futures::future::join_all;
 
 use crate::error::StoreError;
 use crate::record::{ClientAuth, ClientRecord, Grant};
-use crate::registration::{ClientRegistration, InitialAccessToken, hash_token};
+use crate::registration::{ClientRegistration, InitialAccessToken, TokenRotation, hash_token};
 use crate::store::Store;
 
 /// A token `id` allowing `max_uses` registrations until `expires_at`.
@@ -84,7 +84,7 @@ pub async fn tokens_round_trip(store: &dyn Store) {
         Err(StoreError::Invalid(_))
     ));
     let mut bad = test_token("reg-bad", 1, 1_800_000_000);
-    bad.auth_methods = vec!["tls_client_auth".into()];
+    bad.auth_methods = vec!["client_secret_jwt".into()];
     assert!(matches!(
         store.put_initial_access_token(&bad).await,
         Err(StoreError::Invalid(_))
@@ -228,8 +228,27 @@ pub async fn registered_client_update_and_removal(store: &dyn Store) {
     changed.auth = ClientAuth::PrivateKeyJwt {
         jwks: jwks.replace("11qY", "22qY"),
     };
+    let (first, second, third) = (
+        hash_token("reg-u1/rat"),
+        hash_token("reg-u1/rat2"),
+        hash_token("reg-u1/rat3"),
+    );
+    let swap = |old_hash, new_hash| TokenRotation { old_hash, new_hash };
+    // An update presenting a token that is no longer current changes nothing.
+    assert!(matches!(
+        store
+            .update_registered_client(&changed, "{}", &swap(&second, &third), 1)
+            .await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert_eq!(store.get_client("reg-u1").await.unwrap(), Some(c.clone()));
     store
-        .update_registered_client(&changed, r#"{"client_name":"new"}"#, 1_700_001_234)
+        .update_registered_client(
+            &changed,
+            r#"{"client_name":"new"}"#,
+            &swap(&first, &second),
+            1_700_001_234,
+        )
         .await
         .unwrap();
     assert_eq!(store.get_client("reg-u1").await.unwrap(), Some(changed));
@@ -239,19 +258,43 @@ pub async fn registered_client_update_and_removal(store: &dyn Store) {
         .unwrap()
         .unwrap();
     assert_eq!(r.metadata, r#"{"client_name":"new"}"#);
+    assert_eq!(r.access_token_hash, second);
     assert_eq!((r.created_at, r.updated_at), (1_700_000_500, 1_700_001_234));
+    // A read's rotation: only from the current hash, exactly once.
+    assert!(
+        !store
+            .rotate_registration_token("reg-u1", &swap(&first, &third))
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .rotate_registration_token("reg-u1", &swap(&second, &third))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .rotate_registration_token("reg-u1", &swap(&second, &third))
+            .await
+            .unwrap()
+    );
+    let r = store.get_client_registration("reg-u1").await.unwrap();
+    assert_eq!(r.unwrap().access_token_hash, third);
     // The method cannot change through an update.
     let mut secret = test_client("reg-u1");
     secret.scopes.clear();
     assert!(matches!(
-        store.update_registered_client(&secret, "{}", 1).await,
+        store
+            .update_registered_client(&secret, "{}", &swap(&third, &first), 1)
+            .await,
         Err(StoreError::Invalid(_))
     ));
     // A client added by the operator is not a registered one.
     store.put_client(&test_client("reg-plain")).await.unwrap();
     assert!(matches!(
         store
-            .update_registered_client(&test_client("reg-plain"), "{}", 1)
+            .update_registered_client(&test_client("reg-plain"), "{}", &swap(&third, &first), 1)
             .await,
         Err(StoreError::NotFound(_))
     ));

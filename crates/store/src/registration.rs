@@ -23,9 +23,21 @@ use crate::error::StoreError;
 use crate::record::{ClientRecord, Grant, validate_name, validate_scopes};
 
 /// `token_endpoint_auth_method` values a registration may ask for (RFC 7591 2): secret
-/// clients (Basic or POST) and `private_key_jwt` with an inline JWKS. The RFC 8705
-/// methods are not offered to self-registering clients.
-pub const REGISTRABLE_AUTH_METHODS: [&str; 3] = [
+/// clients (Basic or POST), `private_key_jwt` with an inline JWKS, and the RFC 8705
+/// methods: `tls_client_auth` (a subject DN) and `self_signed_tls_client_auth` (its
+/// certificates inline in `jwks`, RFC 8705 2.2).
+pub const REGISTRABLE_AUTH_METHODS: [&str; 5] = [
+    "client_secret_basic",
+    "client_secret_post",
+    "private_key_jwt",
+    "tls_client_auth",
+    "self_signed_tls_client_auth",
+];
+
+/// What `[registration] auth_methods` and a new initial access token allow unless told
+/// otherwise: the methods that need no client certificate set-up on the server. The
+/// RFC 8705 methods are opted into (they need `[tls]` asking for client certificates).
+pub const DEFAULT_REGISTRATION_AUTH_METHODS: [&str; 3] = [
     "client_secret_basic",
     "client_secret_post",
     "private_key_jwt",
@@ -168,7 +180,7 @@ pub fn validate_auth_methods(methods: &[String]) -> Result<(), StoreError> {
     Ok(())
 }
 
-fn validate_token_hash(h: &str) -> Result<(), StoreError> {
+pub(crate) fn validate_token_hash(h: &str) -> Result<(), StoreError> {
     let ok = h
         .strip_prefix("sha256:")
         .is_some_and(|d| URL_SAFE_NO_PAD.decode(d).is_ok_and(|b| b.len() == 32));
@@ -218,6 +230,18 @@ impl ClientRegistration {
         validate_token_hash(&self.access_token_hash)?;
         validate_metadata(&self.metadata)
     }
+}
+
+/// A registration access token being replaced: RFC 7592 3 answers every read and
+/// update with the token to use next, and only a hash is stored, so each of them makes a
+/// new one. The swap happens only while the stored hash is still `old_hash`, so of two
+/// concurrent uses of one token exactly one succeeds.
+#[derive(Debug, Clone, Copy)]
+pub struct TokenRotation<'a> {
+    /// [`hash_token`] of the token presented (the one being retired).
+    pub old_hash: &'a str,
+    /// [`hash_token`] of its successor.
+    pub new_hash: &'a str,
 }
 
 fn validate_metadata(m: &str) -> Result<(), StoreError> {
@@ -311,8 +335,8 @@ macro_rules! registration_queries {
         use $crate::record::ClientRecord;
         use $crate::registration::{
             ClientRegistration, InitialAccessToken, REGISTRATION_COLUMNS, RegistrationRow,
-            TOKEN_COLUMNS, TOKEN_SPENT, TokenRow, check_update, registration_from_row,
-            token_from_row,
+            TOKEN_COLUMNS, TOKEN_SPENT, TokenRotation, TokenRow, check_update,
+            registration_from_row, token_from_row,
         };
         use $crate::rows::{CLIENT_COLUMNS, backend, client_label, insert_error, join};
 
@@ -448,12 +472,33 @@ macro_rules! registration_queries {
             Ok(row.map(registration_from_row))
         }
 
+        pub(crate) async fn rotate_token(
+            pool: &$pool,
+            client_id: &str,
+            rotation: &TokenRotation<'_>,
+        ) -> Result<bool, StoreError> {
+            $crate::registration::validate_token_hash(rotation.new_hash)?;
+            let done = sqlx::query(
+                "UPDATE client_registrations SET access_token_hash = $3 \
+                 WHERE client_id = $1 AND access_token_hash = $2",
+            )
+            .bind(client_id)
+            .bind(rotation.old_hash)
+            .bind(rotation.new_hash)
+            .execute(pool)
+            .await
+            .map_err(backend)?;
+            Ok(done.rows_affected() > 0)
+        }
+
         pub(crate) async fn update_registered(
             pool: &$pool,
             client: &ClientRecord,
             metadata: &str,
+            rotation: &TokenRotation<'_>,
             now: i64,
         ) -> Result<(), StoreError> {
+            $crate::registration::validate_token_hash(rotation.new_hash)?;
             let mut tx = pool.begin().await.map_err(backend)?;
             let method: Option<(String,)> = sqlx::query_as(
                 "SELECT c.auth_method FROM clients c \
@@ -491,16 +536,26 @@ macro_rules! registration_queries {
             .execute(&mut *tx)
             .await
             .map_err(backend)?;
-            sqlx::query(
-                "UPDATE client_registrations SET metadata = $2, updated_at = $3 \
-                 WHERE client_id = $1",
+            // The token check is in the statement: a concurrent read or update that
+            // rotated it first wins, and this whole update is rolled back.
+            let done = sqlx::query(
+                "UPDATE client_registrations SET metadata = $2, updated_at = $3, \
+                 access_token_hash = $5 WHERE client_id = $1 AND access_token_hash = $4",
             )
             .bind(&client.id)
             .bind(metadata)
             .bind(now)
+            .bind(rotation.old_hash)
+            .bind(rotation.new_hash)
             .execute(&mut *tx)
             .await
             .map_err(backend)?;
+            if done.rows_affected() == 0 {
+                return Err(StoreError::NotFound(format!(
+                    "the registration access token of {} (rotated meanwhile)",
+                    client_label(&client.id)
+                )));
+            }
             tx.commit().await.map_err(backend)
         }
     };

@@ -201,14 +201,23 @@ pub trait Store: CredentialSource {
         client_id: &str,
     ) -> Result<Option<ClientRegistration>, StoreError>;
     /// RFC 7592 update of a registered client: its grants, scopes, lifetime, public key
-    /// material (same auth method; secrets untouched) and metadata, at `now`, in one
-    /// transaction; [`StoreError::NotFound`] if it is not a registered client.
+    /// material (same auth method; secrets untouched), metadata and registration access
+    /// token (`rotation`), at `now`, in one transaction; [`StoreError::NotFound`] if it is
+    /// not a registered client or its token hash is no longer `rotation.old_hash`.
     async fn update_registered_client(
         &self,
         client: &ClientRecord,
         metadata: &str,
+        rotation: &crate::registration::TokenRotation<'_>,
         now: i64,
     ) -> Result<(), StoreError>;
+    /// Replace a registered client's registration access token if its hash is still
+    /// `rotation.old_hash` (RFC 7592 3, on a read); whether it was replaced.
+    async fn rotate_registration_token(
+        &self,
+        client_id: &str,
+        rotation: &crate::registration::TokenRotation<'_>,
+    ) -> Result<bool, StoreError>;
 
     // ---- versions, pages and compare-and-set (issue 27, the admin API) ----
 

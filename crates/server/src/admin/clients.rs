@@ -15,19 +15,17 @@ use axum::response::Response;
 use portcullis_hash::pepper::PepperedHmac;
 use portcullis_store::record::{validate_name, validate_scopes, validate_token_lifetime};
 use portcullis_store::{
-    ClientAuth, ClientRecord, DEFAULT_TOKEN_LIFETIME, Grant, Resource, Versioned,
+    ClientAuth, ClientRecord, DEFAULT_TOKEN_LIFETIME, Grant, Resource, StoreError, Versioned,
     generate_client_secret,
 };
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::admin::action::{Trail, bad_path, bad_query, finish};
+use crate::admin::action::{Trail, finish};
 use crate::admin::auth::Caller;
-use crate::admin::conventions::{
-    PageQuery, Reply, check_if_match, digest, etag, idempotent, json_body, next_key, page_reply,
-    path_encode, read_body,
-};
+use crate::admin::conventions::{PageQuery, Reply, idempotent, json_body, path_encode, read_body};
 use crate::admin::problem::Problem;
+use crate::admin::resource::{self as res, Kind, guarded, keyed, shown, written};
 use crate::admin::responses::{ReadErrors, WriteErrors};
 use crate::app::App;
 
@@ -214,8 +212,45 @@ fn fingerprint(c: &ClientRecord) -> Vec<u8> {
     f
 }
 
-fn tag(v: &Versioned<ClientRecord>) -> String {
-    etag(v.version, &fingerprint(&v.record))
+/// Clients as an admin resource.
+pub struct Clients;
+
+impl Kind for Clients {
+    type Record = ClientRecord;
+    type View = Client;
+    const COLLECTION: &'static str = "clients";
+    const NOUN: &'static str = "client";
+    const PLURAL: &'static str = "clients";
+    const PARAM: &'static str = "id";
+    const RESOURCE: Resource = Resource::Client;
+
+    fn key(r: &ClientRecord) -> String {
+        r.id.clone()
+    }
+
+    fn view(r: &ClientRecord) -> Client {
+        view(r)
+    }
+
+    fn fingerprint(r: &ClientRecord) -> Vec<u8> {
+        fingerprint(r)
+    }
+
+    async fn read(app: &App, key: &str) -> Result<Option<Versioned<ClientRecord>>, StoreError> {
+        app.store.client_versioned(key).await
+    }
+
+    async fn page(
+        app: &App,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<Versioned<ClientRecord>>, StoreError> {
+        app.store.clients_after(after, limit).await
+    }
+
+    fn forget(app: &App, key: &str) {
+        app.clients.invalidate(key);
+    }
 }
 
 fn location(id: &str) -> String {
@@ -347,14 +382,6 @@ pub fn check_new(n: NewClient) -> Result<ClientRecord, Problem> {
     })
 }
 
-async fn load(app: &App, id: &str) -> Result<Versioned<ClientRecord>, Problem> {
-    match app.store.client_versioned(id).await {
-        Ok(Some(v)) => Ok(v),
-        Ok(None) => Err(Problem::not_found(format!("client {id:?}"))),
-        Err(e) => Err(Problem::store("reading a client", &e)),
-    }
-}
-
 /// List clients by page.
 #[utoipa::path(get, operation_id = "list_clients", path = "/admin/v1/clients", tag = "clients", params(PageQuery),
     responses((status = 200, body = ClientPage, description = "A page of clients; `Link: rel=\"next\"` when there may be more"), ReadErrors),
@@ -364,31 +391,7 @@ pub async fn list(
     Extension(caller): Extension<Caller>,
     q: Result<Query<PageQuery>, QueryRejection>,
 ) -> Response {
-    let r = async {
-        let Query(q) = q.map_err(|e| bad_query(&e))?;
-        let size = q.size(&app)?;
-        let mut items = app
-            .store
-            .clients_after(q.after()?, size + 1)
-            .await
-            .map_err(|e| Problem::from_store(e, "query:limit", "listing clients"))?;
-        let next = next_key(&mut items, size, |v| v.record.id.clone());
-        page_reply(
-            "/admin/v1/clients",
-            size,
-            items.iter().map(|v| view(&v.record)).collect::<Vec<_>>(),
-            next,
-        )
-    }
-    .await;
-    finish(
-        &app,
-        &caller,
-        "client.list",
-        "clients".into(),
-        Trail::default(),
-        r,
-    )
+    res::list::<Clients>(&app, &caller, "client.list", q).await
 }
 
 /// Create a client; a secret client's secret is in the answer, once.
@@ -445,8 +448,7 @@ pub async fn create(
                     .put_client(&record)
                     .await
                     .map_err(|e| Problem::from_store(e, "/id", "creating a client"))?;
-                trail.after = Some(digest(&fingerprint(&record)));
-                let v = Versioned { record, version: 1 };
+                let v = written::<Clients>(&app, &mut trail, record, 1);
                 Ok(Reply::json(
                     StatusCode::CREATED,
                     &ClientWithSecret {
@@ -454,7 +456,7 @@ pub async fn create(
                         client_secret: secret.map(|s| s.to_string()),
                     },
                 )?
-                .etag(tag(&v))
+                .etag(res::tag::<Clients>(&v))
                 .location(location(&v.record.id)))
             },
         )
@@ -474,18 +476,7 @@ pub async fn get(
     Extension(caller): Extension<Caller>,
     id: Result<Path<String>, PathRejection>,
 ) -> Response {
-    let (resource, r) = match id {
-        Err(_) => ("clients/?".to_owned(), Err(bad_path("id"))),
-        Ok(Path(id)) => {
-            let r = async {
-                let v = load(&app, &id).await?;
-                Ok(Reply::ok(&view(&v.record))?.etag(tag(&v)))
-            }
-            .await;
-            (format!("clients/{id}"), r)
-        }
-    };
-    finish(&app, &caller, "client.get", resource, Trail::default(), r)
+    res::get::<Clients>(&app, &caller, "client.get", id).await
 }
 
 /// Change settings or key material (If-Match required).
@@ -500,22 +491,9 @@ pub async fn update(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let mut trail = Trail::default();
-    let Ok(Path(id)) = id else {
-        return finish(
-            &app,
-            &caller,
-            "client.update",
-            "clients/?".into(),
-            trail,
-            Err(bad_path("id")),
-        );
-    };
-    let r = async {
+    keyed::<Clients>(&app, &caller, "client.update", id, async |id, trail| {
         let (c, _): (ClientChange, _) = json_body(&app, &headers, body).await?;
-        let cur = load(&app, &id).await?;
-        trail.before = Some(digest(&fingerprint(&cur.record)));
-        check_if_match(&headers, &tag(&cur), &format!("client {id:?}"))?;
+        let cur = guarded::<Clients>(&app, &headers, id, trail).await?;
         let mut next = cur.record.clone();
         if let Some(g) = c.grants {
             next.grants = grants(&g)?;
@@ -545,23 +523,9 @@ pub async fn update(
             .replace_client(&next, cur.version)
             .await
             .map_err(|e| Problem::from_store(e, "", "changing a client"))?;
-        app.clients.invalidate(&id);
-        trail.after = Some(digest(&fingerprint(&next)));
-        let v = Versioned {
-            record: next,
-            version,
-        };
-        Ok(Reply::ok(&view(&v.record))?.etag(tag(&v)))
-    }
-    .await;
-    finish(
-        &app,
-        &caller,
-        "client.update",
-        format!("clients/{id}"),
-        trail,
-        r,
-    )
+        shown::<Clients>(&written::<Clients>(&app, trail, next, version))
+    })
+    .await
 }
 
 /// Give a secret client a new secret; the previous one stays valid until
@@ -605,21 +569,8 @@ async fn secret_change(
     } else {
         "client.finish_rotation"
     };
-    let mut trail = Trail::default();
-    let Ok(Path(id)) = id else {
-        return finish(
-            &app,
-            &caller,
-            action,
-            "clients/?".into(),
-            trail,
-            Err(bad_path("id")),
-        );
-    };
-    let r = async {
-        let cur = load(&app, &id).await?;
-        trail.before = Some(digest(&fingerprint(&cur.record)));
-        check_if_match(&headers, &tag(&cur), &format!("client {id:?}"))?;
+    keyed::<Clients>(&app, &caller, action, id, async |id, trail| {
+        let cur = guarded::<Clients>(&app, &headers, id, trail).await?;
         if cur.record.auth != ClientAuth::Secret {
             return Err(Problem::conflict(format!(
                 "client {id:?} authenticates with {}, not a secret",
@@ -640,20 +591,14 @@ async fn secret_change(
             .replace_client(&next, cur.version)
             .await
             .map_err(|e| Problem::from_store(e, "", "rotating a client secret"))?;
-        app.clients.invalidate(&id);
-        trail.after = Some(digest(&fingerprint(&next)));
-        let v = Versioned {
-            record: next,
-            version,
-        };
+        let v = written::<Clients>(&app, trail, next, version);
         Ok(Reply::ok(&ClientWithSecret {
             client: view(&v.record),
             client_secret: shown,
         })?
-        .etag(tag(&v)))
-    }
-    .await;
-    finish(&app, &caller, action, format!("clients/{id}"), trail, r)
+        .etag(res::tag::<Clients>(&v)))
+    })
+    .await
 }
 
 /// Remove a client (If-Match required).
@@ -667,35 +612,5 @@ pub async fn remove(
     id: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
 ) -> Response {
-    let mut trail = Trail::default();
-    let Ok(Path(id)) = id else {
-        return finish(
-            &app,
-            &caller,
-            "client.remove",
-            "clients/?".into(),
-            trail,
-            Err(bad_path("id")),
-        );
-    };
-    let r = async {
-        let cur = load(&app, &id).await?;
-        trail.before = Some(digest(&fingerprint(&cur.record)));
-        check_if_match(&headers, &tag(&cur), &format!("client {id:?}"))?;
-        app.store
-            .remove_versioned(Resource::Client, &id, cur.version)
-            .await
-            .map_err(|e| Problem::from_store(e, "", "removing a client"))?;
-        app.clients.invalidate(&id);
-        Ok(Reply::no_content())
-    }
-    .await;
-    finish(
-        &app,
-        &caller,
-        "client.remove",
-        format!("clients/{id}"),
-        trail,
-        r,
-    )
+    res::remove::<Clients>(&app, &caller, "client.remove", id, &headers).await
 }

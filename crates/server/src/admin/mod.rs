@@ -1,7 +1,7 @@
 //! The admin door (issue 27): a JSON REST API under `/admin/v1/` on its own listener
 //! (`[admin] listen`, off by default), over the same [`App`] as the OAuth and RADIUS
-//! doors. It manages clients, users, NAS, signing keys and revocations, and shows and
-//! lifts throttle blocks; its OpenAPI 3.1 document is generated from these handlers and
+//! doors. It manages clients, users, NAS, signing keys, revocations and RFC 7591 initial
+//! access tokens, and shows and lifts throttle blocks; its OpenAPI 3.1 document is generated from these handlers and
 //! types (`utoipa`) and served at `/admin/v1/openapi.json`.
 //!
 //! Path of one request: the accept loop (`serve::admin_accept`: connection cap, header
@@ -13,9 +13,11 @@
 //! the answer (a [`conventions::Reply`] or an RFC 9457 [`problem::Problem`]).
 //!
 //! Modules: [`config`] (`[admin]`), [`problem`] (errors), [`conventions`] (bodies,
-//! ETags, pages, Idempotency-Key), [`auth`], [`action`] (audit), [`responses`]
+//! ETags, pages, Idempotency-Key), [`resource`] (the read, change and remove flow of
+//! versioned records, written once), [`auth`], [`action`] (audit), [`responses`]
 //! (documented error sets), and one module per resource: [`clients`], [`users`],
-//! [`nas`], [`keys`] (signing keys, revocations), [`throttle`]; [`openapi`].
+//! [`nas`], [`keys`] (signing keys, revocations), [`registration_tokens`], [`throttle`];
+//! [`openapi`].
 
 pub mod action;
 pub mod auth;
@@ -26,6 +28,8 @@ pub mod keys;
 pub mod nas;
 pub mod openapi;
 pub mod problem;
+pub mod registration_tokens;
+pub mod resource;
 pub mod responses;
 pub mod throttle;
 pub mod users;
@@ -81,6 +85,14 @@ pub fn router(app: Arc<App>) -> Router {
         .route(
             "/admin/v1/revocations",
             get(keys::list_revocations).post(keys::revoke),
+        )
+        .route(
+            "/admin/v1/registration-tokens",
+            get(registration_tokens::list).post(registration_tokens::create),
+        )
+        .route(
+            "/admin/v1/registration-tokens/{id}",
+            get(registration_tokens::get).delete(registration_tokens::revoke),
         )
         .route("/admin/v1/throttle", get(throttle::show))
         .route("/admin/v1/throttle/lift", post(throttle::lift))

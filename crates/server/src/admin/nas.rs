@@ -1,8 +1,13 @@
 //! `/admin/v1/nas`: RADIUS clients. A shared secret is generated unless one is given
 //! (and then is shown once, in the answer); it is sealed under the master key before
 //! it reaches the store, as the CLI does. Changes (CIDR, the Message-Authenticator
-//! rule, a new secret) are compare-and-set on the version the caller's ETag names; the
-//! RADIUS doors pick them up at their next NAS table refresh.
+//! rule, the RadSec certificate, a new secret) are compare-and-set on the version the
+//! caller's ETag names; the RADIUS doors pick them up at their next NAS table refresh.
+//!
+//! The RadSec client certificate is what `portcullis nas add --certificate FILE |
+//! --certificate-name NAME` sets, in the form `nas list` shows: `sha256:<hex>` (a pinned
+//! certificate) or `name:<name>` (any certificate of the RadSec CA with that name); a
+//! PEM certificate may be sent instead (`certificate_pem`) to be pinned.
 
 use std::sync::Arc;
 
@@ -15,18 +20,18 @@ use axum::response::Response;
 use portcullis_store::nas::{
     generate_nas_secret, is_weak_nas_secret, parse_nas_cidr, validate_nas_name, validate_nas_secret,
 };
-use portcullis_store::{NasRecord, Resource, Versioned};
+use portcullis_store::{NasCertificate, NasRecord, Resource, StoreError, Versioned};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use zeroize::Zeroizing;
 
-use crate::admin::action::{Trail, bad_path, bad_query, finish};
+use crate::admin::action::{Trail, finish};
 use crate::admin::auth::Caller;
 use crate::admin::conventions::{
-    PageQuery, Reply, b64, check_if_match, digest, etag, idempotent, json_body, next_key,
-    page_reply, parse_json, path_encode, read_body,
+    PageQuery, Reply, b64, idempotent, json_body, parse_json, path_encode, read_body,
 };
 use crate::admin::problem::Problem;
+use crate::admin::resource::{self as res, Kind, guarded, keyed, shown, written};
 use crate::admin::responses::{ReadErrors, WriteErrors};
 use crate::app::App;
 
@@ -39,6 +44,9 @@ pub struct Nas {
     pub cidr: String,
     /// Access-Requests without a valid Message-Authenticator are dropped.
     pub require_message_authenticator: bool,
+    /// The RadSec client certificate that names it: `sha256:<64 hex>` (pinned) or
+    /// `name:<name>` (subjectAltName dNSName, else CN); absent: UDP only.
+    pub certificate: Option<String>,
     /// Creation time, unix seconds.
     pub created_at: i64,
 }
@@ -57,6 +65,12 @@ pub struct NewNas {
     pub secret: Option<String>,
     /// Default true (BlastRADIUS defence); false only for NASes that cannot send one.
     pub require_message_authenticator: Option<bool>,
+    /// Its RadSec client certificate: `sha256:<64 hex>` or `name:<name>` (at most one
+    /// of `certificate` and `certificate_pem`).
+    #[schema(pattern = "^(sha256:[0-9a-fA-F]{64}|name:[!-~]{1,253})$")]
+    pub certificate: Option<String>,
+    /// Its RadSec client certificate as PEM (the first certificate is pinned).
+    pub certificate_pem: Option<String>,
 }
 
 /// A change (fields not given are kept).
@@ -67,6 +81,41 @@ pub struct NasChange {
     pub cidr: Option<String>,
     /// New Message-Authenticator rule.
     pub require_message_authenticator: Option<bool>,
+    /// New RadSec client certificate (`sha256:<64 hex>` or `name:<name>`); `null`
+    /// forgets it (the NAS can then no longer connect over RadSec).
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>, pattern = "^(sha256:[0-9a-fA-F]{64}|name:[!-~]{1,253})$")]
+    pub certificate: Option<Option<String>>,
+    /// New RadSec client certificate as PEM (pinned).
+    pub certificate_pem: Option<String>,
+}
+
+/// A member that is present (even `null`) is `Some`: `null` clears, absent keeps.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<String>>, D::Error> {
+    Option::<String>::deserialize(d).map(Some)
+}
+
+/// The certificate named by `certificate` or `certificate_pem` (at most one).
+fn certificate(
+    named: Option<&str>,
+    pem: Option<String>,
+) -> Result<Option<NasCertificate>, Problem> {
+    match (named, pem) {
+        (Some(_), Some(_)) => Err(Problem::field(
+            "/certificate_pem",
+            "give certificate or certificate_pem, not both",
+        )),
+        (Some(c), None) => c
+            .parse::<NasCertificate>()
+            .map(Some)
+            .map_err(|e| Problem::field("/certificate", e.to_string())),
+        (None, Some(pem)) => {
+            crate::radius::radsec::tls::pin_bytes(pem.into_bytes(), "certificate_pem")
+                .map(Some)
+                .map_err(|e| Problem::field("/certificate_pem", e.to_string()))
+        }
+        (None, None) => Ok(None),
+    }
 }
 
 /// A new shared secret for `rotate-secret`.
@@ -103,24 +152,62 @@ fn view(n: &NasRecord) -> Nas {
         name: n.name.clone(),
         cidr: n.cidr.to_string(),
         require_message_authenticator: n.require_message_authenticator,
+        certificate: n.certificate.as_ref().map(ToString::to_string),
         created_at: n.created_at,
     }
 }
 
 fn fingerprint(n: &NasRecord) -> Vec<u8> {
     format!(
-        "{}\0{}\0{}\0{}\0{}",
+        "{}\0{}\0{}\0{}\0{}\0{}",
         n.name,
         n.cidr,
         b64(&n.secret_sealed),
         n.require_message_authenticator,
-        n.created_at
+        n.created_at,
+        n.certificate
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default()
     )
     .into_bytes()
 }
 
-fn tag(v: &Versioned<NasRecord>) -> String {
-    etag(v.version, &fingerprint(&v.record))
+/// NASes as an admin resource.
+pub struct Nases;
+
+impl Kind for Nases {
+    type Record = NasRecord;
+    type View = Nas;
+    const COLLECTION: &'static str = "nas";
+    const NOUN: &'static str = "NAS";
+    const PLURAL: &'static str = "NASes";
+    const PARAM: &'static str = "name";
+    const RESOURCE: Resource = Resource::Nas;
+
+    fn key(r: &NasRecord) -> String {
+        r.name.clone()
+    }
+
+    fn view(r: &NasRecord) -> Nas {
+        view(r)
+    }
+
+    fn fingerprint(r: &NasRecord) -> Vec<u8> {
+        fingerprint(r)
+    }
+
+    async fn read(app: &App, key: &str) -> Result<Option<Versioned<NasRecord>>, StoreError> {
+        app.store.nas_versioned(key).await
+    }
+
+    async fn page(
+        app: &App,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<Versioned<NasRecord>>, StoreError> {
+        app.store.nas_after(after, limit).await
+    }
 }
 
 /// The secret to seal: the given one (checked) or a generated one (to show once).
@@ -143,24 +230,23 @@ fn cidr(text: &str) -> Result<portcullis_core::IpPrefix, Problem> {
     parse_nas_cidr(text).map_err(|e| Problem::field("/cidr", e.to_string()))
 }
 
-async fn load(app: &App, name: &str) -> Result<Versioned<NasRecord>, Problem> {
-    match app.store.nas_versioned(name).await {
-        Ok(Some(v)) => Ok(v),
-        Ok(None) => Err(Problem::not_found(format!("NAS {name:?}"))),
-        Err(e) => Err(Problem::store("reading a NAS", &e)),
-    }
-}
-
-/// A taken CIDR is a conflict on `/cidr`; a taken name on `/name`.
-fn write_error(e: portcullis_store::StoreError, what: &str) -> Problem {
+/// A taken CIDR is a conflict on `/cidr`, a taken certificate on `/certificate`, a
+/// taken name on `/name`.
+fn write_error(e: StoreError, what: &str) -> Problem {
+    let taken = |m: &str, pointer: &str, detail: &str| {
+        let mut p = Problem::conflict(format!("{m} already exists"));
+        p.errors.push(crate::admin::problem::FieldError {
+            pointer: pointer.into(),
+            detail: detail.into(),
+        });
+        p
+    };
     match e {
-        portcullis_store::StoreError::AlreadyExists(m) if m.starts_with("a NAS for") => {
-            let mut p = Problem::conflict(format!("{m} already exists"));
-            p.errors.push(crate::admin::problem::FieldError {
-                pointer: "/cidr".into(),
-                detail: "another NAS has this CIDR".into(),
-            });
-            p
+        StoreError::AlreadyExists(m) if m.starts_with("a NAS for") => {
+            taken(&m, "/cidr", "another NAS has this CIDR")
+        }
+        StoreError::AlreadyExists(m) if m.contains("certificate") => {
+            taken(&m, "/certificate", "another NAS has this certificate")
         }
         e => Problem::from_store(e, "/name", what),
     }
@@ -175,24 +261,7 @@ pub async fn list(
     Extension(caller): Extension<Caller>,
     q: Result<Query<PageQuery>, QueryRejection>,
 ) -> Response {
-    let r = async {
-        let Query(q) = q.map_err(|e| bad_query(&e))?;
-        let size = q.size(&app)?;
-        let mut items = app
-            .store
-            .nas_after(q.after()?, size + 1)
-            .await
-            .map_err(|e| Problem::from_store(e, "query:limit", "listing NASes"))?;
-        let next = next_key(&mut items, size, |v| v.record.name.clone());
-        page_reply(
-            "/admin/v1/nas",
-            size,
-            items.iter().map(|v| view(&v.record)).collect::<Vec<_>>(),
-            next,
-        )
-    }
-    .await;
-    finish(&app, &caller, "nas.list", "nas".into(), Trail::default(), r)
+    res::list::<Nases>(&app, &caller, "nas.list", q).await
 }
 
 /// Register a NAS.
@@ -220,6 +289,7 @@ pub async fn create(
                 validate_nas_name(&n.name).map_err(|e| Problem::field("/name", e.to_string()))?;
                 resource = format!("nas/{}", n.name);
                 let cidr = cidr(&n.cidr)?;
+                let certificate = certificate(n.certificate.as_deref(), n.certificate_pem)?;
                 let (secret, generated) = secret(n.secret)?;
                 let record = NasRecord {
                     secret_sealed: NasRecord::seal_secret(
@@ -232,15 +302,13 @@ pub async fn create(
                     cidr,
                     require_message_authenticator: n.require_message_authenticator.unwrap_or(true),
                     created_at: crate::keys::unix_now(),
-                    // A RadSec certificate is set with `portcullis nas certificate`.
-                    certificate: None,
+                    certificate,
                 };
                 app.store
                     .put_nas(&record)
                     .await
                     .map_err(|e| write_error(e, "registering a NAS"))?;
-                trail.after = Some(digest(&fingerprint(&record)));
-                let v = Versioned { record, version: 1 };
+                let v = written::<Nases>(&app, &mut trail, record, 1);
                 Ok(Reply::json(
                     StatusCode::CREATED,
                     &NasWithSecret {
@@ -249,7 +317,7 @@ pub async fn create(
                         secret: generated.then(|| secret.to_string()),
                     },
                 )?
-                .etag(tag(&v))
+                .etag(res::tag::<Nases>(&v))
                 .location(format!("/admin/v1/nas/{}", path_encode(&v.record.name))))
             },
         )
@@ -269,21 +337,11 @@ pub async fn get(
     Extension(caller): Extension<Caller>,
     name: Result<Path<String>, PathRejection>,
 ) -> Response {
-    let (resource, r) = match name {
-        Err(_) => ("nas/?".to_owned(), Err(bad_path("name"))),
-        Ok(Path(name)) => {
-            let r = async {
-                let v = load(&app, &name).await?;
-                Ok(Reply::ok(&view(&v.record))?.etag(tag(&v)))
-            }
-            .await;
-            (format!("nas/{name}"), r)
-        }
-    };
-    finish(&app, &caller, "nas.get", resource, Trail::default(), r)
+    res::get::<Nases>(&app, &caller, "nas.get", name).await
 }
 
-/// Change the CIDR or the Message-Authenticator rule (If-Match required).
+/// Change the CIDR, the Message-Authenticator rule or the RadSec certificate (If-Match
+/// required).
 #[utoipa::path(patch, operation_id = "update_nas", path = "/admin/v1/nas/{name}", tag = "nas", request_body = NasChange,
     params(("name" = String, Path, description = "NAS name"), ("If-Match" = String, Header, description = "The ETag of the version being changed")),
     responses((status = 200, body = Nas, description = "Changed; new `ETag`"), WriteErrors),
@@ -295,22 +353,9 @@ pub async fn update(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let mut trail = Trail::default();
-    let Ok(Path(name)) = name else {
-        return finish(
-            &app,
-            &caller,
-            "nas.update",
-            "nas/?".into(),
-            trail,
-            Err(bad_path("name")),
-        );
-    };
-    let r = async {
+    keyed::<Nases>(&app, &caller, "nas.update", name, async |name, trail| {
         let (c, _): (NasChange, _) = json_body(&app, &headers, body).await?;
-        let cur = load(&app, &name).await?;
-        trail.before = Some(digest(&fingerprint(&cur.record)));
-        check_if_match(&headers, &tag(&cur), &format!("NAS {name:?}"))?;
+        let cur = guarded::<Nases>(&app, &headers, name, trail).await?;
         let mut next = cur.record.clone();
         if let Some(c) = c.cidr {
             next.cidr = cidr(&c)?;
@@ -318,20 +363,19 @@ pub async fn update(
         if let Some(r) = c.require_message_authenticator {
             next.require_message_authenticator = r;
         }
+        match (c.certificate, c.certificate_pem) {
+            (None, None) => {}
+            (Some(None), None) => next.certificate = None,
+            (named, pem) => next.certificate = certificate(named.flatten().as_deref(), pem)?,
+        }
         let version = app
             .store
             .replace_nas(&next, cur.version)
             .await
             .map_err(|e| write_error(e, "changing a NAS"))?;
-        trail.after = Some(digest(&fingerprint(&next)));
-        let v = Versioned {
-            record: next,
-            version,
-        };
-        Ok(Reply::ok(&view(&v.record))?.etag(tag(&v)))
-    }
-    .await;
-    finish(&app, &caller, "nas.update", format!("nas/{name}"), trail, r)
+        shown::<Nases>(&written::<Nases>(&app, trail, next, version))
+    })
+    .await
 }
 
 /// Give a NAS a new shared secret (If-Match required); a generated one is in the
@@ -347,61 +391,42 @@ pub async fn rotate(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let mut trail = Trail::default();
-    let Ok(Path(name)) = name else {
-        return finish(
-            &app,
-            &caller,
-            "nas.rotate_secret",
-            "nas/?".into(),
-            trail,
-            Err(bad_path("name")),
-        );
-    };
-    let r = async {
-        let empty = headers.get(header::CONTENT_TYPE).is_none()
-            && headers
-                .get(header::CONTENT_LENGTH)
-                .is_none_or(|l| l.as_bytes() == b"0");
-        let given = if empty {
-            None
-        } else {
-            let (s, _): (NasSecret, _) = json_body(&app, &headers, body).await?;
-            s.secret
-        };
-        let cur = load(&app, &name).await?;
-        trail.before = Some(digest(&fingerprint(&cur.record)));
-        check_if_match(&headers, &tag(&cur), &format!("NAS {name:?}"))?;
-        let (secret, generated) = secret(given)?;
-        let mut next = cur.record.clone();
-        next.secret_sealed = NasRecord::seal_secret(&app.master_key, &name, secret.as_bytes())
-            .map_err(|e| Problem::field("/secret", e.to_string()))?;
-        let version = app
-            .store
-            .replace_nas(&next, cur.version)
-            .await
-            .map_err(|e| write_error(e, "rotating a NAS secret"))?;
-        trail.after = Some(digest(&fingerprint(&next)));
-        let v = Versioned {
-            record: next,
-            version,
-        };
-        Ok(Reply::ok(&NasWithSecret {
-            nas: view(&v.record),
-            weak_secret: !generated && is_weak_nas_secret(secret.as_bytes()),
-            secret: generated.then(|| secret.to_string()),
-        })?
-        .etag(tag(&v)))
-    }
-    .await;
-    finish(
+    keyed::<Nases>(
         &app,
         &caller,
         "nas.rotate_secret",
-        format!("nas/{name}"),
-        trail,
-        r,
+        name,
+        async |name, trail| {
+            let empty = headers.get(header::CONTENT_TYPE).is_none()
+                && headers
+                    .get(header::CONTENT_LENGTH)
+                    .is_none_or(|l| l.as_bytes() == b"0");
+            let given = if empty {
+                None
+            } else {
+                let (s, _): (NasSecret, _) = json_body(&app, &headers, body).await?;
+                s.secret
+            };
+            let cur = guarded::<Nases>(&app, &headers, name, trail).await?;
+            let (secret, generated) = secret(given)?;
+            let mut next = cur.record.clone();
+            next.secret_sealed = NasRecord::seal_secret(&app.master_key, name, secret.as_bytes())
+                .map_err(|e| Problem::field("/secret", e.to_string()))?;
+            let version = app
+                .store
+                .replace_nas(&next, cur.version)
+                .await
+                .map_err(|e| write_error(e, "rotating a NAS secret"))?;
+            let v = written::<Nases>(&app, trail, next, version);
+            Ok(Reply::ok(&NasWithSecret {
+                nas: view(&v.record),
+                weak_secret: !generated && is_weak_nas_secret(secret.as_bytes()),
+                secret: generated.then(|| secret.to_string()),
+            })?
+            .etag(res::tag::<Nases>(&v)))
+        },
     )
+    .await
 }
 
 /// Remove a NAS (If-Match required).
@@ -415,27 +440,5 @@ pub async fn remove(
     name: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
 ) -> Response {
-    let mut trail = Trail::default();
-    let Ok(Path(name)) = name else {
-        return finish(
-            &app,
-            &caller,
-            "nas.remove",
-            "nas/?".into(),
-            trail,
-            Err(bad_path("name")),
-        );
-    };
-    let r = async {
-        let cur = load(&app, &name).await?;
-        trail.before = Some(digest(&fingerprint(&cur.record)));
-        check_if_match(&headers, &tag(&cur), &format!("NAS {name:?}"))?;
-        app.store
-            .remove_versioned(Resource::Nas, &name, cur.version)
-            .await
-            .map_err(|e| Problem::from_store(e, "", "removing a NAS"))?;
-        Ok(Reply::no_content())
-    }
-    .await;
-    finish(&app, &caller, "nas.remove", format!("nas/{name}"), trail, r)
+    res::remove::<Nases>(&app, &caller, "nas.remove", name, &headers).await
 }

@@ -11,7 +11,7 @@ use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 
 use crate::admin::problem::{FieldError, ProblemDetails};
-use crate::admin::{clients, keys, nas, throttle, users};
+use crate::admin::{clients, keys, nas, registration_tokens, throttle, users};
 
 struct Bearer;
 
@@ -40,7 +40,8 @@ impl utoipa::Modify for Bearer {
     info(
         title = "Portcullis admin API",
         version = "1",
-        description = "Clients, users, NAS, signing keys, revocations and throttle state. \
+        description = "Clients, users, NAS, signing keys, revocations, initial access \
+            tokens for dynamic client registration and throttle state. \
             Every change needs If-Match with the resource's ETag (428 without, 412 when \
             stale); creations accept Idempotency-Key; lists are keyset pages with Link \
             headers; errors are RFC 9457 problem details naming the wrong field."
@@ -51,6 +52,8 @@ impl utoipa::Modify for Bearer {
         users::list, users::create, users::get, users::update, users::remove,
         nas::list, nas::create, nas::get, nas::update, nas::rotate, nas::remove,
         keys::list_keys, keys::rotate_keys, keys::list_revocations, keys::revoke,
+        registration_tokens::list, registration_tokens::create, registration_tokens::get,
+        registration_tokens::revoke,
         throttle::show, throttle::lift,
     ),
     components(schemas(ProblemDetails, FieldError)),
@@ -61,6 +64,7 @@ impl utoipa::Modify for Bearer {
         (name = "nas", description = "RADIUS clients"),
         (name = "signing-keys", description = "Token signing keys"),
         (name = "revocations", description = "Revoked tokens"),
+        (name = "registration-tokens", description = "Initial access tokens (RFC 7591)"),
         (name = "throttle", description = "Failure budgets and blocks"),
     )
 )]
@@ -104,6 +108,8 @@ mod tests {
             "/admin/v1/signing-keys/rotate",
             "/admin/v1/revocations",
             "/admin/v1/throttle/lift",
+            "/admin/v1/registration-tokens",
+            "/admin/v1/registration-tokens/{id}",
         ] {
             assert!(doc["paths"].get(p).is_some(), "{p} missing");
         }
@@ -120,7 +126,7 @@ mod tests {
         ids.sort_unstable();
         ids.dedup();
         assert_eq!(ids.len(), n, "operationIds must be unique");
-        assert_eq!(n, 24);
+        assert_eq!(n, 28);
     }
 
     /// The copy in docs/ (linked from the README) is the served document. Regenerate it

@@ -13,18 +13,18 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::Response;
 use portcullis_hash::Credential;
-use portcullis_store::{Resource, UserRecord, Versioned};
+use portcullis_store::{Resource, StoreError, UserRecord, Versioned};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use zeroize::Zeroizing;
 
-use crate::admin::action::{Trail, bad_path, bad_query, finish};
+use crate::admin::action::{Trail, finish};
 use crate::admin::auth::Caller;
 use crate::admin::conventions::{
-    PageQuery, Reply, check_if_match, digest, etag, idempotent, json_body, next_key, page_reply,
-    parse_json, path_encode, read_body,
+    PageQuery, Reply, idempotent, json_body, parse_json, path_encode, read_body,
 };
 use crate::admin::problem::Problem;
+use crate::admin::resource::{self as res, Kind, guarded, keyed, shown, written};
 use crate::admin::responses::{ReadErrors, WriteErrors};
 use crate::app::App;
 
@@ -107,8 +107,45 @@ fn fingerprint(u: &UserRecord) -> Vec<u8> {
     .into_bytes()
 }
 
-fn tag(v: &Versioned<UserRecord>) -> String {
-    etag(v.version, &fingerprint(&v.record))
+/// Users as an admin resource.
+pub struct Users;
+
+impl Kind for Users {
+    type Record = UserRecord;
+    type View = User;
+    const COLLECTION: &'static str = "users";
+    const NOUN: &'static str = "user";
+    const PLURAL: &'static str = "users";
+    const PARAM: &'static str = "username";
+    const RESOURCE: Resource = Resource::User;
+
+    fn key(r: &UserRecord) -> String {
+        r.username.clone()
+    }
+
+    fn view(r: &UserRecord) -> User {
+        view(r)
+    }
+
+    fn fingerprint(r: &UserRecord) -> Vec<u8> {
+        fingerprint(r)
+    }
+
+    async fn read(app: &App, key: &str) -> Result<Option<Versioned<UserRecord>>, StoreError> {
+        app.store.user_versioned(key).await
+    }
+
+    async fn page(
+        app: &App,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<Versioned<UserRecord>>, StoreError> {
+        app.store.users_after(after, limit).await
+    }
+
+    fn forget(app: &App, key: &str) {
+        app.clients.invalidate_user(key);
+    }
 }
 
 /// The stored hash for a password or an imported hash (exactly one of them).
@@ -175,14 +212,6 @@ async fn stored_hash(
     }
 }
 
-async fn load(app: &App, name: &str) -> Result<Versioned<UserRecord>, Problem> {
-    match app.store.user_versioned(name).await {
-        Ok(Some(v)) => Ok(v),
-        Ok(None) => Err(Problem::not_found(format!("user {name:?}"))),
-        Err(e) => Err(Problem::store("reading a user", &e)),
-    }
-}
-
 /// List users by page.
 #[utoipa::path(get, operation_id = "list_users", path = "/admin/v1/users", tag = "users", params(PageQuery),
     responses((status = 200, body = UserPage, description = "A page of users; `Link: rel=\"next\"` when there may be more"), ReadErrors),
@@ -192,31 +221,7 @@ pub async fn list(
     Extension(caller): Extension<Caller>,
     q: Result<Query<PageQuery>, QueryRejection>,
 ) -> Response {
-    let r = async {
-        let Query(q) = q.map_err(|e| bad_query(&e))?;
-        let size = q.size(&app)?;
-        let mut items = app
-            .store
-            .users_after(q.after()?, size + 1)
-            .await
-            .map_err(|e| Problem::from_store(e, "query:limit", "listing users"))?;
-        let next = next_key(&mut items, size, |v| v.record.username.clone());
-        page_reply(
-            "/admin/v1/users",
-            size,
-            items.iter().map(|v| view(&v.record)).collect::<Vec<_>>(),
-            next,
-        )
-    }
-    .await;
-    finish(
-        &app,
-        &caller,
-        "user.list",
-        "users".into(),
-        Trail::default(),
-        r,
-    )
+    res::list::<Users>(&app, &caller, "user.list", q).await
 }
 
 /// Create a user with a password or an imported hash.
@@ -269,10 +274,9 @@ pub async fn create(
                     .put_user(&record)
                     .await
                     .map_err(|e| Problem::from_store(e, "/username", "creating a user"))?;
-                trail.after = Some(digest(&fingerprint(&record)));
-                let v = Versioned { record, version: 1 };
+                let v = written::<Users>(&app, &mut trail, record, 1);
                 Ok(Reply::json(StatusCode::CREATED, &view(&v.record))?
-                    .etag(tag(&v))
+                    .etag(res::tag::<Users>(&v))
                     .location(format!(
                         "/admin/v1/users/{}",
                         path_encode(&v.record.username)
@@ -295,18 +299,7 @@ pub async fn get(
     Extension(caller): Extension<Caller>,
     name: Result<Path<String>, PathRejection>,
 ) -> Response {
-    let (resource, r) = match name {
-        Err(_) => ("users/?".to_owned(), Err(bad_path("username"))),
-        Ok(Path(name)) => {
-            let r = async {
-                let v = load(&app, &name).await?;
-                Ok(Reply::ok(&view(&v.record))?.etag(tag(&v)))
-            }
-            .await;
-            (format!("users/{name}"), r)
-        }
-    };
-    finish(&app, &caller, "user.get", resource, Trail::default(), r)
+    res::get::<Users>(&app, &caller, "user.get", name).await
 }
 
 /// Disable, enable, or set a password or hash (If-Match required).
@@ -321,29 +314,15 @@ pub async fn update(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let mut trail = Trail::default();
-    let Ok(Path(name)) = name else {
-        return finish(
-            &app,
-            &caller,
-            "user.update",
-            "users/?".into(),
-            trail,
-            Err(bad_path("username")),
-        );
-    };
-    let r = async {
+    keyed::<Users>(&app, &caller, "user.update", name, async |name, trail| {
         let (c, _): (UserChange, _) = json_body(&app, &headers, body).await?;
-        let cur = load(&app, &name).await?;
-        trail.before = Some(digest(&fingerprint(&cur.record)));
         // Checked before the (costly) hash, so a stale write spends no KDF.
-        check_if_match(&headers, &tag(&cur), &format!("user {name:?}"))?;
+        let cur = guarded::<Users>(&app, &headers, name, trail).await?;
         let mut next = cur.record.clone();
         if let Some(d) = c.disabled {
             next.disabled = d;
         }
-        if let Some(h) =
-            stored_hash(&app, &name, c.password, c.password_hash, c.hash_format).await?
+        if let Some(h) = stored_hash(&app, name, c.password, c.password_hash, c.hash_format).await?
         {
             next.password_hash = h;
         }
@@ -352,23 +331,9 @@ pub async fn update(
             .replace_user(&next, cur.version)
             .await
             .map_err(|e| Problem::from_store(e, "", "changing a user"))?;
-        app.clients.invalidate_user(&name);
-        trail.after = Some(digest(&fingerprint(&next)));
-        let v = Versioned {
-            record: next,
-            version,
-        };
-        Ok(Reply::ok(&view(&v.record))?.etag(tag(&v)))
-    }
-    .await;
-    finish(
-        &app,
-        &caller,
-        "user.update",
-        format!("users/{name}"),
-        trail,
-        r,
-    )
+        shown::<Users>(&written::<Users>(&app, trail, next, version))
+    })
+    .await
 }
 
 /// Remove a user (If-Match required).
@@ -382,35 +347,5 @@ pub async fn remove(
     name: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
 ) -> Response {
-    let mut trail = Trail::default();
-    let Ok(Path(name)) = name else {
-        return finish(
-            &app,
-            &caller,
-            "user.remove",
-            "users/?".into(),
-            trail,
-            Err(bad_path("username")),
-        );
-    };
-    let r = async {
-        let cur = load(&app, &name).await?;
-        trail.before = Some(digest(&fingerprint(&cur.record)));
-        check_if_match(&headers, &tag(&cur), &format!("user {name:?}"))?;
-        app.store
-            .remove_versioned(Resource::User, &name, cur.version)
-            .await
-            .map_err(|e| Problem::from_store(e, "", "removing a user"))?;
-        app.clients.invalidate_user(&name);
-        Ok(Reply::no_content())
-    }
-    .await;
-    finish(
-        &app,
-        &caller,
-        "user.remove",
-        format!("users/{name}"),
-        trail,
-        r,
-    )
+    res::remove::<Users>(&app, &caller, "user.remove", name, &headers).await
 }

@@ -10,8 +10,12 @@
 //! registration access tokens belong to the client named in the path (the client id is
 //! the principal). Only SHA-256 digests are stored, compared in constant time.
 //!
-//! Secrets (the client secret, the registration access token) are in the 201 answer only;
-//! reads and updates never return them again. Answers carry `Cache-Control: no-store`.
+//! The client secret is in the 201 answer only; reads and updates never return it again.
+//! RFC 7592 3 has every read and update answer carry `registration_access_token`; as only
+//! its hash is stored, each successful read and update makes a new one, returns it and
+//! retires the presented one in the same statement (so of two concurrent uses of one
+//! token exactly one succeeds, and the old token stops working at once). Answers carry
+//! `Cache-Control: no-store`.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -28,7 +32,7 @@ use parking_lot::Mutex;
 use portcullis_core::{Attempt, AuditContext, Outcome, PrincipalKind, ProofCheck, Protocol};
 use portcullis_hash::pepper::PepperedHmac;
 use portcullis_store::registration::{
-    ClientRegistration, InitialAccessToken, generate_token_secret, hash_token,
+    ClientRegistration, InitialAccessToken, TokenRotation, generate_token_secret, hash_token,
 };
 use portcullis_store::{ClientAuth, ClientRecord, StoreError};
 use serde_json::{Map, Value};
@@ -211,12 +215,8 @@ async fn register_inner(app: &App, req: Request) -> Result<Response, OAuthError>
     );
     let accepted = decide(app, request, &allow, now)?;
     let client_id = new_id("dcr-", 16)?;
-    let (auth, secret_hashes, client_secret) = match &accepted.jwks {
-        Some(jwks) => (
-            ClientAuth::PrivateKeyJwt { jwks: jwks.clone() },
-            Vec::new(),
-            None,
-        ),
+    let (auth, secret_hashes, client_secret) = match &accepted.auth {
+        Some(keyed) => (keyed.clone(), Vec::new(), None),
         None => {
             let secret = portcullis_store::generate_client_secret()
                 .map_err(|e| store_failed("generating a client secret", &e))?;
@@ -390,10 +390,41 @@ async fn configuration_inner(
         .map_err(|e| store_failed("loading a client", &e))?
         // Removed between the check and now.
         .ok_or_else(|| OAuthError::invalid_token("the token is not valid"))?;
+    // Only made (and hashed) here; a delete retires the token with the client.
+    let next_token = || {
+        generate_token_secret()
+            .map_err(|e| store_failed("generating a registration access token", &e))
+    };
+    let rotated = |what: &'static str| {
+        OAuthError::invalid_token(format!(
+            "the registration access token was used by a concurrent {what}; use the token \
+             that request returned"
+        ))
+    };
     match parts.method {
         Method::GET => {
             let mut body = stored_metadata(&registration)?;
+            let next = next_token()?;
+            let next_hash = hash_token(&next);
+            let swapped = app
+                .store
+                .rotate_registration_token(
+                    client_id,
+                    &TokenRotation {
+                        old_hash: &registration.access_token_hash,
+                        new_hash: &next_hash,
+                    },
+                )
+                .await
+                .map_err(|e| store_failed("rotating a registration access token", &e))?;
+            if !swapped {
+                return Err(rotated("request"));
+            }
             info_members(app, &mut body, client_id, registration.created_at);
+            body.insert(
+                "registration_access_token".into(),
+                Value::String(next.to_string()),
+            );
             app.audit
                 .registration("read", client_id, None, source, &request_id);
             Ok(json(StatusCode::OK, &body))
@@ -421,15 +452,14 @@ async fn configuration_inner(
             check_sent_secret(app, &request, &stored)?;
             let allow = update_allowance(app, &registration, &stored).await?;
             let accepted = decide(app, request, &allow, unix_now())?;
-            let auth = match (&stored.auth, &accepted.jwks) {
+            // New key material is fine (a key rotation); another kind of method is not.
+            let auth = match (&stored.auth, &accepted.auth) {
                 (ClientAuth::Secret, None) => ClientAuth::Secret,
-                (ClientAuth::PrivateKeyJwt { .. }, Some(jwks)) => {
-                    ClientAuth::PrivateKeyJwt { jwks: jwks.clone() }
-                }
+                (old, Some(new)) if old.method() == new.method() => new.clone(),
                 _ => {
                     return Err(OAuthError::registration(
                         ErrorCode::InvalidClientMetadata,
-                        "token_endpoint_auth_method cannot change between secret and key",
+                        "token_endpoint_auth_method cannot change to another kind of method",
                     ));
                 }
             };
@@ -440,9 +470,15 @@ async fn configuration_inner(
                 ..stored
             };
             let metadata = Value::Object(accepted.metadata.clone()).to_string();
+            let next = next_token()?;
+            let next_hash = hash_token(&next);
+            let rotation = TokenRotation {
+                old_hash: &registration.access_token_hash,
+                new_hash: &next_hash,
+            };
             match app
                 .store
-                .update_registered_client(&client, &metadata, unix_now())
+                .update_registered_client(&client, &metadata, &rotation, unix_now())
                 .await
             {
                 Ok(()) => {}
@@ -452,9 +488,8 @@ async fn configuration_inner(
                         why,
                     ));
                 }
-                Err(StoreError::NotFound(_)) => {
-                    return Err(OAuthError::invalid_token("the token is not valid"));
-                }
+                // Removed, or its token rotated by a concurrent read or update.
+                Err(StoreError::NotFound(_)) => return Err(rotated("request or deletion")),
                 Err(e) => return Err(store_failed("updating a client", &e)),
             }
             app.clients.invalidate(client_id);
@@ -462,6 +497,10 @@ async fn configuration_inner(
                 .registration("updated", client_id, None, source, &request_id);
             let mut body = accepted.metadata;
             info_members(app, &mut body, client_id, registration.created_at);
+            body.insert(
+                "registration_access_token".into(),
+                Value::String(next.to_string()),
+            );
             Ok(json(StatusCode::OK, &body))
         }
     }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use portcullis_store::Grant;
-use portcullis_store::registration::REGISTRABLE_AUTH_METHODS;
+use portcullis_store::registration::DEFAULT_REGISTRATION_AUTH_METHODS;
 use serde::Deserialize;
 
 use crate::client_auth::keys::{self, VerifyKey};
@@ -19,7 +19,9 @@ pub struct FileRegistration {
     pub enabled: bool,
     /// Grant types any registered client may use (an initial access token narrows this).
     pub grant_types: Vec<String>,
-    /// `token_endpoint_auth_method`s any registered client may use.
+    /// `token_endpoint_auth_method`s any registered client may use (the RFC 8705 ones
+    /// need `[tls]` asking for client certificates, and `tls.client_ca` for
+    /// `tls_client_auth`).
     pub auth_methods: Vec<String>,
     /// Lifetime of the access tokens of registered clients, in seconds.
     pub token_lifetime_secs: u32,
@@ -44,7 +46,9 @@ impl Default for FileRegistration {
         FileRegistration {
             enabled: false,
             grant_types: vec!["client_credentials".into()],
-            auth_methods: REGISTRABLE_AUTH_METHODS.map(str::to_owned).to_vec(),
+            auth_methods: DEFAULT_REGISTRATION_AUTH_METHODS
+                .map(str::to_owned)
+                .to_vec(),
             token_lifetime_secs: 3600,
             require_software_statement: false,
             software_statement_issuers: Vec::new(),
@@ -83,7 +87,9 @@ impl Default for RegistrationConfig {
         RegistrationConfig {
             enabled: false,
             grants: vec![Grant::ClientCredentials],
-            auth_methods: REGISTRABLE_AUTH_METHODS.map(str::to_owned).to_vec(),
+            auth_methods: DEFAULT_REGISTRATION_AUTH_METHODS
+                .map(str::to_owned)
+                .to_vec(),
             token_lifetime: Duration::from_secs(3600),
             require_software_statement: false,
             issuers: Vec::new(),
@@ -171,7 +177,9 @@ pub const EXAMPLE: &str = r#"[registration]
 enabled = false
 # Grant types any registered client may use (client_credentials, password).
 grant_types = ["client_credentials"]
-# token_endpoint_auth_method values any registered client may use.
+# token_endpoint_auth_method values any registered client may use. Also possible:
+# "tls_client_auth" (registers tls_client_auth_subject_dn; needs tls.client_ca) and
+# "self_signed_tls_client_auth" (its certificate inline in jwks as x5c; needs [tls]).
 auth_methods = ["client_secret_basic", "client_secret_post", "private_key_jwt"]
 # Lifetime of the access tokens of registered clients, in seconds (60-86400).
 token_lifetime_secs = 3600

@@ -10,13 +10,18 @@
 //! What we cannot serve is refused, never silently dropped: redirect URIs and response
 //! types (no flow here redirects), `jwks_uri` (never fetched: a registration must not
 //! make the server fetch a URL of the requester's choosing), unknown grant types and
-//! methods. Members RFC 7591 defines for display (`client_name`, `client_uri`, ...) are
+//! methods, and RFC 8705's SAN-matching members (`tls_client_auth_san_*`: certificates
+//! are matched by subject DN here).
+//!
+//! RFC 8705 clients: `tls_client_auth` registers `tls_client_auth_subject_dn` (a CA-issued
+//! certificate with that subject); `self_signed_tls_client_auth` registers its
+//! certificates inline in `jwks`, each key's `x5c` leaf (RFC 8705 2.2; never a URL). Members RFC 7591 defines for display (`client_name`, `client_uri`, ...) are
 //! checked for shape and kept; members nobody defines are ignored (RFC 7591 2).
 
 pub mod config;
 pub mod statement;
 
-use portcullis_store::Grant;
+use portcullis_store::{ClientAuth, Grant};
 use serde_json::{Map, Value};
 use subtle::ConstantTimeEq;
 
@@ -76,10 +81,12 @@ pub struct Allowance {
 /// The outcome of the metadata rules: what the client is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Accepted {
-    /// `client_secret_basic`, `client_secret_post` or `private_key_jwt`.
+    /// `client_secret_basic`, `client_secret_post`, `private_key_jwt`,
+    /// `tls_client_auth` or `self_signed_tls_client_auth`.
     pub auth_method: String,
-    /// For `private_key_jwt`: the normalised JWKS to store.
-    pub jwks: Option<String>,
+    /// How it authenticates when not by a secret: its keys, certificates or subject DN,
+    /// as the store keeps them (`None`: a secret client).
+    pub auth: Option<ClientAuth>,
     /// Grant types.
     pub grants: Vec<Grant>,
     /// Scopes.
@@ -92,6 +99,16 @@ pub struct Accepted {
 pub const MAX_STRING: usize = 2048;
 /// Most contacts.
 pub const MAX_CONTACTS: usize = 16;
+/// Most certificates a `self_signed_tls_client_auth` client registers (one per key).
+pub const MAX_SELF_SIGNED_CERTS: usize = 8;
+
+/// RFC 8705 2.1.2's certificate-matching members of a `tls_client_auth` client.
+const TLS_SAN_MEMBERS: [&str; 4] = [
+    "tls_client_auth_san_dns",
+    "tls_client_auth_san_uri",
+    "tls_client_auth_san_ip",
+    "tls_client_auth_san_email",
+];
 
 /// Display members RFC 7591 2 defines that are kept as strings (URIs checked as such).
 const STRINGS: [(&str, bool); 7] = [
@@ -237,22 +254,7 @@ pub fn decide(merged: &Map<String, Value>, allow: &Allowance) -> Result<Accepted
         }
         Some(_) => return Err(bad("scope must be a space-separated string")),
     };
-    let jwks = match (auth_method.as_str(), merged.get("jwks")) {
-        ("private_key_jwt", Some(Value::Object(doc))) => {
-            let text = Value::Object(doc.clone()).to_string();
-            Some(
-                crate::client_auth::keys::normalize(&text)
-                    .map_err(|e| bad(format!("jwks: {e}")))?,
-            )
-        }
-        ("private_key_jwt", _) => {
-            return Err(bad("private_key_jwt needs the public keys inline as jwks"));
-        }
-        (_, Some(v)) if !v.is_null() => {
-            return Err(bad("jwks is only for private_key_jwt clients"));
-        }
-        _ => None,
-    };
+    let (auth, kept) = method_material(&auth_method, merged)?;
     let mut metadata = Map::new();
     for (name, is_uri) in STRINGS {
         match merged.get(name) {
@@ -295,17 +297,125 @@ pub fn decide(merged: &Map<String, Value>, allow: &Allowance) -> Result<Accepted
     );
     metadata.insert("response_types".into(), Value::Array(Vec::new()));
     metadata.insert("scope".into(), Value::String(scopes.join(" ")));
-    if let Some(j) = &jwks {
-        let parsed: Value = serde_json::from_str(j).map_err(|_| bad("jwks"))?;
-        metadata.insert("jwks".into(), parsed);
+    for (name, value) in kept {
+        metadata.insert(name.to_owned(), value);
     }
     Ok(Accepted {
         auth_method,
-        jwks,
+        auth,
         grants,
         scopes,
         metadata,
     })
+}
+
+/// What a client authenticates with (`None`: a secret) and the metadata members that
+/// describe it.
+type Material = (Option<ClientAuth>, Vec<(&'static str, Value)>);
+
+/// The key material `method` needs, as the store keeps it, and the metadata members
+/// that describe it (returned and stored as registered): `jwks` for `private_key_jwt`
+/// (normalised) and `self_signed_tls_client_auth` (as sent), the subject DN for
+/// `tls_client_auth`. A member that belongs to another method is refused.
+fn method_material(method: &str, merged: &Map<String, Value>) -> Result<Material, RegError> {
+    let present = |name: &str| merged.get(name).is_some_and(|v| !v.is_null());
+    let jwks = merged.get("jwks").filter(|v| !v.is_null());
+    if jwks.is_some() && !matches!(method, "private_key_jwt" | "self_signed_tls_client_auth") {
+        return Err(bad(
+            "jwks is only for private_key_jwt and self_signed_tls_client_auth clients",
+        ));
+    }
+    let dn_given = present("tls_client_auth_subject_dn");
+    let sans: Vec<&str> = TLS_SAN_MEMBERS.into_iter().filter(|m| present(m)).collect();
+    if method != "tls_client_auth" && (dn_given || !sans.is_empty()) {
+        return Err(bad(
+            "tls_client_auth_* members are only for tls_client_auth clients",
+        ));
+    }
+    let keyed = |material: &str| {
+        crate::client_auth::registration(method, material)
+            .map_err(|e| bad(format!("{method}: {e}")))
+    };
+    match method {
+        "private_key_jwt" => {
+            let Some(Value::Object(doc)) = jwks else {
+                return Err(bad("private_key_jwt needs the public keys inline as jwks"));
+            };
+            let auth = keyed(&Value::Object(doc.clone()).to_string())?;
+            let ClientAuth::PrivateKeyJwt { jwks: normal } = &auth else {
+                return Err(bad("jwks"));
+            };
+            let shown: Value = serde_json::from_str(normal).map_err(|_| bad("jwks"))?;
+            Ok((Some(auth), vec![("jwks", shown)]))
+        }
+        "self_signed_tls_client_auth" => {
+            let Some(Value::Object(doc)) = jwks else {
+                return Err(bad(
+                    "self_signed_tls_client_auth needs its certificates inline: jwks whose \
+                     keys carry x5c (RFC 8705 2.2)",
+                ));
+            };
+            let auth = keyed(&certificates_of(doc)?)?;
+            Ok((Some(auth), vec![("jwks", Value::Object(doc.clone()))]))
+        }
+        "tls_client_auth" => {
+            if !sans.is_empty() {
+                return Err(bad(format!(
+                    "{} is not supported here: register tls_client_auth_subject_dn",
+                    sans.join(", ")
+                )));
+            }
+            let dn = match merged.get("tls_client_auth_subject_dn") {
+                Some(Value::String(dn)) if !dn.trim().is_empty() && dn.len() <= MAX_STRING => dn,
+                _ => {
+                    return Err(bad(
+                        "tls_client_auth needs tls_client_auth_subject_dn (RFC 4514 string)",
+                    ));
+                }
+            };
+            let auth = keyed(dn)?;
+            let ClientAuth::TlsClientAuth { subject_dn } = &auth else {
+                return Err(bad("tls_client_auth_subject_dn"));
+            };
+            let shown = Value::String(subject_dn.clone());
+            Ok((Some(auth), vec![("tls_client_auth_subject_dn", shown)]))
+        }
+        _ => Ok((None, Vec::new())),
+    }
+}
+
+/// The PEM certificates of a `self_signed_tls_client_auth` client's `jwks`: each key's
+/// `x5c` leaf (base64 DER, RFC 7517 4.7), at most [`MAX_SELF_SIGNED_CERTS`].
+fn certificates_of(doc: &Map<String, Value>) -> Result<String, RegError> {
+    use base64::Engine as _;
+    let keys = match doc.get("keys") {
+        Some(Value::Array(k)) if !k.is_empty() && k.len() <= MAX_SELF_SIGNED_CERTS => k,
+        _ => {
+            return Err(bad(format!(
+                "jwks.keys must hold 1-{MAX_SELF_SIGNED_CERTS} keys"
+            )));
+        }
+    };
+    let mut pem = String::new();
+    for (i, key) in keys.iter().enumerate() {
+        let leaf = key
+            .get("x5c")
+            .and_then(Value::as_array)
+            .and_then(|c| c.first())
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad(format!("jwks.keys[{i}] has no x5c certificate")))?;
+        let der = base64::engine::general_purpose::STANDARD
+            .decode(leaf)
+            .map_err(|_| bad(format!("jwks.keys[{i}].x5c[0] is not base64")))?;
+        let b64 = base64::engine::general_purpose::STANDARD.encode(der);
+        pem.push_str("-----BEGIN CERTIFICATE-----\n");
+        for line in b64.as_bytes().chunks(64) {
+            pem.push_str(std::str::from_utf8(line).map_err(|_| bad("x5c"))?);
+            pem.push('\n');
+        }
+        pem.push_str("-----END CERTIFICATE-----\n");
+    }
+    Ok(pem)
 }
 
 /// The intersection of two allowances (order of `a` kept).

@@ -28,7 +28,7 @@ fn defaults_are_a_basic_secret_client_with_the_allowed_scopes() {
     assert_eq!(a.scopes, vec!["read".to_owned(), "write".to_owned()]);
     assert_eq!(a.metadata["client_name"], "svc");
     assert_eq!(a.metadata["response_types"], json!([]));
-    assert!(a.jwks.is_none());
+    assert!(a.auth.is_none());
 }
 
 #[test]

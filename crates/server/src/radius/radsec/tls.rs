@@ -136,21 +136,24 @@ impl LeafNames {
 /// first certificate of a PEM file (the leaf of a chain), or a DER file.
 pub fn pin_file(path: &std::path::Path) -> Result<portcullis_store::NasCertificate, TlsError> {
     let bytes = crate::tls::read(path)?;
+    pin_bytes(bytes, &path.display().to_string())
+}
+
+/// The pin of a certificate given as PEM (its first certificate) or DER bytes; `what`
+/// names their origin in errors (the admin API's `certificate_pem`, a file).
+pub fn pin_bytes(bytes: Vec<u8>, what: &str) -> Result<portcullis_store::NasCertificate, TlsError> {
     let der = if bytes.starts_with(b"-----") || bytes.iter().take(64).all(u8::is_ascii) {
         rustls_pemfile::certs(&mut &bytes[..])
             .next()
-            .ok_or_else(|| TlsError::Pem(format!("{}: no CERTIFICATE block", path.display())))?
-            .map_err(|e| TlsError::Pem(format!("{}: {e}", path.display())))?
+            .ok_or_else(|| TlsError::Pem(format!("{what}: no CERTIFICATE block")))?
+            .map_err(|e| TlsError::Pem(format!("{what}: {e}")))?
             .as_ref()
             .to_vec()
     } else {
         bytes
     };
     if LeafNames::of(&der).is_none() {
-        return Err(TlsError::Pem(format!(
-            "{}: not an X.509 certificate",
-            path.display()
-        )));
+        return Err(TlsError::Pem(format!("{what}: not an X.509 certificate")));
     }
     Ok(portcullis_store::NasCertificate::pin(&der))
 }

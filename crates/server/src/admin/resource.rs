@@ -1,0 +1,203 @@
+//! The flow every versioned admin resource (clients, users, NAS) shares, written once:
+//! the path key decoded (a bad one is a problem naming the path parameter), the record
+//! loaded by key (404 naming it), the If-Match check against its strong ETag with the
+//! before digest noted for the audit event, the after digest and new ETag of a write,
+//! and the list, read and remove handlers whole. A resource says how it is named,
+//! read, paged, shown and fingerprinted ([`Kind`]); its module keeps only what differs
+//! (creation and the fields of a change).
+
+use std::future::Future;
+
+use axum::extract::Path;
+use axum::extract::Query;
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use portcullis_store::{Resource, StoreError, Versioned};
+use serde::Serialize;
+
+use crate::admin::action::{Trail, bad_path, bad_query, finish};
+use crate::admin::auth::Caller;
+use crate::admin::conventions::{
+    PageQuery, Reply, check_if_match, digest, etag, next_key, page_reply,
+};
+use crate::admin::problem::Problem;
+use crate::app::App;
+
+/// A versioned record kind of the admin API.
+pub trait Kind {
+    /// The stored record.
+    type Record: Clone + Send + Sync;
+    /// What the API shows of it (never a secret or a hash).
+    type View: Serialize;
+    /// Path segment under `/admin/v1/`, also the audit resource's prefix (`clients`).
+    const COLLECTION: &'static str;
+    /// Its name in messages (`client`).
+    const NOUN: &'static str;
+    /// Its plural in messages (`clients`).
+    const PLURAL: &'static str;
+    /// The path parameter naming one record (`id`).
+    const PARAM: &'static str;
+    /// The store's name for it (compare-and-set removal).
+    const RESOURCE: Resource;
+    /// The record's key.
+    fn key(r: &Self::Record) -> String;
+    /// What the API shows.
+    fn view(r: &Self::Record) -> Self::View;
+    /// Everything the record holds, for its ETag and audit digests.
+    fn fingerprint(r: &Self::Record) -> Vec<u8>;
+    /// The record `key` and its version.
+    fn read(
+        app: &App,
+        key: &str,
+    ) -> impl Future<Output = Result<Option<Versioned<Self::Record>>, StoreError>> + Send;
+    /// At most `limit` records after `after`, by key.
+    fn page(
+        app: &App,
+        after: Option<&str>,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<Versioned<Self::Record>>, StoreError>> + Send;
+    /// After a change or removal of `key`: drop what this instance caches of it.
+    fn forget(_app: &App, _key: &str) {}
+}
+
+/// The strong ETag of a version.
+pub fn tag<K: Kind>(v: &Versioned<K::Record>) -> String {
+    etag(v.version, &K::fingerprint(&v.record))
+}
+
+/// The record `key`, or 404 naming it.
+pub async fn load<K: Kind>(app: &App, key: &str) -> Result<Versioned<K::Record>, Problem> {
+    match K::read(app, key).await {
+        Ok(Some(v)) => Ok(v),
+        Ok(None) => Err(Problem::not_found(format!("{} {key:?}", K::NOUN))),
+        Err(e) => Err(Problem::store(&format!("reading a {}", K::NOUN), &e)),
+    }
+}
+
+/// The record `key` for a change: its before digest noted, If-Match checked against
+/// its ETag (428 missing, 412 stale).
+pub async fn guarded<K: Kind>(
+    app: &App,
+    headers: &HeaderMap,
+    key: &str,
+    trail: &mut Trail,
+) -> Result<Versioned<K::Record>, Problem> {
+    let cur = load::<K>(app, key).await?;
+    trail.before = Some(digest(&K::fingerprint(&cur.record)));
+    check_if_match(headers, &tag::<K>(&cur), &format!("{} {key:?}", K::NOUN))?;
+    Ok(cur)
+}
+
+/// A record just written at `version`: its after digest noted, its caches dropped.
+pub fn written<K: Kind>(
+    app: &App,
+    trail: &mut Trail,
+    record: K::Record,
+    version: i64,
+) -> Versioned<K::Record> {
+    K::forget(app, &K::key(&record));
+    trail.after = Some(digest(&K::fingerprint(&record)));
+    Versioned { record, version }
+}
+
+/// 200 with the view and ETag of `v`.
+pub fn shown<K: Kind>(v: &Versioned<K::Record>) -> Result<Reply, Problem> {
+    Ok(Reply::ok(&K::view(&v.record))?.etag(tag::<K>(v)))
+}
+
+/// A handler on one record: the path key decoded, `run` given the key and the trail,
+/// then the answer and one audit event `action` on `<collection>/<key>`.
+pub async fn keyed<K: Kind>(
+    app: &App,
+    caller: &Caller,
+    action: &'static str,
+    key: Result<Path<String>, PathRejection>,
+    run: impl AsyncFnOnce(&str, &mut Trail) -> Result<Reply, Problem>,
+) -> Response {
+    keyed_at(app, caller, action, (K::COLLECTION, K::PARAM), key, run).await
+}
+
+/// [`keyed`] for a resource that is not a [`Kind`]: `at` is its collection and the
+/// name of its path parameter.
+pub async fn keyed_at(
+    app: &App,
+    caller: &Caller,
+    action: &'static str,
+    (collection, param): (&str, &str),
+    key: Result<Path<String>, PathRejection>,
+    run: impl AsyncFnOnce(&str, &mut Trail) -> Result<Reply, Problem>,
+) -> Response {
+    let mut trail = Trail::default();
+    let Ok(Path(key)) = key else {
+        let resource = format!("{collection}/?");
+        return finish(app, caller, action, resource, trail, Err(bad_path(param)));
+    };
+    let r = run(&key, &mut trail).await;
+    finish(app, caller, action, format!("{collection}/{key}"), trail, r)
+}
+
+/// `GET /admin/v1/<collection>`: one keyset page.
+pub async fn list<K: Kind>(
+    app: &App,
+    caller: &Caller,
+    action: &'static str,
+    q: Result<Query<PageQuery>, QueryRejection>,
+) -> Response {
+    let r = async {
+        let Query(q) = q.map_err(|e| bad_query(&e))?;
+        let size = q.size(app)?;
+        let mut items = K::page(app, q.after()?, size + 1).await.map_err(|e| {
+            Problem::from_store(e, "query:limit", &format!("listing {}", K::PLURAL))
+        })?;
+        let next = next_key(&mut items, size, |v| K::key(&v.record));
+        page_reply(
+            &format!("/admin/v1/{}", K::COLLECTION),
+            size,
+            items.iter().map(|v| K::view(&v.record)).collect::<Vec<_>>(),
+            next,
+        )
+    }
+    .await;
+    finish(
+        app,
+        caller,
+        action,
+        K::COLLECTION.into(),
+        Trail::default(),
+        r,
+    )
+}
+
+/// `GET /admin/v1/<collection>/{key}`.
+pub async fn get<K: Kind>(
+    app: &App,
+    caller: &Caller,
+    action: &'static str,
+    key: Result<Path<String>, PathRejection>,
+) -> Response {
+    keyed::<K>(app, caller, action, key, async |key, _| {
+        shown::<K>(&load::<K>(app, key).await?)
+    })
+    .await
+}
+
+/// `DELETE /admin/v1/<collection>/{key}` (If-Match required).
+pub async fn remove<K: Kind>(
+    app: &App,
+    caller: &Caller,
+    action: &'static str,
+    key: Result<Path<String>, PathRejection>,
+    headers: &HeaderMap,
+) -> Response {
+    keyed::<K>(app, caller, action, key, async |key, trail| {
+        let cur = guarded::<K>(app, headers, key, trail).await?;
+        app.store
+            .remove_versioned(K::RESOURCE, key, cur.version)
+            .await
+            .map_err(|e| Problem::from_store(e, "", &format!("removing a {}", K::NOUN)))?;
+        K::forget(app, key);
+        Ok(Reply::no_content())
+    })
+    .await
+}
