@@ -4,7 +4,8 @@
 //!
 //! The verification is the product path (`Credential::verify` of a `$argon2id$` string
 //! made by the policy code), so it includes the per-thread arena, its wipe and the lanes
-//! run one after another as the hash pool runs them. The compute floor is the block count
+//! run one after another on one core (the pool lends them to idle threads when it has
+//! any: one core is the figure compared here). The compute floor is the block count
 //! times the chosen kernel's time per block measured in L2 (the kernel choice's own
 //! probe): what a verification would cost if no reference block ever missed the cache.
 
@@ -155,7 +156,7 @@ pub fn run(b: Argon2Bench) -> ExitCode {
         );
     } else {
         println!(
-            "argon2id m={} KiB t={} p={} (lanes in turn, as the pool runs them), cpu {cpu}",
+            "argon2id m={} KiB t={} p={} (lanes in turn on one core), cpu {cpu}",
             b.m, b.t, b.p
         );
         println!(

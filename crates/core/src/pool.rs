@@ -18,6 +18,14 @@
 //!
 //! Memory: argon2 and scrypt jobs take their working memory from a budget
 //! ([`crate::memory`]) before they hash, and wait for it when it is spent.
+//!
+//! Lanes: an argon2 job with p > 1 lends the lanes of each slice to the pool's own
+//! threads (`argon2_kernel::Lent`): the slice's [`LaneWork`] goes on a queue that idle
+//! workers serve before any new job, one lane per pick-up, and the job's own thread runs
+//! every lane nobody picked up, then waits only for lanes a helper is already running.
+//! So a pool whose every thread holds a p > 1 job still finishes them all (each runs its
+//! own lanes), no thread is ever spawned per hash, and the lanes share the memory the job
+//! already took from the budget (a helper holds none of its own for them).
 
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -26,6 +34,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
+use portcullis_hash::argon2_kernel::{LaneExecutor, LaneWork, Lent, Serial};
 use portcullis_hash::{BatchKey, Credential, Peppers, batch};
 use tokio::sync::oneshot;
 use zeroize::Zeroizing;
@@ -144,6 +153,9 @@ const MAX_TRUSTED_GRACE: Duration = Duration::from_millis(500);
 struct State {
     sched: Scheduler<VerifyJob>,
     background: VecDeque<Background>,
+    /// Argon2 lanes lent by jobs in service, served before new work (they finish a job
+    /// already started, and free its memory sooner).
+    lanes: VecDeque<LaneWork>,
     shutdown: bool,
     /// Workers waiting on the condvar.
     idle: usize,
@@ -162,6 +174,8 @@ struct Shared {
     /// Jobs taken by workers and not yet answered.
     in_service: AtomicUsize,
     hashes: AtomicU64,
+    /// Argon2 lanes run by a thread other than their job's (issue 26).
+    lanes_helped: AtomicU64,
     batches: AtomicU64,
     /// The widest batch run so far: whether saturation reached the widest kernel.
     largest_batch: AtomicUsize,
@@ -197,6 +211,7 @@ pub(crate) struct PoolStats {
     pub queued_by_class: [usize; 3],
     pub queued_background: usize,
     pub hashes: u64,
+    pub lanes_helped: u64,
     pub batches: u64,
     pub largest_batch: usize,
     pub wait_us: u64,
@@ -232,6 +247,7 @@ impl Pool {
                     config.queue_capacity,
                 ),
                 background: VecDeque::new(),
+                lanes: VecDeque::new(),
                 shutdown: false,
                 idle: 0,
                 trusted_seen: None,
@@ -242,6 +258,7 @@ impl Pool {
             busy: AtomicUsize::new(0),
             in_service: AtomicUsize::new(0),
             hashes: AtomicU64::new(0),
+            lanes_helped: AtomicU64::new(0),
             batches: AtomicU64::new(0),
             largest_batch: AtomicUsize::new(0),
             kernel_changes: AtomicU64::new(portcullis_hash::kernel_choice_changes()),
@@ -364,6 +381,7 @@ impl Pool {
             queued_by_class: by_class,
             queued_background: bg,
             hashes: sh.hashes.load(Ordering::Relaxed),
+            lanes_helped: sh.lanes_helped.load(Ordering::Relaxed),
             batches: sh.batches.load(Ordering::Relaxed),
             largest_batch: sh.largest_batch.load(Ordering::Relaxed),
             wait_us: sh.wait_us.load(Ordering::Relaxed),
@@ -475,6 +493,13 @@ impl Shared {
                     self.run_verify(batch);
                     retained = self.settle_memory(retained, extra);
                 }
+                Work::Lanes(work) => {
+                    // The lane runs in the lending job's memory, already counted in the
+                    // budget by its thread: nothing to acquire or settle here.
+                    if work.help() {
+                        self.lanes_helped.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
                 Work::Background(f) => {
                     // Counted when started, like verifications, so the count never lags
                     // behind what the work's result has already caused.
@@ -511,6 +536,15 @@ impl Shared {
         let mut shed = Vec::new();
         let mut st = self.state.lock();
         loop {
+            // Lanes of a job in service first: bounded (one segment), and the job they
+            // belong to holds a thread and memory until its last lane is done.
+            while let Some(work) = st.lanes.front() {
+                if work.exhausted() {
+                    st.lanes.pop_front();
+                } else {
+                    return Some(Work::Lanes(work.clone()));
+                }
+            }
             let now = self.clock.now();
             let p = self.params();
             // How long the trusted class counts as active after its last job arrived:
@@ -670,13 +704,15 @@ impl Shared {
             return (r, true);
         }
         let peppers = Arc::clone(&self.peppers.read());
+        let lend = Lent(|work: LaneWork| self.lend(work));
+        let lanes: &dyn LaneExecutor = if self.threads > 1 { &lend } else { &Serial };
         let results = batch
             .iter()
             .map(|(job, _)| {
                 let mut error = false;
                 for (i, c) in job.creds.iter().enumerate() {
                     self.hashes.fetch_add(1, Ordering::Relaxed);
-                    match c.verify(&job.secret, &peppers) {
+                    match c.verify_lanes(&job.secret, &peppers, lanes) {
                         Ok(true) => return (Some(i), error),
                         Ok(false) => {}
                         Err(_) => error = true,
@@ -686,6 +722,22 @@ impl Shared {
             })
             .collect();
         (results, false)
+    }
+
+    /// Make the lanes of one argon2 slice visible to idle workers and wake as many as
+    /// could help (a wake-up taken by a worker gathering a batch only costs parallelism:
+    /// the lending thread runs whatever nobody picked up).
+    fn lend(&self, work: LaneWork) {
+        let mut st = self.state.lock();
+        while st.lanes.front().is_some_and(LaneWork::exhausted) {
+            st.lanes.pop_front();
+        }
+        let wake = st.idle;
+        st.lanes.push_back(work);
+        drop(st);
+        for _ in 0..wake.min(self.threads - 1) {
+            self.work.notify_one();
+        }
     }
 
     /// One `batch::derive` call for jobs that each hold one PBKDF2 credential with the
@@ -729,6 +781,8 @@ impl Shared {
 
 enum Work {
     Verify(Vec<(VerifyJob, Class)>),
+    /// One lane of an argon2 slice another worker lent.
+    Lanes(LaneWork),
     Background(Background),
 }
 

@@ -108,7 +108,16 @@ fn pbkdf2_time(iterations: u32) -> Result<Duration, CalibrateError> {
 fn argon2_time(m: u32, t: u32) -> Result<Duration, CalibrateError> {
     let mut out = [0u8; OUTPUT_LEN];
     best_of(3, || {
-        argon2::derive(Argon2Variant::Id, 0x13, m, t, 1, PASSWORD, &SALT, &mut out).map_err(kdf)
+        argon2::derive(
+            Argon2Variant::Id,
+            0x13,
+            (m, t, 1),
+            PASSWORD,
+            &SALT,
+            &mut out,
+            &crate::argon2_kernel::Serial,
+        )
+        .map_err(kdf)
     })
 }
 

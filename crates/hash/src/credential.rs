@@ -82,6 +82,17 @@ pub enum Credential {
 impl Credential {
     /// Check `secret` against this credential in constant time (for the comparison).
     pub fn verify(&self, secret: &[u8], peppers: &Peppers) -> Result<bool, VerifyError> {
+        self.verify_lanes(secret, peppers, &crate::argon2_kernel::Serial)
+    }
+
+    /// [`Credential::verify`], with the lanes of an argon2 hash of more than one lane run
+    /// through `lanes` (the hash pool lends them to its idle threads); other KDFs ignore it.
+    pub fn verify_lanes(
+        &self,
+        secret: &[u8],
+        peppers: &Peppers,
+        lanes: &dyn crate::argon2_kernel::LaneExecutor,
+    ) -> Result<bool, VerifyError> {
         match self {
             Credential::Peppered(p) => p.verify(secret, peppers),
             Credential::Pbkdf2 {
@@ -95,7 +106,7 @@ impl Credential {
                 pbkdf2::pbkdf2_hmac(*prf, secret, salt, *iterations, &mut out);
                 Ok(crate::ct_eq(&out, hash))
             }
-            Credential::Argon2(h) => h.verify(secret),
+            Credential::Argon2(h) => h.verify_lanes(secret, lanes),
             Credential::Bcrypt(h) => h.verify(secret),
             Credential::Scrypt(h) => h.verify(secret),
             Credential::SaltedSha(h) => Ok(h.verify(secret)),

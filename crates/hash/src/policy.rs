@@ -214,12 +214,11 @@ impl Policy {
                 argon2::derive(
                     Argon2Variant::Id,
                     0x13,
-                    m,
-                    t,
-                    p,
+                    (m, t, p),
                     secret,
                     &salt,
                     &mut out[..],
+                    &crate::argon2_kernel::Serial,
                 )
                 .map_err(|e| HashError::Kdf(e.to_string()))?;
                 Ok(format!(

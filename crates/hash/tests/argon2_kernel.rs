@@ -21,7 +21,8 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 
 use portcullis_hash::argon2_kernel::{
-    Backend, LaneExecutor, Params, ScopedThreads, Serial, Variant, Version, backends, hash_into,
+    Backend, LaneExecutor, LaneWork, Lent, Params, ScopedThreads, Serial, Variant, Version,
+    backends, hash_into,
 };
 use portcullis_hash::{Credential, Peppers};
 use rand::rngs::StdRng;
@@ -188,13 +189,36 @@ fn report(test: &str, cases: usize) {
     );
 }
 
-/// Every kernel, serial and threaded lanes alternately, against `want`.
+/// Every kernel against `want`, with the lanes in turn on one thread, on scoped threads,
+/// or lent to two long-lived helper threads (as the hash pool lends them to its idle
+/// threads), by case.
 fn check_all_kernels(n: usize, seed: u64, c: &Case, want: &[u8]) {
+    let (tx, rx) = std::sync::mpsc::channel::<LaneWork>();
+    let rx = std::sync::Mutex::new(rx);
+    let lent = Lent(move |w| {
+        // Two helpers may pick it up; a send fails only once they are gone.
+        let _ = tx.send(w.clone());
+        let _ = tx.send(w);
+    });
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                while let Ok(w) = rx.lock().unwrap().recv() {
+                    while w.help() {}
+                }
+            });
+        }
+        check_with(n, seed, c, want, &lent);
+        drop(lent);
+    });
+}
+
+fn check_with(n: usize, seed: u64, c: &Case, want: &[u8], lent: &dyn LaneExecutor) {
     for backend in backends() {
-        let lanes: &dyn LaneExecutor = if n.is_multiple_of(2) {
-            &Serial
-        } else {
-            &ScopedThreads
+        let lanes: &dyn LaneExecutor = match n % 3 {
+            0 => &Serial,
+            1 => &ScopedThreads,
+            _ => lent,
         };
         assert_eq!(
             hex::encode(ours(c, backend, lanes)),

@@ -85,3 +85,89 @@ async fn issue_26_a_wave_of_memory_hard_verifications_stays_within_the_budget() 
         grown >> 20
     );
 }
+
+/// A verifier whose users `u0..u{users}` hold argon2id hashes of "right" with `p` lanes.
+fn multi_lane(threads: usize, users: usize, m: u32, p: u32) -> Harness {
+    let mut c = config();
+    c.pool_threads = threads;
+    c.throttle.distributed_origins = 0;
+    let policy = Policy::Argon2id { m, t: 1, p };
+    let stored = policy.hash(b"right").unwrap();
+    let h = Harness::with(c, policy, None);
+    for i in 0..users {
+        h.source
+            .add(PrincipalKind::User, &format!("u{i}"), vec![stored.clone()]);
+    }
+    h
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_26_argon2_lanes_run_on_the_pools_other_threads() {
+    // One p = 4 job at a time on a 2-thread pool: the other thread is idle, and the job
+    // lends it three lanes of each slice (1 ms of work each at m = 16 MiB). Until it
+    // picks one up it may still be waking; a handful of jobs is ample, and with the lanes
+    // run serially (the feature broken) no count of jobs would ever do.
+    let h = multi_lane(2, 1, 16 * 1024, 4);
+    for i in 0..20 {
+        let wrong = i % 4 == 3;
+        let a = h.attempt(
+            "u0",
+            if wrong { "wrong" } else { "right" },
+            &format!("10.{i}.0.1"),
+        );
+        let want = if !wrong {
+            Outcome::Accepted {
+                needs_rehash: false,
+            }
+        } else {
+            Outcome::Rejected
+        };
+        assert_eq!(h.v.verify(a).await, want);
+        if h.v.snapshot().lanes_helped > 0 {
+            break;
+        }
+    }
+    let s = h.v.snapshot();
+    assert!(
+        s.lanes_helped > 0,
+        "no lane of a p = 4 job ran on the pool's other thread: {s:?}"
+    );
+    // The lanes used the job's memory: what was held at once is one job's.
+    assert!(s.memory_peak_bytes <= 16 << 20, "{s:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_26_a_pool_full_of_multi_lane_jobs_finishes_them_all() {
+    // Every thread holds a p = 8 job and more wait: each thread runs its own lanes when
+    // no other is free, so all are answered (a pool that waited for a free helper would
+    // hang here, and the timeout turns that into a failure).
+    let h = multi_lane(3, 24, 1024, 8);
+    let mut tasks = Vec::new();
+    for i in 0..24 {
+        let v = h.v.clone();
+        let secret = if i % 3 == 0 { "wrong" } else { "right" };
+        let a = h.attempt(&format!("u{i}"), secret, &format!("10.{i}.0.1"));
+        tasks.push(tokio::spawn(async move { v.verify(a).await }));
+    }
+    let all = async {
+        let mut out = Vec::new();
+        for t in tasks {
+            out.push(t.await.unwrap());
+        }
+        out
+    };
+    let outcomes = tokio::time::timeout(Duration::from_secs(120), all)
+        .await
+        .expect("a pool whose threads all hold p > 1 jobs stopped making progress");
+    for (i, o) in outcomes.into_iter().enumerate() {
+        let want = if i % 3 == 0 {
+            Outcome::Rejected
+        } else {
+            Outcome::Accepted {
+                needs_rehash: false,
+            }
+        };
+        assert_eq!(o, want, "user u{i}");
+    }
+    assert_eq!(h.v.snapshot().in_service, 0);
+}

@@ -113,6 +113,9 @@ pub struct PoolSnapshot {
     pub in_flight: usize,
     /// KDF derivations computed by the pool since start (verifications and rehashes).
     pub hashes_computed: u64,
+    /// Argon2 lanes (one slice's segment each) that a pool thread ran for another
+    /// thread's p > 1 job.
+    pub lanes_helped: u64,
     /// Batch-kernel calls with two or more derivations.
     pub batches: u64,
     /// The most derivations one pool run has gathered so far (1 until a batch forms).
@@ -479,6 +482,7 @@ impl Verifier {
             queued_rehash: p.queued_background,
             in_flight: i.in_flight.load(Ordering::Relaxed),
             hashes_computed: p.hashes,
+            lanes_helped: p.lanes_helped,
             batches: p.batches,
             largest_batch: p.largest_batch,
             queue_wait_us_total: p.wait_us,

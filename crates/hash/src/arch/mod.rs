@@ -1,5 +1,6 @@
 //! Every `unsafe` block of the hash crate lives under this module: CPU intrinsics behind
-//! runtime feature detection, and the memory mappings of the memory-hard KDFs.
+//! runtime feature detection, the memory mappings of the memory-hard KDFs, and the
+//! lifetime erasure that lets pool threads run the lanes of an argon2 slice (`lanes`).
 //!
 //! Pattern: each backend module keeps its `#[target_feature]` functions private and hands
 //! out safe function pointers only from a `detect()`-style constructor that has checked the
@@ -11,6 +12,7 @@
 //! (block compression) and `mem` (per-thread arenas: aligned, huge-page advised mappings).
 
 pub(crate) mod clock;
+pub(crate) mod lanes;
 pub(crate) mod mem;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86_64;

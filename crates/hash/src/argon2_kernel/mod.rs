@@ -11,10 +11,10 @@
 //! AVX-512 one, chosen once per process by [`kernel_choice`] (measured, not only
 //! detected: AVX-512 is not faster on every CPU that has it).
 //!
-//! Lanes of one slice are independent; [`LaneExecutor`] lets a caller that owns threads
-//! run them in parallel ([`ScopedThreads`] for tools and tests). [`Serial`] runs them one
-//! after another on the calling thread: the hash pool's threads use it and never spawn
-//! threads per hash.
+//! Lanes of one slice are independent; [`LaneExecutor`] (module `lanes`) lets a caller
+//! that owns threads run them in parallel: [`Lent`] lends them to threads the caller
+//! already has (the hash pool's: no thread is spawned per hash), [`ScopedThreads`] spawns
+//! scoped threads (tools and tests), [`Serial`] runs them in turn on the calling thread.
 //!
 //! Memory: each thread keeps one arena ([`crate::arch::mem::Arena`]: 2 MiB-aligned, huge
 //! pages asked for with `madvise`) between hashes and zeroes the part it used after each
@@ -23,6 +23,7 @@
 
 pub(crate) mod block;
 pub(crate) mod fill;
+mod lanes;
 mod select;
 pub(crate) mod soft;
 pub(crate) mod walk;
@@ -35,6 +36,7 @@ use zeroize::Zeroize;
 
 use crate::arch::mem::Arena;
 pub use block::{BLOCK_BYTES, BLOCK_WORDS, Block};
+pub use lanes::{LaneExecutor, LaneWork, Lent, ScopedThreads, Serial};
 pub use select::{
     KernelChoice, KernelTiming, kernel_choice, kernel_in_service, kernels_in_service,
 };
@@ -138,45 +140,6 @@ pub fn backends() -> Vec<Backend> {
         v.push(Backend::Avx512);
     }
     v
-}
-
-/// Runs the lanes of one slice (each job fills one lane's segment) and returns when all
-/// have finished. Implementations may run the jobs on several threads.
-pub trait LaneExecutor: Sync {
-    /// Run every job exactly once.
-    fn run_all<'a>(&self, jobs: Vec<Box<dyn FnOnce() + Send + 'a>>);
-}
-
-/// Lanes one after another on the calling thread.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Serial;
-
-impl LaneExecutor for Serial {
-    fn run_all<'a>(&self, jobs: Vec<Box<dyn FnOnce() + Send + 'a>>) {
-        for job in jobs {
-            job();
-        }
-    }
-}
-
-/// Lanes on scoped threads, one per job but the first (which runs on the caller): for
-/// tools and tests; the server's pool supplies its own executor or uses [`Serial`].
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ScopedThreads;
-
-impl LaneExecutor for ScopedThreads {
-    fn run_all<'a>(&self, jobs: Vec<Box<dyn FnOnce() + Send + 'a>>) {
-        let mut jobs = jobs.into_iter();
-        let first = jobs.next();
-        std::thread::scope(|s| {
-            for job in jobs {
-                s.spawn(job);
-            }
-            if let Some(job) = first {
-                job();
-            }
-        });
-    }
 }
 
 thread_local! {

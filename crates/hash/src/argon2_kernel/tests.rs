@@ -74,6 +74,41 @@ fn rfc_9106_vectors_on_every_kernel_serial_and_threaded() {
 }
 
 #[test]
+fn issue_26_lanes_lent_to_other_threads_give_the_reference_tags() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    // Each offer is helped by a thread of its own for exactly one lane before the lender
+    // runs the rest: deterministic, and every slice has a lane filled elsewhere.
+    let helped = AtomicUsize::new(0);
+    let elsewhere = Lent(|work: LaneWork| {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                if work.help() {
+                    helped.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        });
+    });
+    // Nobody helps: the lender runs every lane itself and still finishes.
+    let nobody = Lent(|_work: LaneWork| {});
+    for backend in backends() {
+        for (variant, version, want) in VECTORS {
+            let before = helped.load(Ordering::Relaxed);
+            assert_eq!(tag(variant, version, backend, &elsewhere), want);
+            // t = 3 passes x 4 slices, one lane of each on a helper.
+            assert_eq!(helped.load(Ordering::Relaxed) - before, 12);
+            assert_eq!(tag(variant, version, backend, &nobody), want);
+        }
+    }
+    // A handle kept after its slice ended holds nothing.
+    let kept = std::sync::Mutex::new(Vec::new());
+    let keep = Lent(|work: LaneWork| kept.lock().unwrap().push(work));
+    tag(Variant::Id, Version::V0x13, Backend::Auto, &keep);
+    let kept = kept.into_inner().unwrap();
+    assert_eq!(kept.len(), 12);
+    assert!(kept.iter().all(|w| w.exhausted() && !w.help()));
+}
+
+#[test]
 fn long_tags_use_h_prime_chaining() {
     // Lengths around the 64-byte boundary and the 32-byte steps of H'.
     for len in [4usize, 63, 64, 65, 96, 97, 128, 1024] {

@@ -9,7 +9,7 @@
 use zeroize::Zeroize;
 
 use super::common::{b64_std, check_salt, limits, parse_dec};
-use crate::argon2_kernel::{self as kernel, Backend, Params, Serial, Version};
+use crate::argon2_kernel::{self as kernel, Backend, LaneExecutor, Params, Serial, Version};
 use crate::error::{FormatError, VerifyError};
 
 /// Largest buffer (in 1 KiB blocks) kept per thread between calls: 256 MiB.
@@ -137,18 +137,27 @@ impl Argon2Hash {
         })
     }
 
-    /// Check `secret`; the comparison is constant-time.
+    /// Check `secret`; the comparison is constant-time. Lanes run in turn on this thread.
     pub fn verify(&self, secret: &[u8]) -> Result<bool, VerifyError> {
+        self.verify_lanes(secret, &Serial)
+    }
+
+    /// [`Argon2Hash::verify`] with the lanes of each slice run through `lanes` (the hash
+    /// pool lends them to its idle threads).
+    pub fn verify_lanes(
+        &self,
+        secret: &[u8],
+        lanes: &dyn LaneExecutor,
+    ) -> Result<bool, VerifyError> {
         let mut out = vec![0u8; self.hash.len()];
         derive(
             self.variant,
             self.version,
-            self.m_cost,
-            self.t_cost,
-            self.p_cost,
+            (self.m_cost, self.t_cost, self.p_cost),
             secret,
             &self.salt,
             &mut out,
+            lanes,
         )?;
         let ok = crate::ct_eq(&out, &self.hash);
         out.zeroize();
@@ -170,17 +179,16 @@ impl Argon2Hash {
     }
 }
 
-/// Derive argon2 output into `out` on this thread (its reused arena, lanes in turn).
-#[allow(clippy::too_many_arguments)]
+/// Derive argon2 output into `out` on this thread (its reused arena), with cost
+/// `(m, t, p)`; the lanes of each slice run through `lanes`.
 pub(crate) fn derive(
     variant: Argon2Variant,
     version: u32,
-    m_cost: u32,
-    t_cost: u32,
-    p_cost: u32,
+    (m_cost, t_cost, p_cost): (u32, u32, u32),
     secret: &[u8],
     salt: &[u8],
     out: &mut [u8],
+    lanes: &dyn LaneExecutor,
 ) -> Result<(), VerifyError> {
     let params = Params {
         variant: variant.kernel(),
@@ -195,7 +203,7 @@ pub(crate) fn derive(
         secret: &[],
         ad: &[],
     };
-    kernel::hash_into(&params, secret, salt, out, Backend::Auto, &Serial)
+    kernel::hash_into(&params, secret, salt, out, Backend::Auto, lanes)
         .map_err(|e| VerifyError::Kdf(e.to_string()))
 }
 
