@@ -14,8 +14,12 @@ use parking_lot::Mutex;
 use rustls::pki_types::CertificateDer;
 use x509_cert::Certificate;
 use x509_cert::der::Decode;
+use x509_cert::der::asn1::ObjectIdentifier;
 
 use super::config::TlsIdentity;
+
+const ID_AT_COMMON_NAME: ObjectIdentifier = ObjectIdentifier::new_unwrap("2.5.4.3");
+const ID_CE_SUBJECT_ALT_NAME: ObjectIdentifier = ObjectIdentifier::new_unwrap("2.5.29.17");
 
 /// Distinct chains remembered; beyond it the map starts over (a storm of new devices
 /// costs one parse each, as without the cache).
@@ -48,7 +52,7 @@ impl Window {
 /// The leaf's facts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Leaf {
-    /// Issuer and serial, as the CRL set is keyed ([`super::tls::crl_key`]).
+    /// Issuer and serial, as the CRL set is keyed ([`crl_key`]).
     pub crl_key: Vec<u8>,
     /// Its dates.
     pub window: Window,
@@ -78,12 +82,12 @@ impl ChainFacts {
         let leaf = Certificate::from_der(leaf).ok().map(|cert| {
             let tbs = &cert.tbs_certificate;
             Leaf {
-                crl_key: super::tls::crl_key(
+                crl_key: crl_key(
                     &x509_cert::der::Encode::to_der(&tbs.issuer).unwrap_or_default(),
                     tbs.serial_number.as_bytes(),
                 ),
                 window: Window::of(&cert),
-                identity: super::tls::identity_of(&cert, how),
+                identity: identity_of(&cert, how),
             }
         });
         let rest = rest
@@ -94,10 +98,65 @@ impl ChainFacts {
     }
 }
 
+/// A certificate's key in the revocation set: its issuer name (DER, a self-delimiting
+/// SEQUENCE) followed by its serial number's octets.
+pub(super) fn crl_key(issuer_der: &[u8], serial: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(issuer_der.len() + serial.len());
+    k.extend_from_slice(issuer_der);
+    k.extend_from_slice(serial);
+    k
+}
+
+/// The identity of an EAP-TLS login read from a parsed leaf certificate
+/// ([`super::tls::identity`] for DER).
+pub(super) fn identity_of(cert: &Certificate, how: TlsIdentity) -> Option<String> {
+    let tbs = &cert.tbs_certificate;
+    match how {
+        TlsIdentity::SubjectDn => Some(crate::client_auth::mtls::rfc4514(&tbs.subject)),
+        TlsIdentity::SubjectCn => tbs
+            .subject
+            .0
+            .iter()
+            .rev()
+            .flat_map(|rdn| rdn.0.iter())
+            .find(|a| a.oid == ID_AT_COMMON_NAME)
+            .and_then(|a| any_string(&a.value)),
+        TlsIdentity::SanEmail | TlsIdentity::SanDns => {
+            use x509_cert::ext::pkix::name::GeneralName;
+            let ext = tbs
+                .extensions
+                .iter()
+                .flatten()
+                .find(|e| e.extn_id == ID_CE_SUBJECT_ALT_NAME)?;
+            let san =
+                x509_cert::ext::pkix::SubjectAltName::from_der(ext.extn_value.as_bytes()).ok()?;
+            san.0.iter().find_map(|n| match (n, how) {
+                (GeneralName::Rfc822Name(s), TlsIdentity::SanEmail) => Some(s.to_string()),
+                (GeneralName::DnsName(s), TlsIdentity::SanDns) => Some(s.to_string()),
+                _ => None,
+            })
+        }
+    }
+}
+
+fn any_string(v: &x509_cert::der::Any) -> Option<String> {
+    use x509_cert::der::asn1::{Ia5StringRef, PrintableStringRef, Utf8StringRef};
+    if let Ok(s) = v.decode_as::<Utf8StringRef<'_>>() {
+        return Some(s.as_str().to_owned());
+    }
+    if let Ok(s) = v.decode_as::<PrintableStringRef<'_>>() {
+        return Some(s.as_str().to_owned());
+    }
+    v.decode_as::<Ia5StringRef<'_>>()
+        .ok()
+        .map(|s| s.as_str().to_owned())
+}
+
 /// Chains already read, keyed by a SHA-256 digest of the chain.
 pub struct ChainCache {
     /// How identities are read (fixed for the door's life: a change needs a restart).
     how: TlsIdentity,
+    /// Facts by chain digest; cleared whole when it reaches [`CAPACITY`].
     map: Mutex<HashMap<[u8; 32], Arc<ChainFacts>>>,
 }
 

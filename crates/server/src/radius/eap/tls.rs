@@ -17,18 +17,14 @@ use rustls::server::danger::ClientCertVerifier;
 use rustls::server::{ResolvesServerCert, WebPkiClientVerifier};
 use x509_cert::Certificate;
 use x509_cert::der::Decode;
-use x509_cert::der::asn1::ObjectIdentifier;
 
 use super::chain::ChainFacts;
 use super::config::{EapConfig, TlsIdentity};
 use crate::tls::{TlsError, TlsSettings};
 
-const ID_AT_COMMON_NAME: ObjectIdentifier = ObjectIdentifier::new_unwrap("2.5.4.3");
-const ID_CE_SUBJECT_ALT_NAME: ObjectIdentifier = ObjectIdentifier::new_unwrap("2.5.29.17");
-
 /// What the EAP door checks client certificates with, after the handshake.
 pub struct ClientCheck {
-    /// [`crl_key`] of every revoked certificate in the CRLs.
+    /// [`super::chain::crl_key`] of every revoked certificate in the CRLs.
     revoked: HashSet<Vec<u8>>,
 }
 
@@ -69,15 +65,6 @@ impl ClientCheck {
         }
         None
     }
-}
-
-/// A certificate's key in the revocation set: its issuer name (DER, a self-delimiting
-/// SEQUENCE) followed by its serial number's octets.
-pub(super) fn crl_key(issuer_der: &[u8], serial: &[u8]) -> Vec<u8> {
-    let mut k = Vec::with_capacity(issuer_der.len() + serial.len());
-    k.extend_from_slice(issuer_der);
-    k.extend_from_slice(serial);
-    k
 }
 
 /// The EAP settings and the client-certificate check built from `[radius.eap]`: the
@@ -174,7 +161,7 @@ pub fn build(
                 let issuer =
                     x509_cert::der::Encode::to_der(&list.tbs_cert_list.issuer).unwrap_or_default();
                 for r in list.tbs_cert_list.revoked_certificates.iter().flatten() {
-                    revoked.insert(crl_key(&issuer, r.serial_number.as_bytes()));
+                    revoked.insert(super::chain::crl_key(&issuer, r.serial_number.as_bytes()));
                 }
                 crls.push(der);
             }
@@ -292,49 +279,5 @@ pub(crate) fn read_crls(
 
 /// The identity of an EAP-TLS login, read from the leaf certificate.
 pub fn identity(leaf: &[u8], how: TlsIdentity) -> Option<String> {
-    identity_of(&Certificate::from_der(leaf).ok()?, how)
-}
-
-/// [`identity`] of a parsed certificate.
-pub(super) fn identity_of(cert: &Certificate, how: TlsIdentity) -> Option<String> {
-    let tbs = &cert.tbs_certificate;
-    match how {
-        TlsIdentity::SubjectDn => Some(crate::client_auth::mtls::rfc4514(&tbs.subject)),
-        TlsIdentity::SubjectCn => tbs
-            .subject
-            .0
-            .iter()
-            .rev()
-            .flat_map(|rdn| rdn.0.iter())
-            .find(|a| a.oid == ID_AT_COMMON_NAME)
-            .and_then(|a| any_string(&a.value)),
-        TlsIdentity::SanEmail | TlsIdentity::SanDns => {
-            use x509_cert::ext::pkix::name::GeneralName;
-            let ext = tbs
-                .extensions
-                .iter()
-                .flatten()
-                .find(|e| e.extn_id == ID_CE_SUBJECT_ALT_NAME)?;
-            let san =
-                x509_cert::ext::pkix::SubjectAltName::from_der(ext.extn_value.as_bytes()).ok()?;
-            san.0.iter().find_map(|n| match (n, how) {
-                (GeneralName::Rfc822Name(s), TlsIdentity::SanEmail) => Some(s.to_string()),
-                (GeneralName::DnsName(s), TlsIdentity::SanDns) => Some(s.to_string()),
-                _ => None,
-            })
-        }
-    }
-}
-
-fn any_string(v: &x509_cert::der::Any) -> Option<String> {
-    use x509_cert::der::asn1::{Ia5StringRef, PrintableStringRef, Utf8StringRef};
-    if let Ok(s) = v.decode_as::<Utf8StringRef<'_>>() {
-        return Some(s.as_str().to_owned());
-    }
-    if let Ok(s) = v.decode_as::<PrintableStringRef<'_>>() {
-        return Some(s.as_str().to_owned());
-    }
-    v.decode_as::<Ia5StringRef<'_>>()
-        .ok()
-        .map(|s| s.as_str().to_owned())
+    super::chain::identity_of(&Certificate::from_der(leaf).ok()?, how)
 }
