@@ -241,7 +241,7 @@ mod tests {
         assert_eq!(*fa, ChainFacts::read(&a, TlsIdentity::SubjectCn));
         // An unreadable leaf, or an unreadable certificate behind it.
         let junk = CertificateDer::from(vec![0x30, 0x03, 1, 2, 3]);
-        let f = cache.facts(&[junk.clone()]);
+        let f = cache.facts(std::slice::from_ref(&junk));
         assert!(f.leaf.is_none());
         let f = cache.facts(&[a[0].clone(), junk]);
         assert!(f.leaf.is_some() && f.rest.is_none());
