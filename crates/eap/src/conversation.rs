@@ -367,6 +367,49 @@ impl Conversation {
         matches!(&self.state, State::Tls(t) if t.phase != Phase::Handshake)
     }
 
+    /// Whether [`Conversation::step`] with `eap` may create or verify a signature: a full
+    /// handshake's ClientHello (the server signs its key share) or the client's flight
+    /// (chain and CertificateVerify checked), tens to hundreds of microseconds. Everything
+    /// else a conversation does is cheap: the Identity and method proposal, fragment
+    /// acknowledgements, a resumption (a ClientHello offering a ticket or PSK, then the
+    /// client's Finished: symmetric work, plus one key agreement on TLS 1.3), the TTLS
+    /// phase-2 AVPs, the keys. The caller uses this to keep the costly steps off a
+    /// thread that must stay responsive; it never changes what the step does. Asking costs
+    /// a parse of the EAP and EAP-TLS headers, no TLS work.
+    pub fn may_be_costly(&self, eap: &[u8]) -> bool {
+        let Ok(p) = Packet::parse(eap) else {
+            return false;
+        };
+        let Ok(d) = TlsData::parse(p.data) else {
+            return false;
+        };
+        let completes = d.flags & flags::MORE == 0;
+        match &self.state {
+            // The first TLS message of the method: the ClientHello, or its first fragment.
+            State::Proposed { proposed } if p.method == Some(*proposed) => {
+                completes && !crate::hello::offers_resumption(d.data)
+            }
+            State::Tls(t) if p.method == Some(t.method) => {
+                if t.out.is_some() || t.phase != Phase::Handshake || !completes {
+                    return false;
+                }
+                match t.conn.handshake_kind() {
+                    Some(HandshakeKind::Resumed) => false,
+                    Some(_) => true,
+                    // The last fragment of a ClientHello (one carrying a ticket with a
+                    // client chain is often longer than a fragment).
+                    None if t.reasm.in_progress() => {
+                        let mut hello = t.reasm.received().to_vec();
+                        hello.extend_from_slice(d.data);
+                        !crate::hello::offers_resumption(&hello)
+                    }
+                    None => !crate::hello::offers_resumption(d.data),
+                }
+            }
+            _ => false,
+        }
+    }
+
     /// Whether the conversation has ended.
     pub fn is_done(&self) -> bool {
         matches!(self.state, State::Done)

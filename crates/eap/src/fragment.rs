@@ -95,6 +95,11 @@ impl Reassembler {
         self.fragments > 0
     }
 
+    /// The octets of the message in progress received so far.
+    pub fn received(&self) -> &[u8] {
+        if self.in_progress() { &self.buf } else { &[] }
+    }
+
     /// Add a fragment. `Ok(None)`: more are expected (acknowledge it); `Ok(Some(msg))`:
     /// the message is complete. Errors leave the reassembler empty.
     pub fn push(&mut self, d: &TlsData<'_>) -> Result<Option<Vec<u8>>, EapError> {

@@ -161,6 +161,8 @@ struct Outcome {
     resumed_peer: bool,
     rounds: u32,
     verified: Vec<String>,
+    /// How many responses `Conversation::may_be_costly` called costly.
+    costly: usize,
 }
 
 /// Run one conversation; `decide` answers the machine's questions.
@@ -180,6 +182,7 @@ fn run(
     let (conv, mut step) = Conversation::start(settings, &first, &start);
     let mut conv = conv;
     let mut verified = Vec::new();
+    let mut costly = 0;
     loop {
         match step {
             Step::Challenge(req) => {
@@ -187,7 +190,9 @@ fn run(
                     PeerStep::Send(r) => r,
                     other => panic!("peer ended on a challenge: {other:?}"),
                 };
-                step = conv.as_mut().unwrap().step(settings, &resp);
+                let c = conv.as_mut().unwrap();
+                costly += usize::from(c.may_be_costly(&resp));
+                step = c.step(settings, &resp);
             }
             Step::Verify(p) => {
                 verified.push(
@@ -212,6 +217,7 @@ fn run(
                     peer_keys: keys,
                     resumed_peer: peer.resumed(),
                     verified,
+                    costly,
                 };
             }
             Step::Reject { eap, reason } => {
@@ -224,6 +230,7 @@ fn run(
                     peer_keys: None,
                     resumed_peer: false,
                     verified,
+                    costly,
                 };
             }
             Step::Discard(why) => panic!("discarded: {why}"),
@@ -414,6 +421,14 @@ fn issue_25_tls_and_ttls_full_and_resumed_with_keys_derived_independently() {
                 } else {
                     assert_eq!(o.verified, ["Certificate"]);
                 }
+                // A full handshake signs on its ClientHello and verifies the client's
+                // flight; a resumption does neither, even when its ClientHello (a ticket
+                // with the client's chain) spans fragments.
+                assert_eq!(
+                    o.costly,
+                    if attempt == 0 { 2 } else { 0 },
+                    "costly steps, v13={v13} m={m} attempt {attempt}"
+                );
                 if attempt > 0 {
                     resumed_rounds.push(o.rounds);
                 } else {

@@ -5,7 +5,9 @@
 //! - **Async receive, bounded work.** One receive loop per socket ([`run`]) that never
 //!   hashes and never waits for a verdict: it drops what it can drop cheaply (unknown
 //!   source, malformed, bad Message-Authenticator, duplicate, over the in-progress bound),
-//!   and hands each new request to its own task, which asks the core and replies.
+//!   and answers each new request right there as far as it can without waiting; one that
+//!   must wait (the core, a store, a reject delay) or do a full TLS handshake's
+//!   signatures goes on in a task of its own ([`inline`]).
 //! - **Duplicates** are answered from [`dedup`] byte for byte, without a second hash.
 //! - **Early drop under overload.** At most `receive_queue` requests in progress; beyond
 //!   that, and whenever the core answers "overloaded", the datagram is dropped silently and
@@ -32,6 +34,7 @@ pub mod config;
 pub mod dedup;
 pub mod eap;
 mod handle;
+mod inline;
 pub mod nas;
 pub mod radsec;
 mod reply;
@@ -291,7 +294,7 @@ impl Radius {
             Seen::Answered(reply) => {
                 nas.stats.duplicate();
                 self.audit_door(peer, name, user, AuditOutcome::Duplicate, "answered_again");
-                tracker.spawn(async move {
+                inline::answer_here_or_spawn(tracker, async move {
                     if let Err(e) = path.send(reply).await {
                         tracing::debug!(peer = %from, "resending a RADIUS reply failed: {e}");
                     }
@@ -320,7 +323,7 @@ impl Radius {
             nas: Arc::clone(nas),
             request_id: portcullis_core::audit::request_id(),
         };
-        tracker.spawn(handle::answer(Arc::clone(self), request, permit));
+        inline::answer_here_or_spawn(tracker, handle::answer(Arc::clone(self), request, permit));
     }
 }
 

@@ -30,7 +30,8 @@ pub struct FileEap {
     pub nas_methods: BTreeMap<String, Vec<String>>,
     /// TLS versions.
     pub versions: Vec<String>,
-    /// Cipher suites by IANA name (empty: every suite fit for the key).
+    /// Cipher suites by IANA name, chosen in the client's order (empty: every suite fit
+    /// for the key, the SHA-256 ones preferred where SHA-256 runs in hardware).
     pub cipher_suites: Vec<String>,
     /// Where an EAP-TLS identity comes from.
     pub tls_identity: String,
@@ -300,7 +301,8 @@ methods = ["tls", "ttls"]
 # Per NAS (by `portcullis nas` name), e.g. { "guest-wlc" = ["ttls"] }.
 nas_methods = {}
 versions = ["1.2", "1.3"]
-# IANA names; empty: every suite fit for the certificate's key.
+# IANA names, chosen in the client's order; empty: every suite fit for the certificate's
+# key, the SHA-256 ones preferred where the CPU has SHA-256 instructions (cheaper logins).
 cipher_suites = []
 # EAP-TLS identity: subject_cn, san_email, san_dns or subject_dn. If a user of that name
 # exists and is disabled the login fails; with require_user the user must exist.

@@ -16,6 +16,7 @@
 //! reject delay. Retransmissions are answered by the door's duplicate cache before they
 //! get here, so a round trip never advances a conversation twice.
 
+pub mod chain;
 pub mod config;
 pub mod stats;
 pub mod table;
@@ -54,6 +55,10 @@ pub struct EapDoor {
     master_key: portcullis_store::MasterKey,
     /// Conversations between round trips.
     table: Table,
+    /// What client chains came to, read once per distinct chain.
+    chains: chain::ChainCache,
+    /// Handles of the series every login touches.
+    series: Series,
     /// Counters (shared with the status page through the NAS stats registry).
     pub stats: Arc<EapStats>,
 }
@@ -89,7 +94,7 @@ impl EapDoor {
         let (settings, check) =
             tls::build(&config, &app.master_key, config.max_conversations, None)
                 .map_err(|e| crate::ServerError::Config(format!("radius.eap: {e}")))?;
-        register_series();
+        let series = register_series();
         Ok(EapDoor {
             table: Table::new(
                 config.max_conversations,
@@ -97,6 +102,8 @@ impl EapDoor {
                 config.conversation_timeout,
             ),
             loaded: RwLock::new(Arc::new(Loaded { settings, check })),
+            chains: chain::ChainCache::new(config.tls_identity),
+            series,
             master_key: app.master_key.clone(),
             stats: Arc::new(EapStats::default()),
             config,
@@ -118,7 +125,7 @@ impl EapDoor {
     fn publish_size(&self) {
         let n = self.table.len();
         self.stats.conversations.store(n as u64, Ordering::Relaxed);
-        metrics::gauge!("portcullis_eap_conversations").set(n as f64);
+        self.series.conversations.set(n as f64);
     }
 
     /// Forget idle conversations (called every second by the door).
@@ -148,14 +155,34 @@ const REFUSALS: [&str; 12] = [
     "resumption_unknown",
 ];
 
-/// Every EAP series at zero, so dashboards and alerts see them before the first login.
-fn register_series() {
-    for m in ["tls", "ttls"] {
+/// The series a successful login or a round trip touches, registered once instead of
+/// looked up by name and labels (a hash and a registry lock) every time.
+struct Series {
+    /// `portcullis_eap_logins_total{outcome="success"}` by [method][resumed].
+    logins: [[metrics::Counter; 2]; 2],
+    /// `portcullis_eap_round_trips_total` by method.
+    round_trips: [metrics::Counter; 2],
+    /// `portcullis_eap_conversations`.
+    conversations: metrics::Gauge,
+}
+
+impl Series {
+    /// Index of a method in the arrays (EAP-TLS 0, EAP-TTLS 1).
+    fn of(m: u8) -> usize {
+        usize::from(m != method::TLS)
+    }
+}
+
+/// Every EAP series at zero, so dashboards and alerts see them before the first login;
+/// returns the handles of the hot ones.
+fn register_series() -> Series {
+    let methods = ["tls", "ttls"];
+    let success = |m: &'static str, h: &'static str| metrics::counter!("portcullis_eap_logins_total", "method" => m, "handshake" => h, "outcome" => "success");
+    for m in methods {
         for h in ["full", "resumed"] {
-            for o in ["success", "failure"] {
-                metrics::counter!("portcullis_eap_logins_total", "method" => m, "handshake" => h, "outcome" => o)
-                    .increment(0);
-            }
+            success(m, h).increment(0);
+            metrics::counter!("portcullis_eap_logins_total", "method" => m, "handshake" => h, "outcome" => "failure")
+                .increment(0);
         }
         metrics::counter!("portcullis_eap_round_trips_total", "method" => m).increment(0);
     }
@@ -163,7 +190,14 @@ fn register_series() {
         metrics::counter!("portcullis_eap_refused_total", "reason" => r).increment(0);
     }
     metrics::counter!("portcullis_eap_expired_total").increment(0);
-    metrics::gauge!("portcullis_eap_conversations").set(0.0);
+    let conversations = metrics::gauge!("portcullis_eap_conversations");
+    conversations.set(0.0);
+    Series {
+        logins: methods.map(|m| [success(m, "full"), success(m, "resumed")]),
+        round_trips: methods
+            .map(|m| metrics::counter!("portcullis_eap_round_trips_total", "method" => m)),
+        conversations,
+    }
 }
 
 fn unix_ms() -> i64 {
@@ -220,6 +254,9 @@ pub(super) async fn answer(
                         Some(p) => Step::Verify(p),
                         None => {
                             let mut conv = conv;
+                            if conv.may_be_costly(&eap) {
+                                super::inline::off_loop().await;
+                            }
                             let step = conv.step(&door.loaded().settings, &eap);
                             return drive(radius, door, req, packet, key, conv, step, now).await;
                         }
@@ -393,14 +430,9 @@ async fn drive(
                     (_, true) => &door.stats.ttls_resumed,
                 };
                 counter.fetch_add(1, Ordering::Relaxed);
-                metrics::counter!(
-                    "portcullis_eap_logins_total",
-                    "method" => method::name(a.method),
-                    "handshake" => if a.resumed { "resumed" } else { "full" },
-                    "outcome" => "success"
-                )
-                .increment(1);
-                metrics::counter!("portcullis_eap_round_trips_total", "method" => method::name(a.method)).increment(rounds);
+                let m = Series::of(a.method);
+                door.series.logins[m][usize::from(a.resumed)].increment(1);
+                door.series.round_trips[m].increment(rounds);
                 if let Some(b) = a.binding {
                     let now = unix_ms();
                     let until = proven_until.unwrap_or(now + door.lifetime_ms());
@@ -606,15 +638,17 @@ async fn decide(
             outcome_to_decision(d.outcome, user.clone(), d.answer_after, "wrong_password")
         }
         Pending::Certificate { chain, resumed } => {
-            let identity = chain
-                .first()
-                .and_then(|leaf| tls::identity(leaf, door.config.tls_identity))
+            let facts = door.chains.facts(chain);
+            let identity = facts
+                .leaf
+                .as_ref()
+                .and_then(|l| l.identity.clone())
                 .unwrap_or_default();
             let refuse = door
                 .loaded()
                 .check
                 .as_ref()
-                .map_or(Some("no_client_ca"), |c| c.refuse(chain, *resumed));
+                .map_or(Some("no_client_ca"), |c| c.refuse(&facts, *resumed));
             let who = if identity.is_empty() {
                 conv.outer_identity().to_owned()
             } else {

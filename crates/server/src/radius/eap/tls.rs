@@ -12,23 +12,20 @@ use std::sync::Arc;
 
 use portcullis_store::MasterKey;
 use rustls::crypto::CryptoProvider;
-use rustls::pki_types::{CertificateDer, CertificateRevocationListDer};
+use rustls::pki_types::CertificateRevocationListDer;
 use rustls::server::danger::ClientCertVerifier;
 use rustls::server::{ResolvesServerCert, WebPkiClientVerifier};
 use x509_cert::Certificate;
 use x509_cert::der::Decode;
-use x509_cert::der::asn1::ObjectIdentifier;
 
+use super::chain::ChainFacts;
 use super::config::{EapConfig, TlsIdentity};
 use crate::tls::{TlsError, TlsSettings};
 
-const ID_AT_COMMON_NAME: ObjectIdentifier = ObjectIdentifier::new_unwrap("2.5.4.3");
-const ID_CE_SUBJECT_ALT_NAME: ObjectIdentifier = ObjectIdentifier::new_unwrap("2.5.29.17");
-
 /// What the EAP door checks client certificates with, after the handshake.
 pub struct ClientCheck {
-    /// (issuer DER, serial) of every revoked certificate in the CRLs.
-    revoked: HashSet<(Vec<u8>, Vec<u8>)>,
+    /// [`super::chain::crl_key`] of every revoked certificate in the CRLs.
+    revoked: HashSet<Vec<u8>>,
 }
 
 impl std::fmt::Debug for ClientCheck {
@@ -45,36 +42,25 @@ impl ClientCheck {
         self.revoked.len()
     }
 
-    /// Whether `chain` is revoked, or (for a resumed session) no longer valid now.
-    pub fn refuse(&self, chain: &[CertificateDer<'static>], resumed: bool) -> Option<&'static str> {
-        let (leaf, rest) = chain.split_first()?;
-        let Ok(cert) = Certificate::from_der(leaf) else {
+    /// Whether the chain `facts` describes is revoked, or (for a resumed session) no
+    /// longer valid now.
+    pub fn refuse(&self, facts: &ChainFacts, resumed: bool) -> Option<&'static str> {
+        let Some(leaf) = &facts.leaf else {
             return Some("certificate_unreadable");
         };
-        let tbs = &cert.tbs_certificate;
-        let issuer = x509_cert::der::Encode::to_der(&tbs.issuer).unwrap_or_default();
-        if self
-            .revoked
-            .contains(&(issuer, tbs.serial_number.as_bytes().to_vec()))
-        {
+        if self.revoked.contains(leaf.crl_key.as_slice()) {
             return Some("certificate_revoked");
         }
         if resumed {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .unwrap_or_default();
-            let in_date = |c: &Certificate| {
-                let v = &c.tbs_certificate.validity;
-                v.not_before.to_unix_duration() <= now && now <= v.not_after.to_unix_duration()
-            };
-            if !in_date(&cert) {
+            let rest_in_date = facts
+                .rest
+                .as_ref()
+                .is_some_and(|r| r.iter().all(|w| w.contains(now)));
+            if !leaf.window.contains(now) || !rest_in_date {
                 return Some("certificate_expired");
-            }
-            for der in rest {
-                match Certificate::from_der(der) {
-                    Ok(c) if in_date(&c) => {}
-                    _ => return Some("certificate_expired"),
-                }
             }
         }
         None
@@ -95,7 +81,12 @@ pub fn build(
     let mut s = TlsSettings::new(c.cert.clone(), c.key.clone());
     s.versions.clone_from(&c.versions);
     s.cipher_suites.clone_from(&c.cipher_suites);
-    let suites = crate::tls::enabled_suites(&s, loaded.key_alg)?;
+    let mut suites = crate::tls::enabled_suites(&s, loaded.key_alg)?;
+    // With the default suites, prefer those whose hash the CPU computes in hardware.
+    let server_order = c.cipher_suites.is_empty() && sha256_in_hardware();
+    if server_order {
+        suites.sort_by_key(|suite| hash_of(suite) != rustls::crypto::hash::HashAlgorithm::SHA256);
+    }
     let provider = Arc::new(CryptoProvider {
         cipher_suites: suites,
         ..rustls::crypto::aws_lc_rs::default_provider()
@@ -123,6 +114,7 @@ pub fn build(
             None => b.with_no_client_auth(),
         };
         let mut config = b.with_cert_resolver(Arc::new(Fixed(Arc::clone(&certified))));
+        config.ignore_client_order = server_order;
         config.key_log = Arc::new(portcullis_eap::SessionDigest);
         config.session_storage =
             rustls::server::ServerSessionMemoryCache::new(max_conversations.clamp(256, 1 << 20));
@@ -169,7 +161,7 @@ pub fn build(
                 let issuer =
                     x509_cert::der::Encode::to_der(&list.tbs_cert_list.issuer).unwrap_or_default();
                 for r in list.tbs_cert_list.revoked_certificates.iter().flatten() {
-                    revoked.insert((issuer.clone(), r.serial_number.as_bytes().to_vec()));
+                    revoked.insert(super::chain::crl_key(&issuer, r.serial_number.as_bytes()));
                 }
                 crls.push(der);
             }
@@ -211,6 +203,33 @@ pub fn build(
         },
         check,
     ))
+}
+
+/// Whether SHA-256 runs in hardware here (x86 SHA-NI, the ARMv8 SHA-2 instructions).
+/// Supplicants (OpenSSL's defaults) put AES-256-GCM-SHA384 first, whose TLS 1.2 PRF and
+/// TLS 1.3 key schedule run SHA-384 in software: with SHA-NI, AES-128-GCM-SHA256 does the
+/// same handshake for less CPU (a resumed EAP-TLS login is mostly PRF and HMAC), and
+/// both suites are strong. Without the instructions the client's order is kept.
+fn sha256_in_hardware() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("sha")
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        std::arch::is_aarch64_feature_detected!("sha2")
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        false
+    }
+}
+
+fn hash_of(suite: &rustls::SupportedCipherSuite) -> rustls::crypto::hash::HashAlgorithm {
+    match suite {
+        rustls::SupportedCipherSuite::Tls12(s) => s.common.hash_provider.algorithm(),
+        rustls::SupportedCipherSuite::Tls13(s) => s.common.hash_provider.algorithm(),
+    }
 }
 
 /// Serves the one EAP certificate.
@@ -260,45 +279,5 @@ pub(crate) fn read_crls(
 
 /// The identity of an EAP-TLS login, read from the leaf certificate.
 pub fn identity(leaf: &[u8], how: TlsIdentity) -> Option<String> {
-    let cert = Certificate::from_der(leaf).ok()?;
-    let tbs = &cert.tbs_certificate;
-    match how {
-        TlsIdentity::SubjectDn => Some(crate::client_auth::mtls::rfc4514(&tbs.subject)),
-        TlsIdentity::SubjectCn => tbs
-            .subject
-            .0
-            .iter()
-            .rev()
-            .flat_map(|rdn| rdn.0.iter())
-            .find(|a| a.oid == ID_AT_COMMON_NAME)
-            .and_then(|a| any_string(&a.value)),
-        TlsIdentity::SanEmail | TlsIdentity::SanDns => {
-            use x509_cert::ext::pkix::name::GeneralName;
-            let ext = tbs
-                .extensions
-                .iter()
-                .flatten()
-                .find(|e| e.extn_id == ID_CE_SUBJECT_ALT_NAME)?;
-            let san =
-                x509_cert::ext::pkix::SubjectAltName::from_der(ext.extn_value.as_bytes()).ok()?;
-            san.0.iter().find_map(|n| match (n, how) {
-                (GeneralName::Rfc822Name(s), TlsIdentity::SanEmail) => Some(s.to_string()),
-                (GeneralName::DnsName(s), TlsIdentity::SanDns) => Some(s.to_string()),
-                _ => None,
-            })
-        }
-    }
-}
-
-fn any_string(v: &x509_cert::der::Any) -> Option<String> {
-    use x509_cert::der::asn1::{Ia5StringRef, PrintableStringRef, Utf8StringRef};
-    if let Ok(s) = v.decode_as::<Utf8StringRef<'_>>() {
-        return Some(s.as_str().to_owned());
-    }
-    if let Ok(s) = v.decode_as::<PrintableStringRef<'_>>() {
-        return Some(s.as_str().to_owned());
-    }
-    v.decode_as::<Ia5StringRef<'_>>()
-        .ok()
-        .map(|s| s.as_str().to_owned())
+    super::chain::identity_of(&Certificate::from_der(leaf).ok()?, how)
 }
