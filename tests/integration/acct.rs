@@ -270,15 +270,7 @@ async fn issue_28_nothing_is_acknowledged_before_its_commit_and_a_full_queue_dro
     })
     .await;
     let nas = Nas::bind("127.0.0.8:0", acct).await;
-    // Another connection takes SQLite's write lock: no commit can happen until it goes.
-    let db = r.s.dir.path().join("portcullis.db");
-    let mut lock = sqlx::SqliteConnection::connect(&format!("sqlite://{}", db.display()))
-        .await
-        .unwrap();
-    sqlx::query("BEGIN IMMEDIATE")
-        .execute(&mut lock)
-        .await
-        .unwrap();
+    let mut lock = hold_write_lock(&r).await;
     let n = 12u8;
     let requests: Vec<Vec<u8>> = (0..n)
         .map(|i| acct_request(i, &format!("q-{i}"), 1, 1_700_000_000, 0))
