@@ -18,7 +18,7 @@ use portcullis_radius::{Code, attr, encode_accounting_request, verify_response};
 use sqlx::Connection;
 
 use crate::process_support::cli;
-use crate::radius_support::{Nas, RadiusServer, SECRET, start_radius};
+use crate::radius_support::{Nas, RadiusServer, SECRET, start_radius, start_radius_nases};
 
 /// A server with RADIUS auth and accounting on loopback port 0 and NAS `lab` for
 /// 127.0.0.0/8.
@@ -265,19 +265,12 @@ async fn issue_28_nothing_is_acknowledged_before_its_commit_and_a_full_queue_dro
     let _heavy = crate::server_support::exclusive();
     let (r, acct) = start(|c| {
         c.accounting.queue = 4;
+        c.accounting.queue_per_nas = 4;
         c.accounting.max_batch = 1;
     })
     .await;
     let nas = Nas::bind("127.0.0.8:0", acct).await;
-    // Another connection takes SQLite's write lock: no commit can happen until it goes.
-    let db = r.s.dir.path().join("portcullis.db");
-    let mut lock = sqlx::SqliteConnection::connect(&format!("sqlite://{}", db.display()))
-        .await
-        .unwrap();
-    sqlx::query("BEGIN IMMEDIATE")
-        .execute(&mut lock)
-        .await
-        .unwrap();
+    let mut lock = hold_write_lock(&r).await;
     let n = 12u8;
     let requests: Vec<Vec<u8>> = (0..n)
         .map(|i| acct_request(i, &format!("q-{i}"), 1, 1_700_000_000, 0))
@@ -286,9 +279,11 @@ async fn issue_28_nothing_is_acknowledged_before_its_commit_and_a_full_queue_dro
         nas.send(req).await;
     }
     wait_counter(&r, "lab", &["requests"], u64::from(n)).await;
-    let dropped = counters(&r, "lab").await["dropped"]["overload"]
-        .as_u64()
-        .unwrap();
+    // The queue is full exactly when the NAS holds all of it (queue_per_nas = queue): the
+    // share refuses first.
+    let c = counters(&r, "lab").await;
+    let dropped =
+        c["dropped"]["overload"].as_u64().unwrap() + c["dropped"]["nas_share"].as_u64().unwrap();
     // One record in the writer's hands (max_batch 1) and four queued, or four if the
     // writer had not taken the first yet when the rest arrived.
     assert!((7..=8).contains(&dropped), "dropped {dropped}");
@@ -331,4 +326,153 @@ async fn issue_28_nothing_is_acknowledged_before_its_commit_and_a_full_queue_dro
     let raw = nas.recv(Duration::from_secs(20)).await.expect("no answer");
     verify_response(&raw, &authenticator(&requests[0]), SECRET, false).unwrap();
     assert_eq!(export(&r).len(), usize::from(n));
+}
+
+/// Take SQLite's write lock from another connection: no commit can happen until it goes.
+async fn hold_write_lock(r: &RadiusServer) -> sqlx::SqliteConnection {
+    let db = r.s.dir.path().join("portcullis.db");
+    let mut lock = sqlx::SqliteConnection::connect(&format!("sqlite://{}", db.display()))
+        .await
+        .unwrap();
+    sqlx::query("BEGIN IMMEDIATE")
+        .execute(&mut lock)
+        .await
+        .unwrap();
+    lock
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_28_one_nas_storm_leaves_the_other_nases_their_places_in_the_queue() {
+    let _heavy = crate::server_support::exclusive();
+    // NAS `storm` behind 127.0.0.8 (a rebooted controller), NAS `quiet` at 127.0.0.9.
+    let r = start_radius_nases(
+        "127.0.0.1:0",
+        &[("storm", "127.0.0.8/32"), ("quiet", "127.0.0.9/32")],
+        |c| {
+            c.radius.accounting_listen = vec!["127.0.0.1:0".parse().unwrap()];
+            c.accounting.queue = 8;
+            c.accounting.queue_per_nas = 2;
+            c.accounting.max_batch = 1;
+        },
+    )
+    .await;
+    let acct = r.s.server.accounting_addrs()[0];
+    let (storm, quiet) = (
+        Nas::bind("127.0.0.8:0", acct).await,
+        Nas::bind("127.0.0.9:0", acct).await,
+    );
+    // The writer is stuck: whatever is admitted stays queued while the storm goes on.
+    let mut lock = hold_write_lock(&r).await;
+    let n = 40u8;
+    for i in 0..n {
+        storm
+            .send(&acct_request(i, &format!("storm-{i}"), 1, 1_700_000_000, 0))
+            .await;
+    }
+    wait_counter(&r, "storm", &["requests"], u64::from(n)).await;
+    let c = counters(&r, "storm").await;
+    let share = c["dropped"]["nas_share"].as_u64().unwrap();
+    // Its share (2) queued plus the one in the writer's hands, or just its share.
+    assert!((37..=38).contains(&share), "{c}");
+    assert_eq!(c["dropped"]["overload"], 0, "{c}");
+    // The quiet NAS's records still find places (without the share, the storm's 8 would
+    // fill the queue and these would be dropped as overload).
+    let quiet_requests: Vec<Vec<u8>> = (0..2u8)
+        .map(|i| acct_request(i, &format!("quiet-{i}"), 1, 1_700_000_100, 0))
+        .collect();
+    for req in &quiet_requests {
+        quiet.send(req).await;
+    }
+    wait_counter(&r, "quiet", &["requests"], 2).await;
+    let q = counters(&r, "quiet").await;
+    assert_eq!(
+        (
+            q["dropped"]["overload"].as_u64(),
+            q["dropped"]["nas_share"].as_u64()
+        ),
+        (Some(0), Some(0)),
+        "{q}"
+    );
+    sqlx::query("ROLLBACK").execute(&mut lock).await.unwrap();
+    lock.close().await.unwrap();
+    for _ in 0..2 {
+        let raw = quiet
+            .recv(Duration::from_secs(20))
+            .await
+            .expect("no answer");
+        let req = &quiet_requests[usize::from(raw[1])];
+        assert_eq!(
+            verify_response(&raw, &authenticator(req), SECRET, false)
+                .unwrap()
+                .code,
+            Code::AccountingResponse
+        );
+    }
+    let stored = export(&r);
+    let of = |nas: &str| stored.iter().filter(|l| l["nas"] == nas).count();
+    assert_eq!(of("quiet"), 2);
+    assert_eq!(of("storm") as u64, u64::from(n) - share);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_28_accounting_on_off_and_refused_classes_are_audited() {
+    let audit_dir = tempfile::tempdir().unwrap();
+    let audit_file = audit_dir.path().join("acct-audit.jsonl");
+    let path = audit_file.clone();
+    let (r, acct) = start(move |c| {
+        c.audit = portcullis_server::audit::AuditConfig {
+            destination: portcullis_server::audit::Destination::File {
+                path,
+                max_bytes: 1 << 20,
+                keep: 1,
+            },
+            per_source_limit: 1000,
+            interval: Duration::from_secs(60),
+        };
+    })
+    .await;
+    let nas = Nas::bind("127.0.0.1:0", acct).await;
+    // A Start (not audited by default), an Accounting-On and its retransmission with a
+    // new identifier (stored once: audited once), an Accounting-Off.
+    let t = 1_700_000_000;
+    for (id, status, delay) in [(1u8, 1u32, 0u32), (2, 7, 0), (3, 7, 2), (4, 8, 0)] {
+        let req = acct_request(id, "audit-1", status, t, delay);
+        nas.send(&req).await;
+        let raw = nas.recv(Duration::from_secs(20)).await.expect("no answer");
+        verify_response(&raw, &authenticator(&req), SECRET, false).unwrap();
+    }
+    // Five forged requests (another secret): one refused class, one event.
+    for id in 10..15u8 {
+        let attrs: Vec<(u8, &[u8])> = vec![(attr::ACCT_STATUS_TYPE, &[0, 0, 0, 1])];
+        let forged = encode_accounting_request(id, &attrs, b"not the secret", false).unwrap();
+        nas.send(&forged).await;
+    }
+    wait_counter(&r, "lab", &["dropped", "bad_authenticator"], 5).await;
+    r.s.server.shutdown().await.unwrap();
+
+    let text = std::fs::read_to_string(&audit_file).unwrap();
+    let events: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|e| e["protocol"] == "radius_accounting")
+        .collect();
+    let reasons: Vec<(&str, &str)> = events
+        .iter()
+        .map(|e| {
+            (
+                e["outcome"].as_str().unwrap(),
+                e["reason"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        reasons,
+        vec![
+            ("accepted", "accounting_on"),
+            ("accepted", "accounting_off"),
+            ("dropped", "bad_authenticator"),
+        ],
+        "{text}"
+    );
+    assert!(events.iter().all(|e| e["client_id"] == "lab"), "{text}");
 }

@@ -35,6 +35,7 @@ mod radius_interop;
 mod radius_support;
 mod radsec;
 mod radsec_support;
+mod radsec_v11;
 mod read_replica;
 mod redis_cluster;
 mod registration;

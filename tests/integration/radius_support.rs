@@ -32,18 +32,29 @@ pub async fn start_radius(
     nas_cidr: &str,
     tweak: impl FnOnce(&mut Config),
 ) -> RadiusServer {
+    start_radius_nases(listen, &[("lab", nas_cidr)], tweak).await
+}
+
+/// [`start_radius`] with several NASes (name, CIDR), all with [`SECRET`].
+pub async fn start_radius_nases(
+    listen: &str,
+    nases: &[(&str, &str)],
+    tweak: impl FnOnce(&mut Config),
+) -> RadiusServer {
     let dir = tempfile::tempdir().unwrap();
     {
         let data = DataDir::open(dir.path()).await.unwrap();
-        let nas = NasRecord {
-            name: "lab".into(),
-            cidr: portcullis_store::nas::parse_nas_cidr(nas_cidr).unwrap(),
-            secret_sealed: NasRecord::seal_secret(data.master_key(), "lab", SECRET).unwrap(),
-            require_message_authenticator: true,
-            created_at: 0,
-            certificate: None,
-        };
-        data.store().put_nas(&nas).await.unwrap();
+        for (name, cidr) in nases {
+            let nas = NasRecord {
+                name: (*name).into(),
+                cidr: portcullis_store::nas::parse_nas_cidr(cidr).unwrap(),
+                secret_sealed: NasRecord::seal_secret(data.master_key(), name, SECRET).unwrap(),
+                require_message_authenticator: true,
+                created_at: 0,
+                certificate: None,
+            };
+            data.store().put_nas(&nas).await.unwrap();
+        }
         data.close().await;
     }
     let listen = listen.parse().unwrap();

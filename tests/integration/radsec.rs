@@ -620,3 +620,93 @@ async fn issue_28_reload_rereads_the_radsec_crl() {
     );
     assert!(try_login(&r, Some(&r.certs.ap1), &[]).await.is_err());
 }
+
+/// A counter or gauge of `/metrics` (the line with `name` and every `labels` part).
+async fn metric(r: &RadsecServer, name: &str, labels: &[&str]) -> Option<f64> {
+    let text = String::from_utf8(r.s.get("/metrics").await.body).unwrap();
+    text.lines()
+        .find(|l| l.starts_with(name) && labels.iter().all(|p| l.contains(p)))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_28_radsec_peer_that_stops_reading_is_cut_off_by_the_write_deadline() {
+    let _x = crate::server_support::exclusive();
+    let r = start_radsec(
+        |f| {
+            f.write_timeout_ms = 300;
+            f.max_in_flight = 4;
+            f.max_connections_per_source = 1;
+        },
+        |_| {},
+    )
+    .await;
+    r.s.add_user("fred", "fr3d's password").await;
+    // The metrics recorder is the test process's (shared by every server it started):
+    // compare with the count before.
+    let cut_before = metric(&r, "portcullis_radsec_closed_total", &["write_timeout"])
+        .await
+        .unwrap_or(0.0);
+    // A NAS with a tiny receive buffer that sends Status-Server after Status-Server and
+    // never reads an answer: the server's writes stall once the buffers are full.
+    let sock = tokio::net::TcpSocket::new_v4().unwrap();
+    sock.set_recv_buffer_size(4096).unwrap();
+    let tcp = sock.connect(r.addr).await.unwrap().into_std().unwrap();
+    tcp.set_nonblocking(false).unwrap();
+    tcp.set_write_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let config = client_config(&r.certs.ca, Some(&r.certs.ap1), &[]);
+    let (sent, cut_after) = tokio::task::spawn_blocking(move || {
+        let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+        let conn = rustls::ClientConnection::new(config, name).unwrap();
+        let mut s = rustls::StreamOwned::new(conn, tcp);
+        while s.conn.is_handshaking() {
+            s.conn.complete_io(&mut s.sock).unwrap();
+        }
+        let start = Instant::now();
+        let mut sent = 0u32;
+        let mut last_progress = Instant::now();
+        loop {
+            let mut auth = [0x5au8; 16];
+            auth[..4].copy_from_slice(&sent.to_be_bytes());
+            let req = encode_request(Code::StatusServer, sent as u8, auth, &[], RADSEC).unwrap();
+            if s.write_all(&req).and_then(|()| s.flush()).is_err() {
+                return (sent, last_progress.elapsed());
+            }
+            sent += 1;
+            last_progress = Instant::now();
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "never cut off after {sent} requests"
+            );
+        }
+    })
+    .await
+    .unwrap();
+    // The writes stopped making progress (TCP pushed back: the server stopped reading)
+    // and the connection was cut well before the client's own 20 s write timeout.
+    assert!(sent > 4, "{sent}");
+    assert!(cut_after < Duration::from_secs(10), "{cut_after:?}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let cut = metric(&r, "portcullis_radsec_closed_total", &["write_timeout"]).await;
+        if cut == Some(cut_before + 1.0) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "cut {cut:?}, before {cut_before}"
+        );
+        tokio::task::yield_now().await;
+    }
+    // Its slot is free again (one connection per source): the same address is served.
+    let (ca, ap1, addr) = (r.certs.ca.clone(), r.certs.ap1.clone(), r.addr);
+    let code = tokio::task::spawn_blocking(move || {
+        let mut c = connect(addr, client_config(&ca, Some(&ap1), &[])).unwrap();
+        login(&mut c, 3, "fred", "fr3d's password").unwrap()
+    })
+    .await
+    .unwrap();
+    assert_eq!(code, Code::AccessAccept);
+}

@@ -43,6 +43,9 @@ pub enum Protocol {
     /// RFC 7591/7592 dynamic client registration: an initial access token or a client's
     /// registration access token, checked by the front end (a proof, never hashed).
     OAuthRegistration,
+    /// RADIUS accounting (RFC 2866): no credential is checked; its audit events are a
+    /// NAS's Accounting-On/Off, refused request classes and (when configured) records.
+    RadiusAccounting,
 }
 
 impl Protocol {
@@ -60,6 +63,7 @@ impl Protocol {
             Protocol::AdminBearer => "admin_bearer",
             Protocol::AdminTls => "admin_tls",
             Protocol::OAuthRegistration => "oauth_registration",
+            Protocol::RadiusAccounting => "radius_accounting",
         }
     }
 }

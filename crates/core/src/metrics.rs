@@ -70,7 +70,7 @@ pub(crate) struct AttemptMetrics {
 
 const OUTCOMES: [&str; 4] = ["accepted", "rejected", "throttled", "overloaded"];
 const CLASSES: [Class; 3] = [Class::Trusted, Class::Unknown, Class::Suspect];
-const PROTOCOLS: [Protocol; 11] = [
+const PROTOCOLS: [Protocol; 12] = [
     Protocol::OAuthClient,
     Protocol::OAuthPassword,
     Protocol::RadiusPap,
@@ -82,6 +82,7 @@ const PROTOCOLS: [Protocol; 11] = [
     Protocol::AdminBearer,
     Protocol::AdminTls,
     Protocol::OAuthRegistration,
+    Protocol::RadiusAccounting,
 ];
 
 impl AttemptMetrics {
@@ -126,6 +127,7 @@ impl AttemptMetrics {
             Protocol::AdminBearer => 8,
             Protocol::AdminTls => 9,
             Protocol::OAuthRegistration => 10,
+            Protocol::RadiusAccounting => 11,
         };
         self.attempts[oi][ci][pi].increment(1);
         if oi == 2 {

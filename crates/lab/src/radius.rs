@@ -18,6 +18,13 @@
 //! times out after `retransmit_ms` × (`retries` + 1), and a connection that failed or
 //! timed out is replaced at the next attempt.
 //!
+//! With `radius_1_1` as well, the connection offers only ALPN "radius/1.1" (a server that
+//! does not select it is a connection error) and every packet is RADIUS/1.1 (RFC 9765):
+//! a 32-bit Token counting up from a random start instead of identifier and
+//! authenticators, User-Password in the clear inside TLS, no Message-Authenticator; a
+//! reply must carry its request's Token and keep the RFC's sender rules (reserved octets
+//! zero, no Message-Authenticator), else it is a wrong response.
+//!
 //! Each lab client has its own Calling-Station-Id (a locally administered MAC address), so
 //! a server that keys fairness on the station sees distinct stations, and binds the
 //! client's own loopback source address, so it sees distinct sources too.
@@ -26,7 +33,9 @@ use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use portcullis_radius::{Code, Packet, attr, encode_request, hide_user_password, verify_response};
+use portcullis_radius::{
+    Code, EncodeError, Packet, attr, encode_request, hide_user_password, v11, verify_response,
+};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -60,7 +69,14 @@ impl RadiusDriver {
         let radsec = spec.radsec.as_ref().and_then(|raw| {
             let host = target.ip().to_string();
             crate::tls::TlsSpec::from_raw(raw, &host, &|p: &str| std::path::PathBuf::from(p))
-                .map(|t| t.for_eap(true))
+                .map(|t| {
+                    let mut tls = t.for_eap(true);
+                    if spec.radius_1_1 {
+                        std::sync::Arc::make_mut(&mut tls.config).alpn_protocols =
+                            vec![v11::ALPN_RADIUS_1_1.to_vec()];
+                    }
+                    tls
+                })
                 .ok()
         });
         RadiusDriver {
@@ -89,6 +105,9 @@ pub struct RadiusSession {
     /// RadSec: this client's TLS connection.
     stream: Option<tokio_rustls::client::TlsStream<tokio::net::TcpStream>>,
     next_id: u8,
+    /// RADIUS/1.1: the next request's Token (RFC 9765 §4.2.1: a per-connection counter
+    /// from a random start).
+    next_token: u32,
     rng: SmallRng,
     /// (identifier, Request Authenticator) of this socket's recent requests.
     recent: VecDeque<(u8, [u8; 16])>,
@@ -128,6 +147,7 @@ impl Driver for RadiusDriver {
             sock: None,
             stream: None,
             next_id: rng.random(),
+            next_token: rng.random(),
             rng,
             recent: VecDeque::with_capacity(REMEMBERED),
         }
@@ -214,6 +234,13 @@ impl RadiusDriver {
             connector.connect(tls.name.clone(), tcp).await.ok()
         };
         match tokio::time::timeout(wait, setup).await {
+            // RFC 9765 §3.3: a client that sent "radius/1.1" and got no answer closes.
+            Ok(Some(s))
+                if self.spec.radius_1_1
+                    && s.get_ref().1.alpn_protocol() != Some(v11::ALPN_RADIUS_1_1) =>
+            {
+                false
+            }
             Ok(Some(s)) => {
                 session.stream = Some(s);
                 true
@@ -224,10 +251,20 @@ impl RadiusDriver {
 
     /// A fresh (identifier, Request Authenticator) for the session's next request, noted
     /// among its recent ones so a late reply to it is recognised.
+    /// RADIUS/1.1: identifier 0 and the Token in the authenticator's first four octets
+    /// (the rest zero), as the packet carries them.
     pub(crate) fn next_request(&self, session: &mut RadiusSession) -> (u8, [u8; 16]) {
-        let id = session.next_id;
-        session.next_id = id.wrapping_add(1);
-        let authenticator: [u8; 16] = session.rng.random();
+        let (id, authenticator) = if self.spec.radius_1_1 {
+            let token = session.next_token;
+            session.next_token = token.wrapping_add(1);
+            let mut a = [0u8; 16];
+            a[..4].copy_from_slice(&token.to_be_bytes());
+            (0, a)
+        } else {
+            let id = session.next_id;
+            session.next_id = id.wrapping_add(1);
+            (id, session.rng.random())
+        };
         if session.recent.len() == REMEMBERED {
             session.recent.pop_front();
         }
@@ -255,6 +292,22 @@ impl RadiusDriver {
             session.recent.pop_front();
         }
         session.recent.push_back((id, authenticator));
+    }
+
+    /// A request as this driver's transport writes it: RFC 2865 (Message-Authenticator
+    /// first, keyed by the shared secret; a User-Password in `attrs` already hidden), or
+    /// RADIUS/1.1 with the Token [`RadiusDriver::next_request`] put in `authenticator`.
+    pub(crate) fn encode(
+        &self,
+        code: Code,
+        (id, authenticator): (u8, [u8; 16]),
+        attrs: &[(u8, &[u8])],
+    ) -> Result<Vec<u8>, EncodeError> {
+        if self.spec.radius_1_1 {
+            v11::encode_request(code, token_of(&authenticator), attrs)
+        } else {
+            encode_request(code, id, authenticator, attrs, &self.spec.secret)
+        }
     }
 
     /// A random octet from the session's generator (EAP identifiers).
@@ -360,8 +413,13 @@ impl RadiusDriver {
             return (Outcome::ConnectionError, false, 0);
         }
         let (id, authenticator) = self.next_request(session);
-        let Ok(hidden) = hide_user_password(&client.password, &self.spec.secret, &authenticator)
-        else {
+        let hidden = if self.spec.radius_1_1 {
+            // RFC 9765 §5.1.1: the password itself; TLS hides it.
+            Ok(client.password.clone())
+        } else {
+            hide_user_password(&client.password, &self.spec.secret, &authenticator)
+        };
+        let Ok(hidden) = hidden else {
             return (Outcome::WrongResponse, false, 0);
         };
         let mut attrs: Vec<(u8, &[u8])> = vec![
@@ -373,13 +431,7 @@ impl RadiusDriver {
         if let Some(ip) = &client.nas_ip {
             attrs.push((attr::NAS_IP_ADDRESS, ip));
         }
-        let Ok(packet) = encode_request(
-            Code::AccessRequest,
-            id,
-            authenticator,
-            &attrs,
-            &self.spec.secret,
-        ) else {
+        let Ok(packet) = self.encode(Code::AccessRequest, (id, authenticator), &attrs) else {
             return (Outcome::WrongResponse, false, 0);
         };
         let mut buf = vec![0u8; 4096];
@@ -416,6 +468,21 @@ impl RadiusDriver {
         if from != self.target {
             return Judged::Wrong;
         }
+        if self.spec.radius_1_1 {
+            let token = token_of(authenticator);
+            return match v11::verify_response(raw, token) {
+                Ok(_) => Judged::Answer,
+                Err(v11::ReplyError::OtherToken) => {
+                    let theirs = Packet::parse(raw).map(|p| v11::token(&p));
+                    if recent.iter().any(|(_, a)| Ok(token_of(a)) == theirs) {
+                        Judged::Stale
+                    } else {
+                        Judged::Misdelivered
+                    }
+                }
+                Err(_) => Judged::Wrong,
+            };
+        }
         let Ok(p) = Packet::parse(raw) else {
             return Judged::Wrong;
         };
@@ -436,6 +503,16 @@ impl RadiusDriver {
             Judged::Misdelivered
         }
     }
+}
+
+/// The RADIUS/1.1 Token [`RadiusDriver::next_request`] keeps in an authenticator.
+pub(crate) fn token_of(authenticator: &[u8; 16]) -> [u8; 4] {
+    [
+        authenticator[0],
+        authenticator[1],
+        authenticator[2],
+        authenticator[3],
+    ]
 }
 
 /// What one request's round trip came to.

@@ -184,13 +184,24 @@ impl AcctDriver {
         attrs: &[(u8, &[u8])],
     ) -> (Outcome, bool, u32) {
         let inner = &self.inner;
-        let id = inner.next_identifier(session);
-        let Ok(packet) = encode_accounting_request(id, attrs, &inner.spec.secret, false) else {
+        let (id, authenticator, packet) = if inner.spec.radius_1_1 {
+            // RFC 9765: the Token, no Request Authenticator to compute.
+            let (id, token) = inner.next_request(session);
+            let packet = inner.encode(Code::AccountingRequest, (id, token), attrs);
+            (id, token, packet)
+        } else {
+            let id = inner.next_identifier(session);
+            let packet = encode_accounting_request(id, attrs, &inner.spec.secret, false);
+            let mut authenticator = [0u8; 16];
+            if let Ok(p) = &packet {
+                authenticator.copy_from_slice(&p[4..20]);
+                inner.note_request(session, id, authenticator);
+            }
+            (id, authenticator, packet)
+        };
+        let Ok(packet) = packet else {
             return (Outcome::WrongResponse, false, 0);
         };
-        let mut authenticator = [0u8; 16];
-        authenticator.copy_from_slice(&packet[4..20]);
-        inner.note_request(session, id, authenticator);
         let mut buf = vec![0u8; 4096];
         match inner
             .round_trip(session, &packet, (id, &authenticator), &mut buf)
@@ -260,6 +271,7 @@ mod tests {
             accounting: true,
             accounting_on: false,
             radsec: None,
+            radius_1_1: false,
         };
         let d = AcctDriver::new(addr, spec);
         let who = Identity {
@@ -299,6 +311,7 @@ mod tests {
             accounting: true,
             accounting_on: true,
             radsec: None,
+            radius_1_1: false,
         };
         let d = AcctDriver::new(addr, spec);
         let who = Identity {

@@ -23,6 +23,7 @@ fn spec(retransmit_ms: u64, retries: u32) -> RadiusSpec {
         accounting: false,
         accounting_on: false,
         radsec: None,
+        radius_1_1: false,
     }
 }
 

@@ -10,6 +10,8 @@
 //!   the Accounting-Response, and the typed record ([`AcctRequest`]).
 //! - [`stream`]: RADIUS over TCP/TLS (RFC 6613, 6614): cutting a byte stream into
 //!   packets by their Length field ([`Deframer`]).
+//! - [`v11`]: RADIUS/1.1 (RFC 9765, negotiated by ALPN on RadSec): the Token in place
+//!   of Identifier and authenticators, no MD5 at all, obfuscated attributes in the clear.
 //! - [`auth`]: User-Password hiding, Message-Authenticator, Response Authenticator, and
 //!   the request/reply encoders (Message-Authenticator always first).
 //!
@@ -22,6 +24,7 @@ pub mod auth;
 pub mod mppe;
 pub mod packet;
 pub mod stream;
+pub mod v11;
 
 pub use acct::{
     AcctError, AcctRequest, StatusType, check_accounting_request, encode_accounting_request,

@@ -34,7 +34,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use portcullis_eap::peer::{Credentials, Peer, PeerStep};
 use portcullis_radius::mppe::{MS_MPPE_RECV_KEY, MS_MPPE_SEND_KEY, decode_key_attribute};
-use portcullis_radius::{Code, Packet, attr, encode_request};
+use portcullis_radius::{Code, Packet, attr, v11};
 use zeroize::Zeroizing;
 
 use crate::LabError;
@@ -257,7 +257,9 @@ impl EapDriver {
         if let Some(s) = state {
             attrs.push((attr::STATE, s));
         }
-        encode_request(Code::AccessRequest, id, authenticator, &attrs, &spec.secret).ok()
+        self.pap
+            .encode(Code::AccessRequest, (id, authenticator), &attrs)
+            .ok()
     }
 
     /// What a verified reply means for the login.
@@ -285,8 +287,14 @@ impl EapDriver {
             }
             Code::AccessAccept => match peer.step(&eap) {
                 Ok(PeerStep::Success(Some(keys))) => {
-                    let secret = &self.pap.spec.secret;
-                    if keys_match(&p, secret, authenticator, keys.recv_key(), keys.send_key()) {
+                    let (recv, send) = (keys.recv_key(), keys.send_key());
+                    let matched = if self.pap.spec.radius_1_1 {
+                        keys_match_by(&p, v11::decode_mppe_key_attribute, recv, send)
+                    } else {
+                        let secret = &self.pap.spec.secret;
+                        keys_match(&p, secret, authenticator, recv, send)
+                    };
+                    if matched {
                         Next::Done(Outcome::Success, false)
                     } else {
                         Next::Done(Outcome::WrongResponse, true)
@@ -311,19 +319,30 @@ pub fn keys_match(
     recv: &[u8],
     send: &[u8],
 ) -> bool {
+    let decode = |v: &[u8]| decode_key_attribute(v, secret, request_authenticator).ok();
+    keys_match_by(reply, decode, recv, send)
+}
+
+/// [`keys_match`] with the keys read by `decode` (RADIUS/1.1 sends them in the clear).
+fn keys_match_by<'a, K: AsRef<[u8]>>(
+    reply: &Packet<'a>,
+    decode: impl Fn(&'a [u8]) -> Option<(u8, K)>,
+    recv: &[u8],
+    send: &[u8],
+) -> bool {
     let (mut got_recv, mut got_send) = (Vec::new(), Vec::new());
     for (t, v) in reply.attributes() {
         if t != attr::VENDOR_SPECIFIC {
             continue;
         }
-        match decode_key_attribute(v, secret, request_authenticator) {
-            Ok((MS_MPPE_RECV_KEY, k)) => got_recv.push(k),
-            Ok((MS_MPPE_SEND_KEY, k)) => got_send.push(k),
+        match decode(v) {
+            Some((MS_MPPE_RECV_KEY, k)) => got_recv.push(k),
+            Some((MS_MPPE_SEND_KEY, k)) => got_send.push(k),
             _ => {}
         }
     }
-    matches!(&got_recv[..], [k] if k.as_slice() == recv)
-        && matches!(&got_send[..], [k] if k.as_slice() == send)
+    matches!(&got_recv[..], [k] if k.as_ref() == recv)
+        && matches!(&got_send[..], [k] if k.as_ref() == send)
 }
 
 #[cfg(test)]

@@ -144,6 +144,7 @@ fn driver(addr: SocketAddr) -> EapDriver {
             accounting: false,
             accounting_on: false,
             radsec: None,
+            radius_1_1: false,
         },
     )
 }

@@ -193,6 +193,9 @@ pub struct RadiusSpec {
     /// RadSec (RADIUS over TLS) instead of UDP: the client TLS settings, paths resolved
     /// (checked when the scenario was validated; the driver builds them again).
     pub radsec: Option<crate::tls::RawTls>,
+    /// With `radsec`: offer only ALPN "radius/1.1" and speak RADIUS/1.1 (RFC 9765: Token,
+    /// no MD5, no secret); a server that does not agree is a connection error.
+    pub radius_1_1: bool,
 }
 
 impl std::fmt::Debug for RadiusSpec {
@@ -209,6 +212,7 @@ impl std::fmt::Debug for RadiusSpec {
             .field("accounting", &self.accounting)
             .field("accounting_on", &self.accounting_on)
             .field("radsec", &self.radsec.is_some())
+            .field("radius_1_1", &self.radius_1_1)
             .finish()
     }
 }

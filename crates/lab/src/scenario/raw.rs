@@ -157,6 +157,11 @@ pub struct RawDriver {
     /// The shared secret is then "radsec" unless `secret`/`secret_env` say otherwise.
     #[serde(default)]
     pub radsec: Option<crate::tls::RawTls>,
+    /// `radius` with `radsec`: RADIUS/1.1 (RFC 9765): offer only ALPN "radius/1.1" (a
+    /// server that does not agree is a connection error) and send no MD5 at all (Token,
+    /// User-Password in the clear inside TLS, no Message-Authenticator).
+    #[serde(default)]
+    pub radius_1_1: Option<bool>,
     /// `radius`: 802.1X logins (EAP-TLS or EAP-TTLS/PAP) instead of PAP requests, for
     /// every group (a group's own `eap` overrides it key by key).
     #[serde(default)]

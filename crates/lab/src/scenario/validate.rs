@@ -89,6 +89,14 @@ fn radius_spec(
             (Some(true), _) => return Err(bad("driver.accounting_on needs accounting = true")),
             _ => false,
         },
+        radius_1_1: match (d.radius_1_1, &d.radsec) {
+            (Some(true), None) => {
+                return Err(bad(
+                    "driver.radius_1_1 needs driver.radsec: RADIUS/1.1 is negotiated by TLS ALPN",
+                ));
+            }
+            (v, _) => v.unwrap_or(false),
+        },
         radsec: match &d.radsec {
             Some(t) => {
                 if t.cert.is_none() || t.key.is_none() {

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use portcullis_core::{Attempt, AuditContext, AuditOutcome, Outcome, PrincipalKind, Protocol};
-use portcullis_radius::{Code, Packet, attr, encode_response, unhide_user_password};
+use portcullis_radius::{Code, Packet, attr, unhide_user_password, v11};
 use tokio::sync::OwnedSemaphorePermit;
+use zeroize::Zeroizing;
 
 use super::Radius;
 use super::nas::{DropReason, Nas};
@@ -36,10 +37,19 @@ pub(super) async fn answer(radius: Arc<Radius>, req: Request, permit: OwnedSemap
             not_before,
             attrs,
         } => (code, not_before, attrs),
-        Verdict::Drop(why) => return drop_request(&radius, &req, why),
+        Verdict::Drop(why) => {
+            drop_request(&radius, &req, why);
+            // RADIUS/1.1 says "cannot now" instead of silence (RFC 9765 §6.1).
+            if why == DropReason::Overload
+                && let Some(answer) = req.nas.overloaded_answer(&packet)
+            {
+                let _ = req.path.send(answer).await;
+            }
+            return;
+        }
     };
     let attrs: Vec<(u8, &[u8])> = attrs.iter().map(|(t, v)| (*t, v.as_slice())).collect();
-    let reply = match encode_response(code, &packet, &attrs, req.nas.secret()) {
+    let reply = match req.nas.encode_response(code, &packet, &attrs) {
         Ok(r) => Arc::<[u8]>::from(r),
         // Only a request with Proxy-State octets filling the packet could overflow.
         Err(_) => return drop_request(&radius, &req, DropReason::Malformed),
@@ -117,7 +127,13 @@ async fn decide(radius: &Radius, req: &Request, packet: &Packet<'_>) -> Verdict 
         door(Some(user), AuditOutcome::Dropped, "no_user_password");
         return Verdict::Drop(DropReason::Malformed);
     };
-    let Ok(password) = unhide_user_password(hidden, req.nas.secret(), &packet.authenticator) else {
+    let password = if req.nas.radius_1_1 {
+        // RFC 9765 §5.1.1: the password itself, 1..=128 octets.
+        v11::user_password(packet).map(|p| Zeroizing::new(p.unwrap_or(hidden).to_vec()))
+    } else {
+        unhide_user_password(hidden, req.nas.secret(), &packet.authenticator)
+    };
+    let Ok(password) = password else {
         door(Some(user), AuditOutcome::Dropped, "malformed");
         return Verdict::Drop(DropReason::Malformed);
     };

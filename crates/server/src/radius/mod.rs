@@ -61,7 +61,7 @@ pub use config::RadiusConfig;
 pub use socket::RadiusSocket;
 
 use crate::app::App;
-use dedup::{DuplicateCache, RequestKey, Seen};
+use dedup::{DuplicateCache, Seen};
 use nas::{DropReason, Nas, NasStats, NasTable, StatsRegistry, UNKNOWN_NAS};
 use reply::ReplyPath;
 use socket::Received;
@@ -266,7 +266,14 @@ impl Radius {
             self.audit_door(peer, name, user, AuditOutcome::Dropped, "malformed");
             return;
         }
-        match check_request_message_authenticator(&packet, nas.secret()) {
+        let checked = if nas.radius_1_1 {
+            // RFC 9765 §5.2: TLS authenticates the packet; a Message-Authenticator sent
+            // anyway is an invalid attribute, ignored.
+            MessageAuthenticator::Valid
+        } else {
+            check_request_message_authenticator(&packet, nas.secret())
+        };
+        match checked {
             MessageAuthenticator::Valid => {}
             MessageAuthenticator::Absent
                 if packet.code == Code::AccessRequest && !nas.require_message_authenticator => {}
@@ -278,11 +285,7 @@ impl Radius {
                 return;
             }
         }
-        let key = RequestKey {
-            peer: from,
-            identifier: packet.identifier,
-            authenticator: packet.authenticator,
-        };
+        let key = nas.request_key(from, &packet);
         let seen = self.dedup.lock().check(key, arrived);
         match seen {
             Seen::New => {}
@@ -312,6 +315,9 @@ impl Radius {
                 AuditOutcome::Dropped,
                 "receive_queue_full",
             );
+            if let Some(answer) = nas.overloaded_answer(&packet) {
+                path.send_later(answer, tracker);
+            }
             return;
         };
         let request = verdict::Request {

@@ -14,15 +14,18 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use metrics::Counter;
 use parking_lot::Mutex;
 use portcullis_core::IpPrefix;
+use portcullis_radius::{Code, EncodeError, Packet, v11};
 use portcullis_store::{MasterKey, NasCertificate, Store, StoreError};
 use zeroize::Zeroizing;
+
+use super::dedup::RequestKey;
 
 /// Label used for sources that match no NAS.
 pub const UNKNOWN_NAS: &str = "unknown";
@@ -155,6 +158,10 @@ pub struct Nas {
     pub stats: Arc<NasStats>,
     /// The RadSec client certificate that names it (none: UDP only).
     pub certificate: Option<NasCertificate>,
+    /// This view is of a RadSec connection that negotiated RADIUS/1.1 (RFC 9765): every
+    /// path reads and writes its packets without MD5 (Token, no authenticators, no
+    /// Message-Authenticator, attributes in the clear); its secret is empty.
+    pub radius_1_1: bool,
 }
 
 impl fmt::Debug for Nas {
@@ -167,6 +174,7 @@ impl fmt::Debug for Nas {
                 "require_message_authenticator",
                 &self.require_message_authenticator,
             )
+            .field("radius_1_1", &self.radius_1_1)
             .finish()
     }
 }
@@ -181,15 +189,70 @@ impl Nas {
     /// the fixed "radsec" (TLS, not the secret, protects the packets), and an
     /// Access-Request without Message-Authenticator is fine (BlastRADIUS forges UDP
     /// replies, not replies inside TLS); name, counters and certificate are the NAS's.
-    pub fn over_radsec(&self) -> Nas {
+    /// With `radius_1_1` (the connection negotiated it by ALPN) there is no secret at all.
+    pub fn over_radsec(&self, radius_1_1: bool) -> Nas {
+        let secret = if radius_1_1 { &[][..] } else { RADSEC_SECRET };
         Nas {
             name: self.name.clone(),
             cidr: self.cidr,
-            secret: Zeroizing::new(RADSEC_SECRET.to_vec()),
+            secret: Zeroizing::new(secret.to_vec()),
             require_message_authenticator: false,
             stats: Arc::clone(&self.stats),
             certificate: self.certificate.clone(),
+            radius_1_1,
         }
+    }
+
+    /// The reply to `request` as this NAS's transport writes it: RFC 2865 with
+    /// Message-Authenticator first and the Response Authenticator, or RADIUS/1.1 (its
+    /// Token, no MD5).
+    pub fn encode_response(
+        &self,
+        code: Code,
+        request: &Packet<'_>,
+        attrs: &[(u8, &[u8])],
+    ) -> Result<Vec<u8>, EncodeError> {
+        if self.radius_1_1 {
+            v11::encode_response(code, request, attrs)
+        } else {
+            portcullis_radius::encode_response(code, request, attrs, self.secret())
+        }
+    }
+
+    /// What identifies `packet` among this NAS's requests from `from` for duplicate
+    /// detection: identifier and Request Authenticator, or over RADIUS/1.1 the Token
+    /// alone (RFC 9765 §4.2.2; the reserved octets are ignored).
+    pub fn request_key(&self, from: SocketAddr, packet: &Packet<'_>) -> RequestKey {
+        if self.radius_1_1 {
+            let mut authenticator = [0u8; 16];
+            authenticator[..4].copy_from_slice(&v11::token(packet));
+            RequestKey {
+                peer: from,
+                identifier: 0,
+                authenticator,
+            }
+        } else {
+            RequestKey {
+                peer: from,
+                identifier: packet.identifier,
+                authenticator: packet.authenticator,
+            }
+        }
+    }
+
+    /// RADIUS/1.1's answer to a request this server cannot process now (RFC 9765 §6.1:
+    /// Protocol-Error with Error-Cause 506 Resources Unavailable, so the NAS tries
+    /// another server at once); `None` for RADIUS/1.0, where the request is dropped
+    /// unanswered and the NAS retransmits.
+    pub fn overloaded_answer(&self, request: &Packet<'_>) -> Option<std::sync::Arc<[u8]>> {
+        self.radius_1_1.then(|| {
+            v11::encode_protocol_error(
+                v11::token(request),
+                v11::RESOURCES_UNAVAILABLE,
+                "overloaded: try another server",
+            )
+            .into()
+        })
     }
 }
 
@@ -273,6 +336,7 @@ impl NasTable {
                     secret,
                     require_message_authenticator: r.require_message_authenticator,
                     certificate: r.certificate,
+                    radius_1_1: false,
                 })),
                 Err(e) => {
                     if !previous.is_some_and(|p| p.unreadable.contains(&r.name)) {

@@ -50,4 +50,12 @@ impl ReplyPath {
                 .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "RadSec connection closed")),
         }
     }
+
+    /// [`ReplyPath::send`] from a task of `tracker` (a receive path never waits on a
+    /// send); a failure only means the peer is gone.
+    pub(crate) fn send_later(self, bytes: Arc<[u8]>, tracker: &tokio_util::task::TaskTracker) {
+        tracker.spawn(async move {
+            let _ = self.send(bytes).await;
+        });
+    }
 }

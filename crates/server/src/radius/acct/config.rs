@@ -14,21 +14,27 @@ use crate::config_error::{ConfigError, invalid};
 pub struct FileAccounting {
     /// Most records waiting for the writer; more are dropped unanswered.
     pub queue: usize,
+    /// Most of them from one NAS (unset: a quarter of `queue`).
+    pub queue_per_nas: Option<usize>,
     /// Most records in one transaction.
     pub max_batch: usize,
     /// Days a record is kept (0: forever).
     pub keep_days: u64,
     /// How often old records are pruned, in seconds.
     pub prune_interval_secs: u64,
+    /// Audit every stored Start, Stop and Interim-Update too.
+    pub audit_records: bool,
 }
 
 impl Default for FileAccounting {
     fn default() -> Self {
         FileAccounting {
             queue: 16_384,
+            queue_per_nas: None,
             max_batch: 2_048,
             keep_days: 365,
             prune_interval_secs: 3_600,
+            audit_records: false,
         }
     }
 }
@@ -40,12 +46,19 @@ pub struct AcctConfig {
     /// requests are dropped unanswered (never acknowledged before they are durable) and
     /// the NAS retransmits.
     pub queue: usize,
+    /// One NAS's share of `queue`: beyond it that NAS's new requests are dropped
+    /// (`nas_share`), so a storm from one NAS (every AP of a rebooted controller behind one
+    /// address) leaves `queue - queue_per_nas` places for everyone else's records.
+    pub queue_per_nas: usize,
     /// Records per transaction: bounds one commit's latency under a backlog.
     pub max_batch: usize,
     /// Retention; `None`: keep forever.
     pub keep: Option<Duration>,
     /// Period of the background pruning.
     pub prune_interval: Duration,
+    /// Every stored session record is an audit event too (else only Accounting-On/Off and
+    /// refused classes are: `acct/audit.rs`).
+    pub audit_records: bool,
 }
 
 impl Default for AcctConfig {
@@ -63,6 +76,12 @@ impl AcctConfig {
         if !(1..=1_000_000).contains(&f.queue) {
             return Err(invalid("accounting.queue must be between 1 and 1000000"));
         }
+        let queue_per_nas = f.queue_per_nas.unwrap_or((f.queue / 4).max(1));
+        if !(1..=f.queue).contains(&queue_per_nas) {
+            return Err(invalid(
+                "accounting.queue_per_nas must be between 1 and accounting.queue",
+            ));
+        }
         if !(1..=65_536).contains(&f.max_batch) {
             return Err(invalid("accounting.max_batch must be between 1 and 65536"));
         }
@@ -78,9 +97,11 @@ impl AcctConfig {
         }
         Ok(AcctConfig {
             queue: f.queue,
+            queue_per_nas,
             max_batch: f.max_batch,
             keep: (f.keep_days > 0).then(|| Duration::from_secs(f.keep_days * 86_400)),
             prune_interval: Duration::from_secs(f.prune_interval_secs),
+            audit_records: f.audit_records,
         })
     }
 }
@@ -95,6 +116,10 @@ pub(crate) const EXAMPLE: &str = r#"
 # Most records waiting for the writer. When full, new requests are dropped unanswered
 # and counted (portcullis_acct_dropped_total{reason="overload"}); the NAS retransmits.
 queue = 16384
+# Most of those waiting records from one NAS (default: a quarter of queue). Beyond it that
+# NAS's new requests are dropped unanswered (reason="nas_share"): one NAS's storm cannot
+# take the places of every other NAS's records.
+# queue_per_nas = 4096
 # Most records committed in one transaction.
 max_batch = 2048
 # Records received more than this many days ago are deleted in the background, with
@@ -102,6 +127,12 @@ max_batch = 2048
 keep_days = 365
 # How often that pruning runs, in seconds.
 prune_interval_secs = 3600
+# The audit stream (protocol "radius_accounting") always gets every stored Accounting-On
+# and Accounting-Off (a NAS restarted or went down: its sessions were closed) and, for each
+# NAS and refusal reason (unknown_nas, bad_authenticator, malformed, overload, nas_share,
+# store_error), the first refused request in every 10 seconds (the counters have the
+# totals). true: every stored Start, Stop and Interim-Update too (user and station).
+audit_records = false
 "#;
 
 #[cfg(test)]
@@ -118,8 +149,12 @@ mod tests {
         let text = EXAMPLE.replace("[accounting]\n", "");
         assert_eq!(parse(&text).unwrap(), AcctConfig::default());
         assert_eq!(parse("keep_days = 0").unwrap().keep, None);
+        assert_eq!(AcctConfig::default().queue_per_nas, 4096, "a quarter");
+        assert_eq!(parse("queue = 2").unwrap().queue_per_nas, 1);
         for (text, needle) in [
             ("queue = 0", "accounting.queue"),
+            ("queue = 8\nqueue_per_nas = 9", "accounting.queue_per_nas"),
+            ("queue_per_nas = 0", "accounting.queue_per_nas"),
             ("max_batch = 0", "accounting.max_batch"),
             ("keep_days = 100000", "accounting.keep_days"),
             ("prune_interval_secs = 0", "prune_interval_secs"),

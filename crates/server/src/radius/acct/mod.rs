@@ -25,6 +25,7 @@
 //! worker: a storm costs one MD5 per datagram in these loops and one transaction per
 //! batch, and what exceeds the queue is dropped at the door.
 
+pub mod audit;
 pub mod config;
 pub mod stats;
 mod writer;
@@ -35,7 +36,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLock};
 use portcullis_radius::{
-    AcctRequest, Packet, StatusType, check_accounting_request, encode_accounting_response,
+    AcctRequest, Packet, StatusType, check_accounting_request, encode_accounting_response, v11,
 };
 use portcullis_store::AcctRecord;
 use tokio::sync::mpsc;
@@ -79,6 +80,9 @@ pub(crate) struct Reply {
     stats: Arc<AcctNasStats>,
     /// When it arrived (the commit latency histogram counts from here).
     arrived: Instant,
+    /// RADIUS/1.1 only: the Protocol-Error (Error-Cause 506, its Token) sent if the
+    /// commit fails (RFC 9765 §6.1: "cannot now" instead of silence).
+    unable: Option<Arc<[u8]>>,
 }
 
 /// One queued request: the record to store and how to answer it (opaque outside).
@@ -108,6 +112,8 @@ pub struct AcctDoor {
     dedup: Mutex<DuplicateCache>,
     /// The bounded queue to the writer; `try_send` only, never awaited.
     queue: mpsc::Sender<Pending>,
+    /// When each refused class of each NAS was last audited.
+    drop_audit: audit::DropAudit,
 }
 
 impl std::fmt::Debug for AcctDoor {
@@ -140,6 +146,7 @@ impl AcctDoor {
             registry,
             stats,
             queue,
+            drop_audit: audit::DropAudit::default(),
             config,
             app,
         };
@@ -160,13 +167,13 @@ impl AcctDoor {
         let Some(nas) = table.lookup(got.peer.ip()) else {
             let unknown = self.stats.nas(UNKNOWN_NAS);
             unknown.request();
-            unknown.dropped(AcctDrop::UnknownNas);
+            self.dropped(&unknown, UNKNOWN_NAS, got.peer.ip(), AcctDrop::UnknownNas);
             return;
         };
         let stats = self.stats.nas(&nas.name);
         stats.request();
         if got.truncated {
-            stats.dropped(AcctDrop::Malformed);
+            self.dropped(&stats, &nas.name, got.peer.ip(), AcctDrop::Malformed);
             return;
         }
         let path = ReplyPath::Udp {
@@ -192,39 +199,50 @@ impl AcctDoor {
     ) {
         let stats = self.stats.nas(&nas.name);
         let Ok(packet) = Packet::parse(data) else {
-            stats.dropped(AcctDrop::Malformed);
+            self.dropped(&stats, &nas.name, from.ip(), AcctDrop::Malformed);
             return;
         };
-        if let Err(e) = check_accounting_request(&packet, nas.secret()) {
+        let checked = if nas.radius_1_1 {
+            // RFC 9765: no Request Authenticator to check, TLS authenticated the packet.
+            if packet.code == portcullis_radius::Code::AccountingRequest {
+                Ok(portcullis_radius::MessageAuthenticator::Absent)
+            } else {
+                Err(portcullis_radius::AcctError::NotAccountingRequest)
+            }
+        } else {
+            check_accounting_request(&packet, nas.secret())
+        };
+        if let Err(e) = checked {
             let why = match e {
                 portcullis_radius::AcctError::NotAccountingRequest => AcctDrop::Malformed,
                 _ => AcctDrop::BadAuthenticator,
             };
-            stats.dropped(why);
+            self.dropped(&stats, &nas.name, from.ip(), why);
             return;
         }
         let Ok(request) = AcctRequest::parse(&packet) else {
-            stats.dropped(AcctDrop::Malformed);
+            self.dropped(&stats, &nas.name, from.ip(), AcctDrop::Malformed);
             return;
         };
         let record = to_record(&nas.name, &request, &packet, unix_now());
-        let Ok(bytes) = encode_accounting_response(&packet, nas.secret()) else {
-            stats.dropped(AcctDrop::Malformed);
+        let bytes = if nas.radius_1_1 {
+            v11::encode_response(portcullis_radius::Code::AccountingResponse, &packet, &[])
+        } else {
+            encode_accounting_response(&packet, nas.secret())
+        };
+        let Ok(bytes) = bytes else {
+            self.dropped(&stats, &nas.name, from.ip(), AcctDrop::Malformed);
             return;
         };
         if record.validate().is_err() {
-            stats.dropped(AcctDrop::Malformed);
+            self.dropped(&stats, &nas.name, from.ip(), AcctDrop::Malformed);
             return;
         }
-        let key = RequestKey {
-            peer: from,
-            identifier: packet.identifier,
-            authenticator: packet.authenticator,
-        };
+        let key = nas.request_key(from, &packet);
         match self.dedup.lock().check(key, arrived) {
             Seen::New => {}
             Seen::InProgress => {
-                stats.dropped(AcctDrop::InProgress);
+                self.dropped(&stats, &nas.name, from.ip(), AcctDrop::InProgress);
                 return;
             }
             Seen::Answered(reply) => {
@@ -247,12 +265,36 @@ impl AcctDoor {
                 status: request.status,
                 stats: Arc::clone(&stats),
                 arrived,
+                unable: nas.overloaded_answer(&packet),
             },
         };
-        if self.queue.try_send(pending).is_err() {
+        if !stats.enter_queue(self.config.queue_per_nas) {
             self.dedup.lock().forget(&key);
-            stats.dropped(AcctDrop::Overload);
+            self.dropped(&stats, &nas.name, from.ip(), AcctDrop::NasShare);
+            if let Some(answer) = pending.reply.unable {
+                pending.reply.path.send_later(answer, tracker);
+            }
+            return;
         }
+        if let Err(full) = self.queue.try_send(pending) {
+            stats.leave_queue();
+            self.dedup.lock().forget(&key);
+            self.dropped(&stats, &nas.name, from.ip(), AcctDrop::Overload);
+            // RADIUS/1.1 says "cannot now" instead of silence (RFC 9765 §6.1); never an
+            // Accounting-Response, the record is not durable.
+            let reply = full.into_inner().reply;
+            if let Some(answer) = reply.unable {
+                reply.path.send_later(answer, tracker);
+            }
+        }
+    }
+
+    /// Count a request of `nas` from `source` dropped unanswered, and audit its class
+    /// (at most once per [`audit::DROP_WINDOW`] per NAS and reason).
+    fn dropped(&self, stats: &AcctNasStats, nas: &str, source: std::net::IpAddr, why: AcctDrop) {
+        stats.dropped(why);
+        let sink = self.app.verifier.audit_sink().map(|s| s.as_ref());
+        self.drop_audit.dropped(sink, nas, source, why);
     }
 
     /// Count an Accounting-Request of `nas` that arrived other than by UDP (RadSec), before

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use metrics::Counter;
 use parking_lot::Mutex;
@@ -39,7 +39,7 @@ const STATUSES: [&str; 6] = [
 ];
 
 /// Why an Accounting-Request got no answer (a metrics label).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum AcctDrop {
     /// The source matches no NAS.
     UnknownNas,
@@ -53,17 +53,21 @@ pub enum AcctDrop {
     InProgress,
     /// The store failed the batch: nothing of it was acknowledged.
     StoreError,
+    /// The NAS already holds its share of the writer's queue (`queue_per_nas`): the
+    /// others' records keep their places; this NAS retransmits.
+    NasShare,
 }
 
 impl AcctDrop {
     /// Every reason, in counter order.
-    pub const ALL: [AcctDrop; 6] = [
+    pub const ALL: [AcctDrop; 7] = [
         AcctDrop::UnknownNas,
         AcctDrop::BadAuthenticator,
         AcctDrop::Malformed,
         AcctDrop::Overload,
         AcctDrop::InProgress,
         AcctDrop::StoreError,
+        AcctDrop::NasShare,
     ];
 
     /// Stable label.
@@ -75,6 +79,7 @@ impl AcctDrop {
             AcctDrop::Overload => "overload",
             AcctDrop::InProgress => "in_progress",
             AcctDrop::StoreError => "store_error",
+            AcctDrop::NasShare => "nas_share",
         }
     }
 }
@@ -93,7 +98,10 @@ pub struct AcctNasStats {
     /// Duplicates answered again.
     pub duplicates: AtomicU64,
     /// Dropped, by [`AcctDrop::ALL`] order.
-    pub dropped: [AtomicU64; 6],
+    pub dropped: [AtomicU64; 7],
+    /// Its records in the writer's queue now (admission keeps it within
+    /// `queue_per_nas`; the writer takes it down as it takes records out).
+    queued: AtomicUsize,
     /// The exported twins of the fields above, labelled once here.
     exported: Exported,
 }
@@ -108,7 +116,7 @@ struct Exported {
     /// `portcullis_acct_duplicates_total{nas}`.
     duplicates: Counter,
     /// `portcullis_acct_dropped_total{nas,reason}`, in [`AcctDrop::ALL`] order.
-    dropped: [Counter; 6],
+    dropped: [Counter; 7],
 }
 
 impl AcctNasStats {
@@ -119,6 +127,7 @@ impl AcctNasStats {
             records: Default::default(),
             duplicates: AtomicU64::new(0),
             dropped: Default::default(),
+            queued: AtomicUsize::new(0),
             exported: Exported {
                 requests: metrics::counter!(REQUESTS, "nas" => n.clone()),
                 records: STATUSES
@@ -151,6 +160,23 @@ impl AcctNasStats {
         let i = AcctDrop::ALL.iter().position(|d| *d == why).unwrap_or(0);
         self.dropped[i].fetch_add(1, Ordering::Relaxed);
         self.exported.dropped[i].increment(1);
+    }
+
+    /// Take a place in the writer's queue if this NAS holds fewer than `share`; `false`:
+    /// it is at its share.
+    pub fn enter_queue(&self, share: usize) -> bool {
+        self.queued
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < share).then_some(n + 1)
+            })
+            .is_ok()
+    }
+
+    /// Give back a place (the writer took the record out, or it never got in).
+    pub fn leave_queue(&self) {
+        let _ = self
+            .queued
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
     }
 
     /// The counters as the status page shows them.
@@ -215,5 +241,25 @@ impl AcctStats {
             "commits": self.commits.load(Ordering::Relaxed),
             "nas": nas,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issue_28_one_nas_holds_at_most_its_share_of_the_queue() {
+        let stats = AcctStats::default();
+        let (storm, quiet) = (stats.nas("storm"), stats.nas("quiet"));
+        let admitted = (0..1000).filter(|_| storm.enter_queue(4)).count();
+        assert_eq!(admitted, 4, "the storming NAS stops at its share");
+        assert!(quiet.enter_queue(4), "another NAS still gets in");
+        storm.leave_queue();
+        assert!(storm.enter_queue(4), "a place given back is taken again");
+        assert!(!storm.enter_queue(4));
+        quiet.leave_queue();
+        quiet.leave_queue();
+        assert!(quiet.enter_queue(1), "never below zero");
     }
 }

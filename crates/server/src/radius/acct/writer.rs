@@ -59,6 +59,8 @@ pub(super) async fn run(
 }
 
 fn push(p: Pending, records: &mut Vec<AcctRecord>, replies: &mut Vec<Reply>) {
+    // Out of the queue: the NAS's share counts only what waits in it.
+    p.reply.stats.leave_queue();
     records.push(p.record);
     replies.push(p.reply);
 }
@@ -72,10 +74,13 @@ async fn commit(
 ) {
     let oldest = replies.iter().map(|r| r.arrived).min();
     let outcome = door.app.store.append_accounting(records).await;
-    records.clear();
     let batch = std::mem::take(replies);
+    let sink = door.app.verifier.audit_sink().map(|s| s.as_ref());
     match outcome {
         Ok(fresh) => {
+            let sources = batch.iter().map(|r| r.peer.ip());
+            super::audit::stored(sink, records, &fresh, sources, door.config.audit_records);
+            records.clear();
             door.stats.commits.fetch_add(1, Ordering::Relaxed);
             metrics::counter!(COMMITS).increment(1);
             if let Some(t) = oldest {
@@ -106,11 +111,19 @@ async fn commit(
         }
         Err(e) => {
             crate::metrics::store_failure("committing accounting records", &e);
-            let mut dedup = door.dedup.lock();
-            for r in &batch {
-                dedup.forget(&r.key);
-                r.stats.dropped(AcctDrop::StoreError);
+            {
+                let mut dedup = door.dedup.lock();
+                for r in &batch {
+                    dedup.forget(&r.key);
+                }
             }
+            for (r, rec) in batch.into_iter().zip(records.iter()) {
+                door.dropped(&r.stats, &rec.nas, r.peer.ip(), AcctDrop::StoreError);
+                if let Some(answer) = r.unable {
+                    r.path.send_later(answer, tracker);
+                }
+            }
+            records.clear();
         }
     }
 }

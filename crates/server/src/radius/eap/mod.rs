@@ -231,8 +231,8 @@ pub(super) async fn answer(
 ) -> Verdict {
     // RFC 3579 §3.3: an Access-Request with EAP-Message must carry Message-Authenticator,
     // whatever the NAS's PAP policy. The receive loop already dropped one that does not
-    // verify, so presence is what is left to check.
-    if packet.attr(attr::MESSAGE_AUTHENTICATOR).is_none() {
+    // verify, so presence is what is left to check. RADIUS/1.1 has none (RFC 9765 §5.2).
+    if !req.nas.radius_1_1 && packet.attr(attr::MESSAGE_AUTHENTICATOR).is_none() {
         return Verdict::Drop(DropReason::BadAuthenticator);
     }
     let parts = packet
@@ -445,23 +445,38 @@ async fn drive(
                         crate::metrics::store_failure("remembering an 802.1X session", &e);
                     }
                 }
-                let secret = req.nas.secret();
-                let mut salt: [u8; 2] = rand::rng().random();
-                let recv = mppe::encode_key_attribute(
-                    mppe::MS_MPPE_RECV_KEY,
-                    a.keys.recv_key(),
-                    secret,
-                    &packet.authenticator,
-                    salt,
-                );
-                salt[1] = salt[1].wrapping_add(1);
-                let send = mppe::encode_key_attribute(
-                    mppe::MS_MPPE_SEND_KEY,
-                    a.keys.send_key(),
-                    secret,
-                    &packet.authenticator,
-                    salt,
-                );
+                let (recv, send) = if req.nas.radius_1_1 {
+                    // RFC 9765 §5.1.4: the keys as strings; TLS hides them.
+                    (
+                        portcullis_radius::v11::mppe_key_attribute(
+                            mppe::MS_MPPE_RECV_KEY,
+                            a.keys.recv_key(),
+                        ),
+                        portcullis_radius::v11::mppe_key_attribute(
+                            mppe::MS_MPPE_SEND_KEY,
+                            a.keys.send_key(),
+                        ),
+                    )
+                } else {
+                    let secret = req.nas.secret();
+                    let mut salt: [u8; 2] = rand::rng().random();
+                    let recv = mppe::encode_key_attribute(
+                        mppe::MS_MPPE_RECV_KEY,
+                        a.keys.recv_key(),
+                        secret,
+                        &packet.authenticator,
+                        salt,
+                    );
+                    salt[1] = salt[1].wrapping_add(1);
+                    let send = mppe::encode_key_attribute(
+                        mppe::MS_MPPE_SEND_KEY,
+                        a.keys.send_key(),
+                        secret,
+                        &packet.authenticator,
+                        salt,
+                    );
+                    (recv, send)
+                };
                 let mut attrs = vec![(attr::VENDOR_SPECIFIC, recv), (attr::VENDOR_SPECIFIC, send)];
                 if !a.identity.is_empty() && a.identity.len() <= 253 {
                     attrs.push((attr::USER_NAME, a.identity.as_bytes().to_vec()));

@@ -40,6 +40,8 @@ pub struct FileRadsec {
     pub idle_timeout_secs: u64,
     /// A reply that cannot be written for this long closes its connection, milliseconds.
     pub write_timeout_ms: u64,
+    /// RADIUS/1.1 (RFC 9765) by ALPN: "off", "allow" or "require".
+    pub radius_1_1: String,
 }
 
 impl Default for FileRadsec {
@@ -57,8 +59,25 @@ impl Default for FileRadsec {
             handshake_timeout_ms: 5000,
             idle_timeout_secs: 300,
             write_timeout_ms: 10_000,
+            radius_1_1: "allow".into(),
         }
     }
+}
+
+/// Whether a RadSec connection may, or must, speak RADIUS/1.1 (RFC 9765 §3.3's
+/// "Version" variable).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Radius11 {
+    /// No ALPN at all ("unset"): every connection is RADIUS/1.0 (RFC 6614); a client's
+    /// ALPN offer gets no answer.
+    Off,
+    /// "1.0, 1.1": ALPN "radius/1.1" when the NAS offers it, else RADIUS/1.0 (also for
+    /// a NAS that offers no ALPN).
+    Allow,
+    /// "1.1": only RADIUS/1.1; a NAS offering only "radius/1.0" fails the handshake
+    /// (no_application_protocol), one offering no ALPN is told why (Protocol-Error) and
+    /// closed.
+    Require,
 }
 
 /// The validated `[radius.radsec]`.
@@ -88,6 +107,8 @@ pub struct RadsecConfig {
     pub idle_timeout: Duration,
     /// Reply write deadline.
     pub write_timeout: Duration,
+    /// RADIUS/1.1 negotiation.
+    pub radius_1_1: Radius11,
 }
 
 impl RadsecConfig {
@@ -153,6 +174,23 @@ impl RadsecConfig {
                 "radius.radsec.write_timeout_ms must be between 100 and 600000",
             ));
         }
+        let radius_1_1 = match f.radius_1_1.as_str() {
+            "off" => Radius11::Off,
+            "allow" => Radius11::Allow,
+            "require" => Radius11::Require,
+            other => {
+                return Err(invalid(format!(
+                    "radius.radsec.radius_1_1: unknown value '{other}' (\"off\", \"allow\", \
+                     \"require\")"
+                )));
+            }
+        };
+        if radius_1_1 != Radius11::Off && !versions.contains(&TlsVersion::Tls13) {
+            return Err(invalid(
+                "radius.radsec.radius_1_1 needs TLS 1.3 in radius.radsec.versions (RFC 9765 \
+                 §3.4); add \"1.3\" or set radius_1_1 = \"off\"",
+            ));
+        }
         Ok(Some(RadsecConfig {
             cert,
             key,
@@ -166,6 +204,7 @@ impl RadsecConfig {
             handshake_timeout: Duration::from_millis(f.handshake_timeout_ms),
             idle_timeout: Duration::from_secs(f.idle_timeout_secs),
             write_timeout: Duration::from_millis(f.write_timeout_ms),
+            radius_1_1,
         }))
     }
 }
@@ -207,6 +246,18 @@ idle_timeout_secs = 300
 # A reply that cannot be written within this many milliseconds (the NAS stopped reading)
 # closes the connection.
 write_timeout_ms = 10000
+# RADIUS/1.1 (RFC 9765), negotiated by TLS ALPN: no MD5 and no shared secret at all
+# (TLS authenticates and hides every packet), a 32-bit Token instead of the 8-bit
+# Identifier, User-Password and MS-MPPE keys in the clear inside TLS. Needs TLS 1.3.
+#   "allow": a NAS that offers "radius/1.1" speaks it; one that offers "radius/1.0" or
+#            no ALPN speaks RADIUS/1.0 (RFC 6614), as before (the RFC's default).
+#   "require": only RADIUS/1.1; a NAS offering only "radius/1.0" fails the handshake
+#            (TLS alert no_application_protocol), one offering no ALPN gets a
+#            Protocol-Error saying so and is closed. Set it once every NAS negotiates 1.1.
+#   "off": no ALPN; every connection is RADIUS/1.0.
+# TLS session resumption is off unless "off" (a resumed session must not downgrade a
+# NAS that negotiated RADIUS/1.1, RFC 9765 §3.5).
+radius_1_1 = "allow"
 "#;
 
 #[cfg(test)]
@@ -237,6 +288,8 @@ mod tests {
             ("handshake_timeout_ms = 1", "handshake_timeout_ms"),
             ("idle_timeout_secs = 0", "idle_timeout_secs"),
             ("write_timeout_ms = 1", "write_timeout_ms"),
+            ("radius_1_1 = \"on\"", "radius_1_1"),
+            ("versions = [\"1.2\"]\nradius_1_1 = \"require\"", "TLS 1.3"),
             ("bogus = 1", "bogus"),
         ] {
             let err = parse(&format!("{files}{extra}")).unwrap_err();
@@ -276,5 +329,24 @@ mod tests {
             )
         );
         assert_eq!(f.versions, d.versions);
+        assert_eq!(f.radius_1_1, d.radius_1_1);
+    }
+
+    #[test]
+    fn issue_28_radius_1_1_modes() {
+        let files = "cert = \"a\"\nkey = \"b\"\nclient_ca = \"c\"\n";
+        let mode = |m: &str| {
+            parse(&format!("{files}radius_1_1 = \"{m}\""))
+                .unwrap()
+                .unwrap()
+        };
+        assert_eq!(mode("off").radius_1_1, Radius11::Off);
+        assert_eq!(mode("allow").radius_1_1, Radius11::Allow);
+        assert_eq!(mode("require").radius_1_1, Radius11::Require);
+        assert_eq!(parse(files).unwrap().unwrap().radius_1_1, Radius11::Allow);
+        let tls12 = parse(&format!(
+            "{files}versions = [\"1.2\"]\nradius_1_1 = \"off\""
+        ));
+        assert!(tls12.is_ok(), "RADIUS/1.0 over TLS 1.2 stays possible");
     }
 }

@@ -21,6 +21,9 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use portcullis_radius::v11::ALPN_RADIUS_1_1;
+
+use super::config::Radius11;
 use super::tls::LeafNames;
 use super::{CLOSED, CONNECTIONS, RadsecDoor};
 use crate::radius::nas::{Nas, NasTable};
@@ -28,7 +31,7 @@ use crate::radius::reply::{ReplyPath, StreamReply};
 
 /// Why a connection was refused after TCP accept, with its counter label (the limits
 /// refused before TLS are counted in the accept loop).
-pub(super) const REFUSALS: [(&str, &str); 7] = [
+pub(super) const REFUSALS: [(&str, &str); 8] = [
     ("accepted", "the NAS was recognised"),
     ("limit", "radius.radsec.max_connections reached"),
     (
@@ -42,6 +45,10 @@ pub(super) const REFUSALS: [(&str, &str); 7] = [
     ),
     ("unknown_certificate", "the certificate names no NAS"),
     ("source_mismatch", "the NAS connected from outside its CIDR"),
+    (
+        "no_common_version",
+        "no RADIUS version both sides allow (radius.radsec.radius_1_1, RFC 9765)",
+    ),
 ];
 
 /// Serve one accepted TCP connection until it ends.
@@ -56,6 +63,20 @@ pub(super) async fn serve(
     let tls = match tokio::time::timeout(c.handshake_timeout, door.acceptor().accept(tcp)).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
+            let alpn = e
+                .get_ref()
+                .and_then(|i| i.downcast_ref::<rustls::Error>())
+                .is_some_and(|r| *r == rustls::Error::NoApplicationProtocol);
+            if alpn {
+                // RFC 9765 §3.3: worth an operator's attention (a NAS that will never
+                // connect until one side's configuration changes).
+                metrics::counter!(CONNECTIONS, "outcome" => "no_common_version").increment(1);
+                return door.log_refused(
+                    peer,
+                    "it offered no RADIUS version by ALPN that radius.radsec.radius_1_1 allows \
+                     (TLS alert no_application_protocol sent)",
+                );
+            }
             metrics::counter!(CONNECTIONS, "outcome" => "handshake_failed").increment(1);
             return tracing::debug!(%peer, "RadSec handshake failed: {e}");
         }
@@ -76,8 +97,20 @@ pub(super) async fn serve(
         metrics::counter!(CONNECTIONS, "outcome" => "handshake_failed").increment(1);
         return;
     };
+    let session = tls.get_ref().1;
+    let radius_1_1 = session.alpn_protocol() == Some(ALPN_RADIUS_1_1);
+    let version_refused = if radius_1_1 {
+        // RFC 9765 §3.4: RADIUS/1.1 only over TLS 1.3 (a client offering it over 1.2
+        // breaks the RFC; versions without 1.3 are refused in the configuration).
+        (session.protocol_version() != Some(rustls::ProtocolVersion::TLSv1_3))
+            .then_some("it negotiated RADIUS/1.1 over TLS 1.2 (RFC 9765 needs TLS 1.3)")
+    } else {
+        (c.radius_1_1 == Radius11::Require).then_some(
+            "it did not negotiate RADIUS/1.1 by ALPN and radius.radsec.radius_1_1 = \"require\"",
+        )
+    };
     let mut table = Arc::clone(&door.radius.nas.read());
-    let nas = match recognise(&table, &leaf, peer) {
+    let nas = match recognise(&table, &leaf, peer, radius_1_1) {
         Ok(n) => n,
         Err(outcome) => {
             metrics::counter!(CONNECTIONS, "outcome" => outcome).increment(1);
@@ -91,8 +124,13 @@ pub(super) async fn serve(
             return door.log_refused(peer, &what);
         }
     };
+    if let Some(why) = version_refused {
+        metrics::counter!(CONNECTIONS, "outcome" => "no_common_version").increment(1);
+        door.log_refused(peer, &format!("NAS {:?}: {why}", nas.name));
+        return refuse_version(tls, c.write_timeout).await;
+    }
     metrics::counter!(CONNECTIONS, "outcome" => "accepted").increment(1);
-    tracing::debug!(%peer, nas = %nas.name, "RadSec connection");
+    tracing::debug!(%peer, nas = %nas.name, radius_1_1, "RadSec connection");
 
     let (mut rd, mut wr) = tokio::io::split(tls);
     let in_flight = Arc::new(Semaphore::new(c.max_in_flight));
@@ -187,7 +225,7 @@ pub(super) async fn serve(
         // still be named by this certificate.
         let current = Arc::clone(&door.radius.nas.read());
         if !Arc::ptr_eq(&current, &table) {
-            match recognise(&current, &leaf, peer) {
+            match recognise(&current, &leaf, peer, radius_1_1) {
                 Ok(n) if n.name == nas.name => nas = n,
                 _ => break 'conn "nas_removed",
             }
@@ -216,6 +254,7 @@ fn recognise(
     table: &NasTable,
     leaf: &LeafNames,
     peer: SocketAddr,
+    radius_1_1: bool,
 ) -> Result<Arc<Nas>, &'static str> {
     let mut named = table.by_certificate(leaf).peekable();
     if named.peek().is_none() {
@@ -223,8 +262,27 @@ fn recognise(
     }
     named
         .find(|n| n.cidr.contains(peer.ip()))
-        .map(|n| Arc::new(n.over_radsec()))
+        .map(|n| Arc::new(n.over_radsec(radius_1_1)))
         .ok_or("source_mismatch")
+}
+
+/// Tell a NAS that did not negotiate RADIUS/1.1 where it is required, in the one way it
+/// may read (RFC 9765 §3.3.1: a Protocol-Error with a zero Token, Error-Cause 406 and a
+/// Reply-Message), then close.
+async fn refuse_version(
+    mut tls: tokio_rustls::server::TlsStream<TcpStream>,
+    within: std::time::Duration,
+) {
+    let why = portcullis_radius::v11::encode_protocol_error(
+        [0; 4],
+        portcullis_radius::v11::UNSUPPORTED_EXTENSION,
+        "this server requires RADIUS/1.1 (RFC 9765): offer ALPN \"radius/1.1\" over TLS 1.3",
+    );
+    let _ = tokio::time::timeout(within, async {
+        tls.write_all(&why).await?;
+        tls.shutdown().await
+    })
+    .await;
 }
 
 fn millis(since: Instant) -> u64 {

@@ -9,7 +9,10 @@
 //! [`ReplyPath::Stream`] instead of a UDP socket. The NAS is the one whose registered
 //! certificate the leaf matches (pinned SHA-256, or dNSName/CN) in the NAS table both
 //! doors load; its shared secret on this door is "radsec" (RFC 6614 §2.3,
-//! [`Nas::over_radsec`]), its station (NAS, Calling-Station-Id) as on UDP.
+//! [`Nas::over_radsec`]), its station (NAS, Calling-Station-Id) as on UDP. A connection
+//! whose handshake negotiated ALPN "radius/1.1" (`radius_1_1`, RFC 9765) has no secret at
+//! all: its NAS view says so and the same paths read and write its packets without MD5
+//! (`portcullis_radius::v11`).
 //!
 //! Parts: this module (binding, the accept loop with its connection limits, counters);
 //! [`conn`] (one connection: handshake deadline, NAS by certificate, reader with its

@@ -5,9 +5,14 @@
 //! from another CA, fails the handshake. Which NAS a good certificate names is decided
 //! after the handshake ([`LeafNames`], the NAS table).
 //!
-//! No ALPN is configured: this door speaks RADIUS/1.0 over TLS (RFC 6614). A client that
-//! offers "radius/1.0" or "radius/1.1" gets no ALPN answer, which RFC 9765 §3.2 reads
-//! as RADIUS/1.0 (a client that insists on RADIUS/1.1 closes the connection).
+//! ALPN per `radius_1_1` (RFC 9765 §3.3): "off" configures none (a client's offer gets no
+//! answer: RADIUS/1.0); "allow" answers "radius/1.1" when offered, else "radius/1.0"
+//! (rustls picks the server's first protocol the client offered; a client offering
+//! neither gets the no_application_protocol alert); "require" offers only "radius/1.1".
+//! With ALPN on, the server keeps no session state for resumption: a resumed session
+//! would renegotiate ALPN from scratch, and RFC 9765 §3.5 forbids letting a session that
+//! was RADIUS/1.1 come back as 1.0; RadSec connections are long-lived, so a full
+//! handshake per connection costs nothing that matters.
 
 use std::sync::Arc;
 
@@ -17,7 +22,9 @@ use x509_cert::Certificate;
 use x509_cert::der::Decode;
 use x509_cert::der::asn1::ObjectIdentifier;
 
-use super::config::RadsecConfig;
+use portcullis_radius::v11::{ALPN_RADIUS_1_0, ALPN_RADIUS_1_1};
+
+use super::config::{Radius11, RadsecConfig};
 use crate::tls::{TlsError, TlsSettings, TlsVersion};
 
 const ID_CE_SUBJECT_ALT_NAME: ObjectIdentifier = ObjectIdentifier::new_unwrap("2.5.29.17");
@@ -62,10 +69,19 @@ pub fn server_config(c: &RadsecConfig) -> Result<Arc<rustls::ServerConfig>, TlsE
     let verifier = vb
         .build()
         .map_err(|e| TlsError::Pem(format!("{}: {e}", c.client_ca.display())))?;
-    let config = rustls::ServerConfig::builder_with_provider(provider)
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_protocol_versions(&versions)?
         .with_client_cert_verifier(verifier)
         .with_single_cert(loaded.chain, key_der(&c.key)?)?;
+    config.alpn_protocols = match c.radius_1_1 {
+        Radius11::Off => Vec::new(),
+        Radius11::Allow => vec![ALPN_RADIUS_1_1.to_vec(), ALPN_RADIUS_1_0.to_vec()],
+        Radius11::Require => vec![ALPN_RADIUS_1_1.to_vec()],
+    };
+    if c.radius_1_1 != Radius11::Off {
+        config.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
+        config.send_tls13_tickets = 0;
+    }
     Ok(Arc::new(config))
 }
 
