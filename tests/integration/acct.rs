@@ -486,23 +486,11 @@ async fn issue_28_accounting_on_off_and_refused_classes_are_audited() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_28_demo_storm_beside_logins_stores_every_acknowledged_record() {
     use portcullis_lab::demo::acct_storm::{self, Durations, LOGIN_USERS};
-    use portcullis_store::{Store, UserRecord};
+    use portcullis_store::Store;
 
     let _heavy = crate::server_support::exclusive();
     let (r, acct) = start(|_| {}).await;
-    let policy = crate::server_support::test_policy();
-    for i in 0..LOGIN_USERS {
-        r.s.data
-            .store()
-            .put_user(&UserRecord {
-                username: format!("lab-client-{i}"),
-                password_hash: policy.hash(format!("lab-secret-{i}").as_bytes()).unwrap(),
-                disabled: false,
-                created_at: 0,
-            })
-            .await
-            .unwrap();
-    }
+    r.put_lab_users(LOGIN_USERS).await;
     let d = Durations {
         logins: Duration::from_secs(2),
         saturation: Duration::from_secs(1),
