@@ -92,7 +92,7 @@ mod portcullis_demo {
 
     use portcullis_hash::{Policy, Prf};
     use portcullis_lab::LabError;
-    use portcullis_lab::demo::{BoxFuture, DemoServer, Setup, Started};
+    use portcullis_lab::demo::{Accounting, BoxFuture, DemoServer, Setup, Started};
     use portcullis_server::{Config, Server};
     use portcullis_store::{ClientRecord, DataDir, Grant, NasRecord, Store, UserRecord};
 
@@ -120,6 +120,10 @@ mod portcullis_demo {
         }
 
         fn speaks_eap(&self) -> bool {
+            true
+        }
+
+        fn speaks_accounting(&self) -> bool {
             true
         }
 
@@ -152,6 +156,12 @@ mod portcullis_demo {
                     config.radius.listen = vec![std::net::SocketAddr::from(([127, 0, 0, 1], 0))];
                     config.radius.reject_delay = setup.reject_delay;
                     config.radius.reject_jitter = std::time::Duration::ZERO;
+                    if setup.accounting {
+                        // The same NAS sends accounting to its own loopback port, with
+                        // the [accounting] defaults (SQLite, durable group commits).
+                        config.radius.accounting_listen =
+                            vec![std::net::SocketAddr::from(([127, 0, 0, 1], 0))];
+                    }
                     let data = DataDir::open(&dir).await.map_err(err)?;
                     let nas = NasRecord {
                         name: "demo-nas".into(),
@@ -251,11 +261,26 @@ mod portcullis_demo {
                     .radius_addrs()
                     .first()
                     .map(|a| format!("radius://{a}"));
+                let accounting = server.accounting_addrs().first().map(|a| {
+                    let store = server.app().store.clone();
+                    Accounting {
+                        url: format!("radius://{a}"),
+                        stored: Box::new(move || -> BoxFuture<Result<u64, LabError>> {
+                            let store = store.clone();
+                            Box::pin(async move {
+                                let records =
+                                    store.acct_records_since(0, u32::MAX).await.map_err(err)?;
+                                Ok(records.len() as u64)
+                            })
+                        }),
+                    }
+                });
                 Ok(Started {
                     url,
                     metrics: "/metrics".into(),
                     radius,
                     replies_lack_message_authenticator: false,
+                    accounting,
                     stop: Box::new(move || -> BoxFuture<()> {
                         Box::pin(async move {
                             let _ = server.shutdown().await;

@@ -476,3 +476,67 @@ async fn issue_28_accounting_on_off_and_refused_classes_are_audited() {
     );
     assert!(events.iter().all(|e| e["client_id"] == "lab"), "{text}");
 }
+
+/// The machinery of the demo's "Accounting storm beside logins" section: PAP logins and
+/// an accounting storm, two lab runs with their own drivers started together against one
+/// server. Checked against the server itself, not the lab's report: the store holds at
+/// least as many records as the lab saw acknowledged (every record it sends is distinct),
+/// they were received while the logins ran, and the server counted at least the accepts
+/// the lab saw.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_28_demo_storm_beside_logins_stores_every_acknowledged_record() {
+    use portcullis_lab::demo::acct_storm::{self, Durations, LOGIN_USERS};
+    use portcullis_store::Store;
+
+    let _heavy = crate::server_support::exclusive();
+    let (r, acct) = start(|_| {}).await;
+    r.put_lab_users(LOGIN_USERS).await;
+    let d = Durations {
+        logins: Duration::from_secs(2),
+        saturation: Duration::from_secs(1),
+        timeout: Duration::from_secs(5),
+    };
+    let logins = acct_storm::logins("logins", &format!("radius://{}", r.addr), SECRET, &d).unwrap();
+    let storm = acct_storm::accounting(
+        "storm",
+        &format!("radius://{acct}"),
+        SECRET,
+        d.logins,
+        d.timeout,
+        Some(400.0),
+    )
+    .unwrap();
+    let both = acct_storm::beside(&logins, &storm, "test").await.unwrap();
+
+    let acks = acct_storm::acknowledged(&both.storm);
+    let accepts = acct_storm::acknowledged(&both.logins);
+    assert!(acks > 0 && accepts > 0, "acks {acks}, accepts {accepts}");
+    let rows =
+        r.s.data
+            .store()
+            .acct_records_since(0, u32::MAX)
+            .await
+            .unwrap();
+    assert!(
+        rows.len() as u64 >= acks,
+        "{acks} records acknowledged, {} stored",
+        rows.len()
+    );
+    let server_accepts = r.counters("lab").await["accepts"].as_u64().unwrap();
+    assert!(server_accepts >= accepts, "{server_accepts} < {accepts}");
+    // The storm's records arrived while the logins ran (unix seconds, so one either side).
+    let rep = &both.logins.repeats[0];
+    let (from, to) = (
+        rep.started_unix - 1,
+        rep.started_unix + rep.duration_s.ceil() as i64 + 1,
+    );
+    let during = rows
+        .iter()
+        .filter(|x| (from..=to).contains(&x.received_at))
+        .count();
+    assert_eq!(
+        during,
+        rows.len(),
+        "records outside the login run [{from}, {to}]"
+    );
+}

@@ -15,10 +15,8 @@ use portcullis_lab::record::Outcome;
 use portcullis_lab::scenario::EapMethod;
 use portcullis_lab::{RunOptions, Scenario};
 use portcullis_server::radius::eap::config::{EapConfig, FileEap};
-use portcullis_store::{Store, UserRecord};
 
 use crate::radius_support::{SECRET, start_radius};
-use crate::server_support::test_policy;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_25_lab_eap_logins_match_the_servers_counters() {
@@ -42,19 +40,7 @@ async fn issue_25_lab_eap_logins_match_the_servers_counters() {
         c.radius.eap = Some(eap);
     })
     .await;
-    let policy = test_policy();
-    for i in 0..4 {
-        r.s.data
-            .store()
-            .put_user(&UserRecord {
-                username: format!("lab-client-{i}"),
-                password_hash: policy.hash(format!("lab-secret-{i}").as_bytes()).unwrap(),
-                disabled: false,
-                created_at: 0,
-            })
-            .await
-            .unwrap();
-    }
+    r.put_lab_users(4).await;
 
     let secret = std::str::from_utf8(SECRET).unwrap();
     let (ca_path, cert, key) = (

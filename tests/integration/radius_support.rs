@@ -82,6 +82,21 @@ impl RadiusServer {
         status["radius"]["nas"][nas].clone()
     }
 
+    /// Users `lab-client-0..n` with passwords `lab-secret-N` (the lab's generated
+    /// principals), hashed with the test policy.
+    pub async fn put_lab_users(&self, n: usize) {
+        let policy = crate::server_support::test_policy();
+        for i in 0..n {
+            let user = portcullis_store::UserRecord {
+                username: format!("lab-client-{i}"),
+                password_hash: policy.hash(format!("lab-secret-{i}").as_bytes()).unwrap(),
+                disabled: false,
+                created_at: 0,
+            };
+            self.s.data.store().put_user(&user).await.unwrap();
+        }
+    }
+
     /// Full KDF derivations the core has run so far.
     pub async fn hashes(&self) -> u64 {
         let status = self.s.get("/status.json").await.json();

@@ -159,6 +159,7 @@ impl DemoServer for FreeRadiusServer {
                 metrics: "off".into(),
                 radius: Some(url),
                 replies_lack_message_authenticator: lacks_ma,
+                accounting: None,
                 stop: Box::new(move || -> BoxFuture<()> {
                     Box::pin(async move {
                         let _ = tokio::task::spawn_blocking(move || running.stop()).await;

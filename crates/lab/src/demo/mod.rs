@@ -4,11 +4,13 @@
 //! the [`DemoServer`] trait (the binary supplies Portcullis; [`BaselineServer`] and
 //! [`FreeRadiusServer`] are here).
 
+pub mod acct_storm;
 mod eap;
 mod fr_files;
 mod freeradius;
 mod freeradius_eap;
 
+pub use acct_storm::Accounting;
 pub use eap::{EapSetup, eap_table};
 pub use freeradius::FreeRadiusServer;
 
@@ -47,6 +49,8 @@ pub struct Setup {
     /// 802.1X scenarios: serve EAP-TLS and EAP-TTLS/PAP on the RADIUS side with these
     /// certificates (the demo's throwaway CA).
     pub eap: Option<EapSetup>,
+    /// Serve RADIUS accounting too (the accounting storm section), for the same NAS.
+    pub accounting: bool,
 }
 
 /// A started server.
@@ -60,6 +64,9 @@ pub struct Started {
     /// Its RADIUS replies carry no Message-Authenticator (a third-party server released
     /// before the BlastRADIUS fix): the lab checks their Response Authenticator only.
     pub replies_lack_message_authenticator: bool,
+    /// Its accounting listener and stored-record count, when [`Setup::accounting`] was
+    /// asked for and it serves accounting.
+    pub accounting: Option<Accounting>,
     /// Stops the server.
     pub stop: Box<dyn FnOnce() -> BoxFuture<()> + Send>,
 }
@@ -85,6 +92,11 @@ pub trait DemoServer: Send + Sync {
     }
     /// It serves 802.1X (with [`Setup::eap`]): the demo runs it in the EAP scenarios.
     fn speaks_eap(&self) -> bool {
+        false
+    }
+    /// It serves RADIUS accounting (with [`Setup::accounting`]) and can count what it
+    /// stored: the demo runs the accounting storm section against it.
+    fn speaks_accounting(&self) -> bool {
         false
     }
 }
@@ -155,6 +167,7 @@ impl DemoServer for BaselineServer {
                 metrics,
                 radius: radius.as_ref().map(|r| format!("radius://{}", r.addr())),
                 replies_lack_message_authenticator: false,
+                accounting: None,
                 stop: Box::new(move || -> BoxFuture<()> {
                     Box::pin(async move {
                         let _ = tokio::task::spawn_blocking(move || {
@@ -315,6 +328,7 @@ pub async fn run(servers: &[&dyn DemoServer], opts: &DemoOptions) -> Result<Repo
                     ca: ca.clone(),
                     server: server.clone(),
                 }),
+                accounting: false,
             };
             let started = srv.start(setup).await?;
             let (url, metrics) = match (&radius_secret, &started.radius) {
@@ -371,6 +385,7 @@ pub async fn run(servers: &[&dyn DemoServer], opts: &DemoOptions) -> Result<Repo
         });
     }
     let _ = std::fs::remove_dir_all(&pki_dir);
+    let storm = accounting_storm(servers, &scns, &clients, cal.iterations, opts).await?;
     let mut notes = vec![
         format!(
             "Client secrets are stored as PBKDF2-HMAC-SHA256 with {} iterations (demo cost, chosen so one verification takes about {:.1} ms on this machine; the production default is 600,000). Estimated hashing capacity with all {} cores (single-stream PBKDF2, which is what the baseline runs): {:.0} verifications/s; the overload scenario offers twice that. The machine is shared, so absolute rates are noisy: compare the two servers within one report.",
@@ -425,10 +440,14 @@ pub async fn run(servers: &[&dyn DemoServer], opts: &DemoOptions) -> Result<Repo
             eap_scenarios.join(", ")
         ));
     }
-    let tables = radius_table(&sections)
+    let mut tables: Vec<Table> = radius_table(&sections)
         .into_iter()
         .chain(eap_table(&sections))
         .collect();
+    if let Some((section, table)) = storm {
+        sections.push(section);
+        tables.push(table);
+    }
     Ok(Report {
         title: "Portcullis demo: naive baseline vs Portcullis under the field reports' scenarios"
             .into(),
@@ -437,6 +456,44 @@ pub async fn run(servers: &[&dyn DemoServer], opts: &DemoOptions) -> Result<Repo
         tables,
         sections,
     })
+}
+
+/// The accounting storm section against every server that serves accounting, with the
+/// RADIUS sections' secret, users and hash cost; `None` when no server takes part or the
+/// demo runs no RADIUS section.
+async fn accounting_storm(
+    servers: &[&dyn DemoServer],
+    scns: &[Scenario],
+    clients: &[(String, String)],
+    iterations: u32,
+    opts: &DemoOptions,
+) -> Result<Option<(Section, Table)>, LabError> {
+    let secret = scns.iter().find_map(|s| match &s.driver {
+        DriverSpec::Radius(r) if s.raw.name == RADIUS_ALONE => Some(r.secret.clone()),
+        _ => None,
+    });
+    let Some(secret) = secret else {
+        return Ok(None);
+    };
+    let durations = acct_storm::Durations::demo(opts.quick);
+    let mut found = Vec::new();
+    for srv in servers.iter().filter(|s| s.speaks_accounting()) {
+        if opts.progress {
+            eprintln!("{}: accounting storm beside logins...", srv.label());
+        }
+        let setup = Setup {
+            reject_delay: Duration::from_secs(1),
+            clients: clients.to_vec(),
+            iterations,
+            radius_secret: Some(secret.clone()),
+            tls: None,
+            generated_secrets: false,
+            eap: None,
+            accounting: true,
+        };
+        found.push((srv.label(), acct_storm::run(*srv, setup, &durations).await?));
+    }
+    Ok((!found.is_empty()).then(|| acct_storm::report(&found)))
 }
 
 /// One sentence per scenario comparing legitimate clients' experience across targets.
