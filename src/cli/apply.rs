@@ -50,7 +50,7 @@ pub struct ApplyArgs {
 struct RemoteArgs {
     /// Apply through the admin API of the server at this URL (`https://host:port` of
     /// `[admin] listen`) instead of the local store.
-    #[arg(long, value_name = "URL", conflicts_with = "data_dir")]
+    #[arg(long, value_name = "URL", conflicts_with_all = ["data_dir", "config"])]
     server: Option<String>,
     /// A file holding a bearer token with scope portcullis:admin:write (or set
     /// PORTCULLIS_ADMIN_TOKEN).

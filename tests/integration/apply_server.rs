@@ -11,7 +11,7 @@ use std::net::SocketAddr;
 use portcullis_store::DataDir;
 
 use crate::apply::{apply, apply_ok, scenario, snapshot, write_files};
-use crate::process_support::{cli, post, serve};
+use crate::process_support::{admin_addr, cli, post, serve};
 
 fn token(addr: SocketAddr, id: &str, secret: &str) -> String {
     let (status, _, body) = post(
@@ -62,20 +62,7 @@ async fn issue_27_apply_through_the_admin_api_converges_prunes_and_refuses_a_rea
     )
     .unwrap();
     let srv = serve(&config, &data);
-    let admin: SocketAddr = srv
-        .log
-        .lock()
-        .unwrap()
-        .iter()
-        .find_map(|l| {
-            l.split("admin API on ")
-                .nth(1)?
-                .split(' ')
-                .next()?
-                .parse()
-                .ok()
-        })
-        .expect("serve logs the admin listener's address");
+    let admin: SocketAddr = admin_addr(&srv);
     let write_token = token(srv.addr, "ops", &ops_secret);
     let token_file = tmp.path().join("ops.token");
     std::fs::write(&token_file, &write_token).unwrap();

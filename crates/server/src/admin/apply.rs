@@ -19,7 +19,7 @@ use portcullis_store::Resource;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use crate::admin::action::{Trail, bad_query, finish};
+use crate::admin::action::{Trail, audit, bad_query, finish};
 use crate::admin::auth::Caller;
 use crate::admin::clients::Clients;
 use crate::admin::conventions::{Reply, parse_json, read_body};
@@ -31,7 +31,6 @@ use crate::admin::users::Users;
 use crate::app::App;
 use crate::apply::declared::Declared;
 use crate::apply::plan::{Action, ApplyResult, Context, Plan, Step, changes};
-use crate::audit::AdminEvent;
 
 /// Flags of an apply.
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -159,15 +158,12 @@ fn audit_step(app: &App, caller: &Caller, s: &Step) {
         Action::Remove => (noun[2], StatusCode::NO_CONTENT),
         Action::Unchanged | Action::Kept(_) => return,
     };
-    app.audit.admin(&AdminEvent {
-        request_id: caller.request_id.clone(),
-        actor: caller.client_id.clone(),
-        token_id: caller.jti.clone(),
-        source: caller.source,
+    audit(
+        app,
+        caller,
         action,
-        resource: format!("{collection}/{}", s.key),
-        status: status.as_u16(),
-        before: None,
-        after: None,
-    });
+        format!("{collection}/{}", s.key),
+        status.as_u16(),
+        Trail::default(),
+    );
 }
