@@ -1,21 +1,22 @@
 //! Fuzz what the admin API (issue 27) reads from a caller: JSON bodies of every request
 //! type (with the failing field's pointer), the field checks of a new client (grants,
 //! scopes, lifetimes, JWKS / PEM / DN key material), a NAS's RadSec certificate (PEM or
-//! DER to pin), initial access tokens, and If-Match lists. First byte mod 9 picks the
-//! input; the rest is the body or header. Every input is a value or a problem, never a
-//! panic.
+//! DER to pin), initial access tokens, apply documents, and If-Match lists. First byte
+//! mod 10 picks the input; the rest is the body or header. Every input is a value or a
+//! problem, never a panic.
 #![no_main]
 
 use axum::http::{HeaderMap, HeaderValue, header};
 use libfuzzer_sys::fuzz_target;
 use portcullis_server::admin::conventions::{check_if_match, etag, parse_json};
 use portcullis_server::admin::{clients, keys, nas, registration_tokens, throttle, users};
+use portcullis_server::apply::declared::Declared;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&pick, rest)) = data.split_first() else {
         return;
     };
-    match pick % 9 {
+    match pick % 10 {
         0 => {
             if let Ok(n) = parse_json::<clients::NewClient>(rest) {
                 let _ = clients::check_new(n);
@@ -44,6 +45,23 @@ fuzz_target!(|data: &[u8]| {
         7 => {
             if let Ok(n) = parse_json::<registration_tokens::NewRegistrationToken>(rest) {
                 let _ = registration_tokens::token_of(n, 1_700_000_000);
+            }
+        }
+        8 => {
+            // `POST /admin/v1/apply`: a refusal never quotes a declared secret.
+            if let Ok(d) = parse_json::<Declared>(rest) {
+                let secrets: Vec<String> = d
+                    .clients
+                    .iter()
+                    .filter_map(|c| c.secret.clone())
+                    .chain(d.nas.iter().map(|n| n.secret.clone()))
+                    .filter(|s| s.len() >= 8)
+                    .collect();
+                if let Err(e) = d.check() {
+                    for s in &secrets {
+                        assert!(!e.message.contains(s.as_str()), "quotes a secret");
+                    }
+                }
             }
         }
         _ => {

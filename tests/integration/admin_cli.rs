@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use serde_json::json;
 
 use crate::admin::{call, text};
-use crate::process_support::{cli, post, serve};
+use crate::process_support::{admin_addr, cli, post, serve};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_27_first_admin_client_from_the_cli_drives_a_real_server() {
@@ -30,20 +30,7 @@ async fn issue_27_first_admin_client_from_the_cli_drives_a_real_server() {
     )
     .unwrap();
     let srv = serve(&config, &data);
-    let admin: SocketAddr = srv
-        .log
-        .lock()
-        .unwrap()
-        .iter()
-        .find_map(|l| {
-            l.split("admin API on ")
-                .nth(1)?
-                .split(' ')
-                .next()?
-                .parse()
-                .ok()
-        })
-        .expect("serve logs the admin listener's address");
+    let admin: SocketAddr = admin_addr(&srv);
     let (status, _, body) = post(
         srv.addr,
         "/oauth2/token",

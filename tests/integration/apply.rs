@@ -18,7 +18,7 @@ use crate::server_support::test_policy;
 const NAS_SECRET: &str = "nas-shared-secret-from-env-0123";
 const BILLING_SECRET: &str = "billing-chosen-secret-value-456";
 
-fn apply(args: &[&str]) -> Output {
+pub(crate) fn apply(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_portcullis"))
         .arg("apply")
         .args(args)
@@ -29,7 +29,7 @@ fn apply(args: &[&str]) -> Output {
 }
 
 /// Run apply; require success and no secret in anything it printed; return stdout.
-fn apply_ok(args: &[&str]) -> String {
+pub(crate) fn apply_ok(args: &[&str]) -> String {
     let out = apply(args);
     let stdout = String::from_utf8(out.stdout).unwrap();
     let stderr = String::from_utf8(out.stderr).unwrap();
@@ -42,7 +42,15 @@ fn apply_ok(args: &[&str]) -> String {
 
 /// The declared state: three clients (chosen secret from a file, a stored hash, a
 /// private_key_jwt key file), two users, one NAS whose secret is in the environment.
-fn write_files(dir: &Path, billing_scopes: &str, bob_disabled: bool, with_hashed: bool) -> String {
+/// `extra` is appended (records a caller needs kept, e.g. the admin client of a
+/// `--server` run).
+pub(crate) fn write_files(
+    dir: &Path,
+    billing_scopes: &str,
+    bob_disabled: bool,
+    with_hashed: bool,
+    extra: &str,
+) -> String {
     std::fs::create_dir_all(dir.join("secrets")).unwrap();
     std::fs::write(dir.join("secrets/billing"), format!("{BILLING_SECRET}\n")).unwrap();
     if !dir.join("reports.pub").exists() {
@@ -96,7 +104,8 @@ disabled = {bob_disabled}
 name = "office"
 cidr = "10.1.0.0/24"
 secret_env = "APPLY_TEST_NAS_SECRET"
-"#
+
+{extra}"#
     );
     let file = dir.join("portcullis.apply.toml");
     std::fs::write(&file, text).unwrap();
@@ -104,7 +113,7 @@ secret_env = "APPLY_TEST_NAS_SECRET"
 }
 
 /// Everything the store holds, with versions (which every write bumps).
-async fn snapshot(store: &dyn Store) -> Vec<String> {
+pub(crate) async fn snapshot(store: &dyn Store) -> Vec<String> {
     let mut out = Vec::new();
     for c in store.list_clients().await.unwrap() {
         let v = store.client_versioned(&c.id).await.unwrap().unwrap();
@@ -132,7 +141,7 @@ async fn snapshot(store: &dyn Store) -> Vec<String> {
 
 /// Records that were there before and are not declared: an operator's client, user and
 /// NAS, and a dynamically registered client.
-async fn seed_undeclared(store: &dyn Store, master: &portcullis_store::MasterKey) {
+pub(crate) async fn seed_undeclared(store: &dyn Store, master: &portcullis_store::MasterKey) {
     let client = |id: &str| ClientRecord {
         id: id.into(),
         auth: ClientAuth::Secret,
@@ -181,15 +190,19 @@ async fn seed_undeclared(store: &dyn Store, master: &portcullis_store::MasterKey
 }
 
 /// The whole scenario on one store; `target` are the arguments naming it.
-async fn scenario(
+/// `extra`: TOML appended to the file, declaring `kept` records the store already holds
+/// (they count as unchanged).
+pub(crate) async fn scenario(
     store: Arc<dyn Store>,
     peppers: &Peppers,
     master: &portcullis_store::MasterKey,
     files: &Path,
     target: &[&str],
+    (extra, kept_ids): (&str, &[&str]),
 ) {
+    let kept = kept_ids.len();
     seed_undeclared(store.as_ref(), master).await;
-    let file = write_files(files, "\"read\"", true, true);
+    let file = write_files(files, "\"read\"", true, true, extra);
     let with = |extra: &[&str]| -> Vec<String> {
         let mut v = vec![file.clone()];
         v.extend(extra.iter().map(|s| (*s).to_owned()));
@@ -205,7 +218,9 @@ async fn scenario(
     assert!(out.contains("nas \"office\": create"), "{out}");
     assert!(out.contains("client \"legacy\": kept"), "{out}");
     assert!(
-        out.contains("plan: 6 to create, 0 to update, 0 unchanged, 0 to remove"),
+        out.contains(&format!(
+            "plan: 6 to create, 0 to update, {kept} unchanged, 0 to remove"
+        )),
         "{out}"
     );
     assert_eq!(snapshot(store.as_ref()).await, before);
@@ -228,18 +243,24 @@ async fn scenario(
     let after_first = snapshot(store.as_ref()).await;
     let out = run(&[]);
     assert!(
-        out.contains("plan: 0 to create, 0 to update, 6 unchanged, 0 to remove"),
+        out.contains(&format!(
+            "plan: 0 to create, 0 to update, {} unchanged, 0 to remove",
+            6 + kept
+        )),
         "{out}"
     );
     assert!(out.ends_with("nothing to change\n"), "{out}");
     assert_eq!(snapshot(store.as_ref()).await, after_first);
     // A changed file: only what changed is updated.
-    write_files(files, "\"read\", \"write\"", false, true);
+    write_files(files, "\"read\", \"write\"", false, true, extra);
     let out = run(&[]);
     assert!(out.contains("client \"billing\": update (scopes)"), "{out}");
     assert!(out.contains("user \"bob\": update (disabled)"), "{out}");
     assert!(
-        out.contains("plan: 0 to create, 2 to update, 4 unchanged, 0 to remove"),
+        out.contains(&format!(
+            "plan: 0 to create, 2 to update, {} unchanged, 0 to remove",
+            4 + kept
+        )),
         "{out}"
     );
     let v = store.client_versioned("billing").await.unwrap().unwrap();
@@ -249,7 +270,7 @@ async fn scenario(
     assert!(!store.get_user("bob").await.unwrap().unwrap().disabled);
     // --prune removes only what the file does not declare (and never a registered
     // client); the dry run first changes nothing.
-    write_files(files, "\"read\", \"write\"", false, false);
+    write_files(files, "\"read\", \"write\"", false, false, extra);
     let before = snapshot(store.as_ref()).await;
     let out = run(&["--prune", "--dry-run"]);
     for line in [
@@ -284,7 +305,10 @@ async fn scenario(
         .map(|c| c.id)
         .collect();
     ids.sort();
-    assert_eq!(ids, ["billing", "dcr-partner", "reports"]);
+    let mut want = vec!["billing", "dcr-partner", "reports"];
+    want.extend_from_slice(kept_ids);
+    want.sort_unstable();
+    assert_eq!(ids, want);
     let users: Vec<String> = store
         .list_users()
         .await
@@ -315,7 +339,10 @@ async fn scenario(
     // And converged: another run with --prune changes nothing.
     let out = run(&["--prune"]);
     assert!(
-        out.contains("0 to create, 0 to update, 5 unchanged, 0 to remove"),
+        out.contains(&format!(
+            "0 to create, 0 to update, {} unchanged, 0 to remove",
+            5 + kept
+        )),
         "{out}"
     );
 }
@@ -335,6 +362,7 @@ async fn issue_27_apply_is_idempotent_dry_runs_change_nothing_and_prune_removes_
         dir.master_key(),
         &files,
         &target,
+        ("", &[]),
     )
     .await;
     // No secret in plaintext anywhere in the data directory.
@@ -376,6 +404,7 @@ async fn issue_27_apply_works_on_a_shared_postgres_store() {
         &secrets_loaded.master_key,
         &files,
         &target,
+        ("", &[]),
     )
     .await;
     schema.drop_now().await;

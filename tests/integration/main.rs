@@ -12,6 +12,7 @@ mod admin_resources;
 mod admin_schema;
 mod admin_tls;
 mod apply;
+mod apply_server;
 mod audit;
 mod client_auth;
 mod container;

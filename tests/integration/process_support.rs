@@ -134,3 +134,20 @@ pub fn listening_addr(child: &mut Child) -> SocketAddr {
         .expect("serve did not start")
         .unwrap()
 }
+
+/// Where `srv` opened its admin listener (`[admin] listen` on port 0), from its log.
+pub fn admin_addr(srv: &Serve) -> SocketAddr {
+    srv.log
+        .lock()
+        .unwrap()
+        .iter()
+        .find_map(|l| {
+            l.split("admin API on ")
+                .nth(1)?
+                .split(' ')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .expect("serve logs the admin listener's address")
+}

@@ -32,6 +32,22 @@ pub fn finish(
         Ok(r) => r.status,
         Err(p) => p.status,
     };
+    audit(app, caller, action, resource, status, trail);
+    match result {
+        Ok(r) => r.into_response(),
+        Err(p) => p.into_response(),
+    }
+}
+
+/// One `admin` audit event of `caller` (also one per record an apply writes).
+pub fn audit(
+    app: &App,
+    caller: &Caller,
+    action: &'static str,
+    resource: String,
+    status: u16,
+    trail: Trail,
+) {
     app.audit.admin(&AdminEvent {
         request_id: caller.request_id.clone(),
         actor: caller.client_id.clone(),
@@ -43,10 +59,6 @@ pub fn finish(
         before: trail.before,
         after: trail.after,
     });
-    match result {
-        Ok(r) => r.into_response(),
-        Err(p) => p.into_response(),
-    }
 }
 
 /// A path segment that failed to decode.

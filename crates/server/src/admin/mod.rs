@@ -16,10 +16,12 @@
 //! ETags, pages, Idempotency-Key), [`resource`] (the read, change and remove flow of
 //! versioned records, written once), [`auth`], [`action`] (audit), [`responses`]
 //! (documented error sets), and one module per resource: [`clients`], [`users`],
-//! [`nas`], [`keys`] (signing keys, revocations), [`registration_tokens`], [`throttle`];
+//! [`nas`], [`keys`] (signing keys, revocations), [`registration_tokens`], [`throttle`],
+//! [`apply`] (configuration as code, planned and carried out here);
 //! [`openapi`].
 
 pub mod action;
+pub mod apply;
 pub mod auth;
 pub mod clients;
 pub mod config;
@@ -96,6 +98,7 @@ pub fn router(app: Arc<App>) -> Router {
         )
         .route("/admin/v1/throttle", get(throttle::show))
         .route("/admin/v1/throttle/lift", post(throttle::lift))
+        .route("/admin/v1/apply", post(apply::apply))
         .route_layer(from_fn_with_state(Arc::clone(&app), auth::require));
     Router::new()
         .route("/admin/v1/openapi.json", get(openapi::document))

@@ -11,7 +11,7 @@ use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 
 use crate::admin::problem::{FieldError, ProblemDetails};
-use crate::admin::{clients, keys, nas, registration_tokens, throttle, users};
+use crate::admin::{apply, clients, keys, nas, registration_tokens, throttle, users};
 
 struct Bearer;
 
@@ -55,6 +55,7 @@ impl utoipa::Modify for Bearer {
         registration_tokens::list, registration_tokens::create, registration_tokens::get,
         registration_tokens::revoke,
         throttle::show, throttle::lift,
+        apply::apply,
     ),
     components(schemas(ProblemDetails, FieldError)),
     modifiers(&Bearer),
@@ -66,6 +67,7 @@ impl utoipa::Modify for Bearer {
         (name = "revocations", description = "Revoked tokens"),
         (name = "registration-tokens", description = "Initial access tokens (RFC 7591)"),
         (name = "throttle", description = "Failure budgets and blocks"),
+        (name = "apply", description = "Configuration as code (portcullis apply --server)"),
     )
 )]
 pub struct ApiDoc;
@@ -110,6 +112,7 @@ mod tests {
             "/admin/v1/throttle/lift",
             "/admin/v1/registration-tokens",
             "/admin/v1/registration-tokens/{id}",
+            "/admin/v1/apply",
         ] {
             assert!(doc["paths"].get(p).is_some(), "{p} missing");
         }
@@ -126,7 +129,7 @@ mod tests {
         ids.sort_unstable();
         ids.dedup();
         assert_eq!(ids.len(), n, "operationIds must be unique");
-        assert_eq!(n, 28);
+        assert_eq!(n, 29);
     }
 
     /// The copy in docs/ (linked from the README) is the served document. Regenerate it

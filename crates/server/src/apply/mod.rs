@@ -9,12 +9,16 @@
 //! compared with what is stored without being printed: a client secret by verifying it
 //! against the stored hash, a NAS secret by opening the sealed one, in constant time.
 
+pub mod declared;
 pub mod plan;
+pub mod remote;
 
 use std::path::{Path, PathBuf};
 
 use portcullis_core::IpPrefix;
 use portcullis_store::{ClientAuth, Grant, UserRecord};
+
+use declared::{Declared, DeclaredClient, DeclaredNas, DeclaredUser};
 use serde::Deserialize;
 use thiserror::Error;
 use zeroize::Zeroizing;
@@ -232,6 +236,48 @@ impl Desired {
 
     /// Parse and check TOML `text`; files it names are relative to `base`.
     pub fn parse(text: &str, base: &Path) -> Result<Desired, ApplyError> {
+        Declared::read(text, base)?
+            .check()
+            .map_err(|e| ApplyError(e.message))
+    }
+
+    fn check_unique(&self) -> Result<(), (String, ApplyError)> {
+        fn dup<'a>(
+            what: &str,
+            at: &str,
+            keys: impl Iterator<Item = &'a str>,
+        ) -> Result<(), (String, ApplyError)> {
+            let mut seen = std::collections::HashSet::new();
+            for (i, k) in keys.enumerate() {
+                if !seen.insert(k) {
+                    return Err((
+                        format!("{at}/{i}"),
+                        err(format!("{what} {k:?} is declared twice")),
+                    ));
+                }
+            }
+            Ok(())
+        }
+        dup(
+            "client",
+            "/clients",
+            self.clients.iter().map(|c| c.id.as_str()),
+        )?;
+        dup(
+            "user",
+            "/users",
+            self.users.iter().map(|u| u.username.as_str()),
+        )?;
+        dup("NAS", "/nas", self.nas.iter().map(|n| n.name.as_str()))?;
+        let cidrs: Vec<String> = self.nas.iter().map(|n| n.cidr.to_string()).collect();
+        dup("NAS address", "/nas", cidrs.iter().map(String::as_str))
+    }
+}
+
+impl Declared {
+    /// Parse TOML `text` and resolve every secret reference (files relative to `base`,
+    /// environment variables) and key file; the records are checked by [`Declared::check`].
+    pub fn read(text: &str, base: &Path) -> Result<Declared, ApplyError> {
         // The message and position only: the parser's own rendering quotes the offending
         // line, which may hold a secret pasted where a reference belongs.
         let file: FileDesired = toml::from_str(text).map_err(|e| {
@@ -240,11 +286,10 @@ impl Desired {
             });
             err(format!("line {line}: {}", e.message()))
         })?;
-        let mut clients = Vec::with_capacity(file.clients.len());
+        let mut out = Declared::default();
         for c in file.clients {
-            clients.push(client(c, base)?);
+            out.clients.push(client(c, base)?);
         }
-        let mut users = Vec::with_capacity(file.users.len());
         for u in file.users {
             let what = format!("user {:?}", u.username);
             let from_ref = read_secret(
@@ -264,116 +309,61 @@ impl Desired {
                     )));
                 }
             };
-            let user = UserRecord {
+            out.users.push(DeclaredUser {
                 username: u.username,
                 password_hash: hash,
                 disabled: u.disabled,
-                created_at: 0,
-            };
-            user.validate().map_err(|e| err(format!("{what}: {e}")))?;
-            users.push(user);
+            });
         }
-        let mut nas = Vec::with_capacity(file.nas.len());
         for n in file.nas {
             let what = format!("NAS {:?}", n.name);
-            portcullis_store::nas::validate_nas_name(&n.name)
-                .map_err(|e| err(format!("{what}: {e}")))?;
-            let cidr = portcullis_store::nas::parse_nas_cidr(&n.cidr)
-                .map_err(|e| err(format!("{what}: {e}")))?;
             let secret = read_secret(&what, base, n.secret_file.as_ref(), n.secret_env.as_ref())?
                 .ok_or_else(|| err(format!("{what}: give secret_file or secret_env")))?;
-            portcullis_store::nas::validate_nas_secret(&secret)
-                .map_err(|e| err(format!("{what}: {e}")))?;
-            nas.push(DesiredNas {
+            out.nas.push(DeclaredNas {
                 name: n.name,
-                cidr,
-                secret,
+                cidr: n.cidr,
+                secret: utf8_secret(&what, secret)?,
                 require_message_authenticator: n.require_message_authenticator,
             });
         }
-        let d = Desired {
-            clients,
-            users,
-            nas,
-        };
-        d.check_unique()?;
-        Ok(d)
-    }
-
-    fn check_unique(&self) -> Result<(), ApplyError> {
-        fn dup<'a>(what: &str, keys: impl Iterator<Item = &'a str>) -> Result<(), ApplyError> {
-            let mut seen = std::collections::HashSet::new();
-            for k in keys {
-                if !seen.insert(k) {
-                    return Err(err(format!("{what} {k:?} is declared twice")));
-                }
-            }
-            Ok(())
-        }
-        dup("client", self.clients.iter().map(|c| c.id.as_str()))?;
-        dup("user", self.users.iter().map(|u| u.username.as_str()))?;
-        dup("NAS", self.nas.iter().map(|n| n.name.as_str()))?;
-        let cidrs: Vec<String> = self.nas.iter().map(|n| n.cidr.to_string()).collect();
-        dup("NAS address", cidrs.iter().map(String::as_str))
+        Ok(out)
     }
 }
 
-fn client(c: FileClient, base: &Path) -> Result<DesiredClient, ApplyError> {
+/// Secrets travel as JSON strings to a server: they must be UTF-8.
+fn utf8_secret(what: &str, s: Zeroizing<Vec<u8>>) -> Result<String, ApplyError> {
+    String::from_utf8(s.to_vec()).map_err(|e| {
+        let mut bytes = e.into_bytes();
+        zeroize::Zeroize::zeroize(&mut bytes);
+        err(format!("{what}: the secret is not UTF-8"))
+    })
+}
+
+fn client(c: FileClient, base: &Path) -> Result<DeclaredClient, ApplyError> {
     let what = format!("client {:?}", c.id);
-    portcullis_store::record::validate_name("client id", &c.id)
-        .map_err(|e| err(format!("{what}: {e}")))?;
-    let grants = match c.grants {
-        None => vec![Grant::ClientCredentials],
-        Some(g) => g
-            .iter()
-            .map(|s| s.parse::<Grant>())
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| err(format!("{what}: {e}")))?,
-    };
-    let token_lifetime = c
-        .token_lifetime
-        .unwrap_or(portcullis_store::DEFAULT_TOKEN_LIFETIME);
-    portcullis_store::record::validate_settings(&grants, &c.scopes, token_lifetime)
-        .map_err(|e| err(format!("{what}: {e}")))?;
-    let secret = read_secret(&what, base, c.secret_file.as_ref(), c.secret_env.as_ref())?;
-    let keyed = |method: &str, material: String| {
-        crate::client_auth::registration(method, &material)
-            .map(DesiredAuth::Keyed)
-            .map_err(|e| err(format!("{what}: {e}")))
-    };
-    let mut ways = Vec::new();
-    if let Some(s) = secret {
-        ways.push(DesiredAuth::Secret(s));
-    }
-    if let Some(h) = c.secret_hash {
-        portcullis_store::record::validate_hash(&h).map_err(|e| err(format!("{what}: {e}")))?;
-        ways.push(DesiredAuth::SecretHash(h));
-    }
-    if let Some(f) = &c.private_key_jwt {
-        ways.push(keyed("private_key_jwt", read_text(&what, base, f)?)?);
-    }
-    if let Some(dn) = c.tls_client_auth {
-        ways.push(keyed("tls_client_auth", dn)?);
-    }
-    if let Some(f) = &c.self_signed_tls_client_auth {
-        ways.push(keyed(
-            "self_signed_tls_client_auth",
-            read_text(&what, base, f)?,
-        )?);
-    }
-    if ways.len() != 1 {
-        return Err(err(format!(
-            "{what}: give exactly one of secret_file, secret_env, secret_hash, \
-             private_key_jwt, tls_client_auth, self_signed_tls_client_auth"
-        )));
-    }
-    let auth = ways.remove(0);
-    Ok(DesiredClient {
-        id: c.id,
-        auth,
-        grants,
-        scopes: c.scopes,
-        token_lifetime,
+    let secret = read_secret(&what, base, c.secret_file.as_ref(), c.secret_env.as_ref())?
+        .map(|s| utf8_secret(&what, s))
+        .transpose()?;
+    let private_key_jwt = c
+        .private_key_jwt
+        .as_deref()
+        .map(|f| read_text(&what, base, f))
+        .transpose()?;
+    let self_signed = c
+        .self_signed_tls_client_auth
+        .as_deref()
+        .map(|f| read_text(&what, base, f))
+        .transpose()?;
+    Ok(DeclaredClient {
+        id: c.id.clone(),
+        grants: c.grants.clone(),
+        scopes: c.scopes.clone(),
+        token_lifetime: c.token_lifetime,
+        secret,
+        secret_hash: c.secret_hash.clone(),
+        private_key_jwt,
+        tls_client_auth: c.tls_client_auth.clone(),
+        self_signed_tls_client_auth: self_signed,
     })
 }
 

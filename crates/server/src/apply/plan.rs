@@ -14,7 +14,9 @@ use std::sync::Arc;
 use portcullis_hash::{Credential, Peppers, Policy};
 use portcullis_store::versioned::Resource;
 use portcullis_store::{ClientAuth, ClientRecord, MasterKey, NasRecord, Store, UserRecord};
+use serde::{Deserialize, Serialize};
 use subtle::ConstantTimeEq;
+use utoipa::ToSchema;
 
 use super::{ApplyError, Desired, DesiredAuth, err};
 
@@ -363,54 +365,51 @@ impl Plan {
         Ok(())
     }
 
-    /// How many steps do `what` (`create`, `update`, `unchanged`, `remove`).
-    pub fn count(&self, what: &str) -> usize {
+    /// The plan as items, as `POST /admin/v1/apply` answers it (no secret, no hash).
+    pub fn items(&self) -> Vec<PlanItem> {
         self.steps
             .iter()
-            .filter(|s| {
-                matches!(
-                    (&s.action, what),
-                    (Action::Create, "create")
-                        | (Action::Update(_), "update")
-                        | (Action::Unchanged, "unchanged")
-                        | (Action::Remove, "remove")
-                )
+            .map(|s| {
+                let (action, fields, reason) = match &s.action {
+                    Action::Create => (ItemAction::Create, Vec::new(), None),
+                    Action::Update(f) => (
+                        ItemAction::Update,
+                        f.iter().map(|f| (*f).to_owned()).collect(),
+                        None,
+                    ),
+                    Action::Unchanged => (ItemAction::Unchanged, Vec::new(), None),
+                    Action::Remove => (ItemAction::Remove, Vec::new(), None),
+                    Action::Kept(why) => (ItemAction::Kept, Vec::new(), Some((*why).to_owned())),
+                };
+                PlanItem {
+                    kind: kind_name(s.kind).to_owned(),
+                    name: s.key.clone(),
+                    action,
+                    fields,
+                    reason,
+                }
             })
-            .count()
+            .collect()
     }
 
     /// Whether applying would change anything.
     pub fn changes(&self) -> bool {
-        self.count("create") + self.count("update") + self.count("remove") > 0
+        changes(&self.items())
     }
 
     /// The plan as text, one line per record and a summary (no secret, no hash).
     pub fn render(&self) -> String {
-        let mut out = String::new();
-        for s in &self.steps {
-            let what = match &s.action {
-                Action::Create => "create".to_owned(),
-                Action::Update(f) => format!("update ({})", f.join(", ")),
-                Action::Unchanged => "unchanged".to_owned(),
-                Action::Remove => "remove".to_owned(),
-                Action::Kept(why) => format!("kept ({why})"),
-            };
-            let _ = writeln!(out, "{} {:?}: {what}", kind_name(s.kind), s.key);
-        }
-        let _ = writeln!(
-            out,
-            "plan: {} to create, {} to update, {} unchanged, {} to remove",
-            self.count("create"),
-            self.count("update"),
-            self.count("unchanged"),
-            self.count("remove")
-        );
-        out
+        render(&self.items())
     }
 
     /// Carry the plan out: removals first (a NAS address or name may be reused by a
     /// declared one), then updates, then creations. Stops at the first failure.
-    pub async fn execute(&self, store: &dyn Store) -> Result<(), ApplyError> {
+    /// `done` is told of every step carried out (caches to forget, audit events).
+    pub async fn execute(
+        &self,
+        store: &dyn Store,
+        done: &mut (dyn FnMut(&Step) + Send),
+    ) -> Result<(), ApplyError> {
         let fail = |s: &Step, e: portcullis_store::StoreError| {
             let hint = if matches!(e, portcullis_store::StoreError::Conflict(_)) {
                 " (changed by someone else while applying; run apply again)"
@@ -424,6 +423,7 @@ impl Plan {
                 .remove_versioned(s.kind, &s.key, s.version)
                 .await
                 .map_err(|e| fail(s, e))?;
+            done(s);
         }
         for s in &self.steps {
             let r = match (&s.action, &s.write) {
@@ -436,18 +436,20 @@ impl Plan {
                 (Action::Update(_), Write::Nas(n)) => {
                     store.replace_nas(n, s.version).await.map(drop)
                 }
-                _ => Ok(()),
+                _ => continue,
             };
             r.map_err(|e| fail(s, e))?;
+            done(s);
         }
         for s in &self.steps {
             let r = match (&s.action, &s.write) {
                 (Action::Create, Write::Client(c)) => store.put_client(c).await,
                 (Action::Create, Write::User(u)) => store.put_user(u).await,
                 (Action::Create, Write::Nas(n)) => store.put_nas(n).await,
-                _ => Ok(()),
+                _ => continue,
             };
             r.map_err(|e| fail(s, e))?;
+            done(s);
         }
         Ok(())
     }
@@ -461,4 +463,87 @@ fn step(kind: Resource, key: &str, action: Action, version: i64, write: Write) -
         version,
         write,
     }
+}
+
+/// What an item of the plan does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ItemAction {
+    /// Added.
+    Create,
+    /// Changed in `fields`.
+    Update,
+    /// As declared.
+    Unchanged,
+    /// Not declared and pruned.
+    Remove,
+    /// Not declared and kept (`reason` says why).
+    Kept,
+}
+
+/// One record of the plan.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct PlanItem {
+    /// `client`, `user` or `nas`.
+    pub kind: String,
+    /// Its id, username or name.
+    pub name: String,
+    /// What happens to it.
+    pub action: ItemAction,
+    /// With `update`: the fields that differ (names only, never values).
+    #[serde(default)]
+    pub fields: Vec<String>,
+    /// With `kept`: why it is kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+fn count(items: &[PlanItem], what: ItemAction) -> usize {
+    items.iter().filter(|i| i.action == what).count()
+}
+
+/// Whether the items change anything.
+pub fn changes(items: &[PlanItem]) -> bool {
+    items.iter().any(|i| {
+        matches!(
+            i.action,
+            ItemAction::Create | ItemAction::Update | ItemAction::Remove
+        )
+    })
+}
+
+/// Items as text, one line per record and a summary: the one format of a local plan
+/// and of a server's answer.
+pub fn render(items: &[PlanItem]) -> String {
+    let mut out = String::new();
+    for i in items {
+        let what = match i.action {
+            ItemAction::Create => "create".to_owned(),
+            ItemAction::Update => format!("update ({})", i.fields.join(", ")),
+            ItemAction::Unchanged => "unchanged".to_owned(),
+            ItemAction::Remove => "remove".to_owned(),
+            ItemAction::Kept => format!("kept ({})", i.reason.as_deref().unwrap_or("")),
+        };
+        let _ = writeln!(out, "{} {:?}: {what}", i.kind, i.name);
+    }
+    let _ = writeln!(
+        out,
+        "plan: {} to create, {} to update, {} unchanged, {} to remove",
+        count(items, ItemAction::Create),
+        count(items, ItemAction::Update),
+        count(items, ItemAction::Unchanged),
+        count(items, ItemAction::Remove)
+    );
+    out
+}
+
+/// The answer of `POST /admin/v1/apply`: the plan, and whether it was carried out.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ApplyResult {
+    /// One item per declared record, then the undeclared ones.
+    pub items: Vec<PlanItem>,
+    /// True when the plan was carried out (false on a dry run or with nothing to change).
+    pub applied: bool,
+    /// Echoes the `dry_run` flag.
+    pub dry_run: bool,
 }

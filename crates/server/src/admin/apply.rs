@@ -1,0 +1,169 @@
+//! `POST /admin/v1/apply`: configuration as code against a running server
+//! (`portcullis apply FILE --server URL`). The body is the declared document with its
+//! secrets resolved by the CLI ([`Declared`]); it is checked by the same code as a local
+//! file, planned against this server's store and carried out by the same
+//! compare-and-set steps as a local apply ([`crate::apply::plan`]). The plan is computed
+//! here because it compares declared secrets with stored hashes and sealed secrets, which
+//! the API never shows. The answer is the plan, never a secret; every record changed is
+//! one audit event, besides the `apply` event of the request.
+
+use std::sync::Arc;
+
+use axum::Extension;
+use axum::body::Body;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use portcullis_store::Resource;
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use crate::admin::action::{Trail, audit, bad_query, finish};
+use crate::admin::auth::Caller;
+use crate::admin::clients::Clients;
+use crate::admin::conventions::{Reply, parse_json, read_body};
+use crate::admin::nas::Nases;
+use crate::admin::problem::{Problem, kind};
+use crate::admin::resource::Kind;
+use crate::admin::responses::WriteErrors;
+use crate::admin::users::Users;
+use crate::app::App;
+use crate::apply::declared::Declared;
+use crate::apply::plan::{Action, ApplyResult, Context, Plan, Step, changes};
+
+/// Flags of an apply.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ApplyQuery {
+    /// Answer the plan and change nothing.
+    #[serde(default)]
+    pub dry_run: bool,
+    /// Remove clients, users and NAS the document does not declare (dynamically
+    /// registered clients are never removed).
+    #[serde(default)]
+    pub prune: bool,
+}
+
+/// Make the store hold what the document declares.
+#[utoipa::path(post, operation_id = "apply", path = "/admin/v1/apply", tag = "apply", request_body = Declared,
+    params(ApplyQuery),
+    responses((status = 200, body = ApplyResult, description = "The plan; carried out unless dry_run"),
+        (status = 503, description = "The store is unavailable"), WriteErrors),
+    security(("bearer" = ["portcullis:admin:write"])))]
+pub async fn apply(
+    State(app): State<Arc<App>>,
+    Extension(caller): Extension<Caller>,
+    q: Result<Query<ApplyQuery>, QueryRejection>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let r = async {
+        let Query(q) = q.map_err(|e| bad_query(&e))?;
+        let bytes = read_body(&app, &headers, body).await?;
+        let declared: Declared = parse_json(&bytes)?;
+        let desired = declared
+            .check()
+            .map_err(|e| Problem::field(e.pointer, e.message))?;
+        // Comparing and hashing client secrets costs a KDF each: the whole apply runs on
+        // a blocking thread, never on the runtime's workers.
+        let (app2, caller2) = (Arc::clone(&app), caller.clone());
+        let rt = tokio::runtime::Handle::current();
+        tokio::task::spawn_blocking(move || {
+            rt.block_on(run(&app2, &caller2, &desired, q.dry_run, q.prune))
+        })
+        .await
+        .map_err(|_| {
+            Problem::unavailable("apply failed; retry", std::time::Duration::from_secs(1))
+        })?
+    }
+    .await;
+    finish(
+        &app,
+        &caller,
+        "apply",
+        "apply".to_owned(),
+        Trail::default(),
+        r,
+    )
+}
+
+async fn run(
+    app: &App,
+    caller: &Caller,
+    desired: &crate::apply::Desired,
+    dry_run: bool,
+    prune: bool,
+) -> Result<Reply, Problem> {
+    let peppers = app.verifier.peppers();
+    let cx = Context {
+        store: Arc::clone(&app.store),
+        peppers: &peppers,
+        master_key: &app.master_key,
+        policy: &app.config.policy,
+        now: crate::keys::unix_now(),
+    };
+    let plan = Plan::make(desired, &cx, prune).await.map_err(|e| {
+        Problem::unavailable(
+            format!("planning failed: {e}"),
+            std::time::Duration::from_secs(1),
+        )
+    })?;
+    let items = plan.items();
+    let applied = !dry_run && changes(&items);
+    if applied {
+        let mut done = |s: &Step| audit_step(app, caller, s);
+        plan.execute(app.store.as_ref(), &mut done)
+            .await
+            .map_err(|e| {
+                Problem::new(
+                    StatusCode::CONFLICT,
+                    kind::CONFLICT,
+                    "Apply stopped",
+                    format!("{e} (steps before it were applied; apply again)"),
+                )
+            })?;
+    }
+    Reply::ok(&ApplyResult {
+        items,
+        applied,
+        dry_run,
+    })
+}
+
+/// A record changed: its caches are forgotten and the change is audited like the
+/// matching single-record action.
+fn audit_step(app: &App, caller: &Caller, s: &Step) {
+    let (collection, noun) = match s.kind {
+        Resource::Client => {
+            Clients::forget(app, &s.key);
+            (
+                "clients",
+                ["client.create", "client.update", "client.remove"],
+            )
+        }
+        Resource::User => {
+            Users::forget(app, &s.key);
+            ("users", ["user.create", "user.update", "user.remove"])
+        }
+        Resource::Nas => {
+            Nases::forget(app, &s.key);
+            ("nas", ["nas.create", "nas.update", "nas.remove"])
+        }
+    };
+    let (action, status) = match s.action {
+        Action::Create => (noun[0], StatusCode::CREATED),
+        Action::Update(_) => (noun[1], StatusCode::OK),
+        Action::Remove => (noun[2], StatusCode::NO_CONTENT),
+        Action::Unchanged | Action::Kept(_) => return,
+    };
+    audit(
+        app,
+        caller,
+        action,
+        format!("{collection}/{}", s.key),
+        status.as_u16(),
+        Trail::default(),
+    );
+}
