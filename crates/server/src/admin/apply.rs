@@ -32,6 +32,9 @@ use crate::app::App;
 use crate::apply::declared::Declared;
 use crate::apply::plan::{Action, ApplyResult, Context, Plan, Step, changes};
 
+/// Held while an apply runs: one at a time per instance.
+static APPLY_GATE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// Flags of an apply.
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
@@ -66,17 +69,24 @@ pub async fn apply(
         let desired = declared
             .check()
             .map_err(|e| Problem::field(e.pointer, e.message))?;
-        // Comparing and hashing client secrets costs a KDF each: the whole apply runs on
-        // a blocking thread, never on the runtime's workers.
+        // Comparing and hashing client secrets costs a KDF each, and no KDF runs on the
+        // runtime's workers or its blocking pool (ARCHITECTURE.md, invariant 1): the apply
+        // runs on a thread of its own, one apply at a time (two declarative applies
+        // interleaved would each undo the other's plan, and the gate bounds the threads).
+        let _gate = APPLY_GATE.lock().await;
         let (app2, caller2) = (Arc::clone(&app), caller.clone());
         let rt = tokio::runtime::Handle::current();
-        tokio::task::spawn_blocking(move || {
-            rt.block_on(run(&app2, &caller2, &desired, q.dry_run, q.prune))
-        })
-        .await
-        .map_err(|_| {
-            Problem::unavailable("apply failed; retry", std::time::Duration::from_secs(1))
-        })?
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let unavailable =
+            || Problem::unavailable("apply failed; retry", std::time::Duration::from_secs(1));
+        std::thread::Builder::new()
+            .name("portcullis-apply".into())
+            .spawn(move || {
+                let r = rt.block_on(run(&app2, &caller2, &desired, q.dry_run, q.prune));
+                let _ = tx.send(r);
+            })
+            .map_err(|_| unavailable())?;
+        rx.await.map_err(|_| unavailable())?
     }
     .await;
     finish(
