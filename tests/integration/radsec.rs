@@ -621,3 +621,91 @@ async fn issue_28_reload_rereads_the_radsec_crl() {
     );
     assert!(try_login(&r, Some(&r.certs.ap1), &[]).await.is_err());
 }
+
+/// A counter of `/metrics` (the line with `name` and every `labels` part).
+async fn metric(r: &RadsecServer, name: &str, labels: &[&str]) -> Option<f64> {
+    let text = String::from_utf8(r.s.get("/metrics").await.body).unwrap();
+    text.lines()
+        .find(|l| l.starts_with(name) && labels.iter().all(|p| l.contains(p)))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_28_radsec_peer_that_stops_reading_is_cut_off_by_the_write_deadline() {
+    let _x = crate::server_support::exclusive();
+    let r = start_radsec(
+        |f| {
+            f.write_timeout_ms = 300;
+            f.max_in_flight = 4;
+            f.max_connections_per_source = 1;
+        },
+        |_| {},
+    )
+    .await;
+    r.s.add_user("fred", "fr3d's password").await;
+    // The metrics recorder is the test process's (shared by every server it started):
+    // compare with the count before.
+    let cut_before = metric(&r, "portcullis_radsec_closed_total", &["write_timeout"])
+        .await
+        .unwrap_or(0.0);
+    // A NAS that, after the handshake, never reads a byte from its socket: it writes up to
+    // 2,000 Status-Server requests (their answers are far more than its small receive
+    // buffer holds, far less than the server's send buffer), then goes quiet with the
+    // connection open. The idle timeout (300 s) must not be what ends it.
+    let sock = tokio::net::TcpSocket::new_v4().unwrap();
+    sock.set_recv_buffer_size(4096).unwrap();
+    let mut tcp = sock.connect(r.addr).await.unwrap().into_std().unwrap();
+    tcp.set_nonblocking(false).unwrap();
+    tcp.set_write_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let config = client_config(&r.certs.ca, Some(&r.certs.ap1), &[]);
+    let (quiet_tx, quiet_rx) = tokio::sync::oneshot::channel();
+    let nas = tokio::task::spawn_blocking(move || {
+        let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+        let mut conn = rustls::ClientConnection::new(config, name).unwrap();
+        while conn.is_handshaking() {
+            conn.complete_io(&mut tcp).unwrap();
+        }
+        let mut sent = 0u32;
+        'send: while sent < 2000 {
+            let mut auth = [0x5au8; 16];
+            auth[..4].copy_from_slice(&sent.to_be_bytes());
+            let req = encode_request(Code::StatusServer, sent as u8, auth, &[], RADSEC).unwrap();
+            conn.writer().write_all(&req).unwrap();
+            while conn.wants_write() {
+                if conn.write_tls(&mut tcp).is_err() {
+                    break 'send;
+                }
+            }
+            sent += 1;
+        }
+        let _ = quiet_tx.send(sent);
+        // Hold the connection open, unread, until the test is done with it.
+        tcp
+    });
+    let sent = quiet_rx.await.unwrap();
+    assert!(sent > 4, "{sent}");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let cut = metric(&r, "portcullis_radsec_closed_total", &["write_timeout"]).await;
+        if cut == Some(cut_before + 1.0) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not cut after {sent} requests: {cut:?}, before {cut_before}"
+        );
+        tokio::task::yield_now().await;
+    }
+    // Its slot is free again (one connection per source): the same address is served.
+    let (ca, ap1, addr) = (r.certs.ca.clone(), r.certs.ap1.clone(), r.addr);
+    let code = tokio::task::spawn_blocking(move || {
+        let mut c = connect(addr, client_config(&ca, Some(&ap1), &[])).unwrap();
+        login(&mut c, 3, "fred", "fr3d's password").unwrap()
+    })
+    .await
+    .unwrap();
+    assert_eq!(code, Code::AccessAccept);
+    drop(nas.await.unwrap());
+}

@@ -38,7 +38,8 @@ pub struct FileRadsec {
     pub handshake_timeout_ms: u64,
     /// A connection with no request for this long (and none in flight) is closed, seconds.
     pub idle_timeout_secs: u64,
-    /// A reply that cannot be written for this long closes its connection, milliseconds.
+    /// A reply that cannot be written, or that the NAS does not acknowledge (TCP), for this
+    /// long closes its connection, milliseconds. Also the socket's `TCP_USER_TIMEOUT`.
     pub write_timeout_ms: u64,
     /// RADIUS/1.1 (RFC 9765) by ALPN: "off", "allow" or "require".
     pub radius_1_1: String,
@@ -243,8 +244,8 @@ handshake_timeout_ms = 5000
 # A connection that sends no whole request for this long, with none in flight, is closed
 # (octets trickling in do not keep it open).
 idle_timeout_secs = 300
-# A reply that cannot be written within this many milliseconds (the NAS stopped reading)
-# closes the connection.
+# A reply that cannot be written within this many milliseconds, or that the NAS does not
+# acknowledge within it (it stopped reading; Linux TCP_USER_TIMEOUT), closes the connection.
 write_timeout_ms = 10000
 # RADIUS/1.1 (RFC 9765), negotiated by TLS ALPN: no MD5 and no shared secret at all
 # (TLS authenticates and hides every packet), a 32-bit Token instead of the 8-bit

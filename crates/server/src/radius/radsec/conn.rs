@@ -8,6 +8,13 @@
 //! holds one packet. Each request's permit travels with its answer into the writer's
 //! queue and is released when the answer is written; a NAS that stops reading its
 //! answers therefore stops its own reader, and the write deadline closes it.
+//!
+//! The writer's deadline alone does not see such a NAS soon: a write "completes" once the
+//! kernel has the bytes, and Linux lets a loopback or LAN connection's send buffer grow to
+//! megabytes, so tens of thousands of answers can pile up unread while the writer never
+//! waits. The same deadline is therefore also given to the kernel as `TCP_USER_TIMEOUT`:
+//! answers the NAS has not acknowledged (lost, or held back by a receive window it never
+//! opens again) for `write_timeout` end the connection, whether or not the NAS still sends.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -60,6 +67,7 @@ pub(super) async fn serve(
     tracker: &TaskTracker,
 ) {
     let c = &door.config;
+    bound_unacknowledged(&tcp, c.write_timeout, peer);
     let tls = match tokio::time::timeout(c.handshake_timeout, door.acceptor().accept(tcp)).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
@@ -147,9 +155,13 @@ pub(super) async fn serve(
             while let Some((bytes, permit)) = rx.recv().await {
                 match tokio::time::timeout(write_timeout, wr.write_all(&bytes)).await {
                     Ok(Ok(())) => {}
-                    Ok(Err(_)) => {
+                    Ok(Err(e)) => {
                         closed.cancel();
-                        return "write_failed";
+                        return if e.kind() == std::io::ErrorKind::TimedOut {
+                            "write_timeout"
+                        } else {
+                            "write_failed"
+                        };
                     }
                     Err(_) => {
                         closed.cancel();
@@ -206,6 +218,10 @@ pub(super) async fn serve(
                 r = rd.read(room) => match r {
                     Ok(0) => break 'conn "eof",
                     Ok(n) => n,
+                    // The kernel's write deadline (TCP_USER_TIMEOUT) ended it.
+                    Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+                        break 'conn "write_timeout"
+                    }
                     Err(_) => break 'conn "read_error",
                 },
                 () = tokio::time::sleep_until(deadline()) => {
@@ -283,6 +299,23 @@ async fn refuse_version(
         tls.shutdown().await
     })
     .await;
+}
+
+/// Give the kernel the write deadline: data unacknowledged for `within` aborts the
+/// connection (Linux's `TCP_USER_TIMEOUT`, which since 5.10 also bounds a zero window).
+/// Elsewhere the writer's own deadline is the only one.
+fn bound_unacknowledged(tcp: &TcpStream, within: std::time::Duration, peer: SocketAddr) {
+    #[cfg(target_os = "linux")]
+    {
+        let ms = u32::try_from(within.as_millis()).unwrap_or(u32::MAX);
+        if let Err(e) =
+            nix::sys::socket::setsockopt(tcp, nix::sys::socket::sockopt::TcpUserTimeout, &ms)
+        {
+            tracing::warn!(%peer, "RadSec: TCP_USER_TIMEOUT not set ({e}); only the writer's deadline holds");
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (tcp, within, peer);
 }
 
 fn millis(since: Instant) -> u64 {
