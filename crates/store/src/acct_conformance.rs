@@ -46,6 +46,7 @@ pub async fn run_all(store: &dyn Store) {
     accounting_on_closes_only_its_nas_open_sessions(store).await;
     session_queries_filter_and_retention_prunes(store).await;
     concurrent_duplicates_store_exactly_one(store).await;
+    a_large_batch_stores_and_folds_as_one_record_at_a_time(store).await;
 }
 
 /// Start, its retransmission (same key), Interim, Stop: three records, one closed session
@@ -222,4 +223,75 @@ pub async fn concurrent_duplicates_store_exactly_one(store: &dyn Store) {
         1,
         "exactly one of two racing writers stores it: {a:?} {b:?}"
     );
+}
+
+/// A batch of 700 records mixing 60 sessions' Starts, Interims out of order and Stops,
+/// retransmissions inside the batch and of stored records, and an Accounting-On of the
+/// same NAS midway: appended whole under one NAS name and one record at a time under
+/// another, every "new" flag and every folded session are the same (a batched writer must
+/// not change what a record means).
+pub async fn a_large_batch_stores_and_folds_as_one_record_at_a_time(store: &dyn Store) {
+    let batch = |nas: &str| {
+        let mut out = Vec::new();
+        // Stored before the batch: some of the batch repeats these.
+        let before: Vec<_> = (0..10)
+            .map(|s| record(nas, &format!("s{s}"), status::START, 30_000 + s))
+            .collect();
+        for round in 0..10i64 {
+            for s in 0..60i64 {
+                let st = match round {
+                    0 => status::START,
+                    9 if s % 3 == 0 => status::STOP,
+                    _ => status::INTERIM_UPDATE,
+                };
+                // Interims arrive out of order: round 5's before round 4's time.
+                let t = 30_000 + round * 100 - i64::from(round == 5) * 150 + s;
+                let mut r = record(nas, &format!("s{s}"), st, t);
+                r.input_octets = Some(round * 1_000 + s);
+                r.session_time = Some(round * 100);
+                out.push(r.clone());
+                if (round + s) % 7 == 0 {
+                    r.received_at += 1;
+                    r.delay = 1;
+                    out.push(r);
+                }
+            }
+            if round == 6 {
+                out.push(record(nas, "nas-restart", status::ACCOUNTING_ON, 30_550));
+            }
+        }
+        (before, out)
+    };
+    let (before_a, whole) = batch("acct-batch-a");
+    let (before_b, single) = batch("acct-batch-b");
+    assert!(whole.len() > 600, "{}", whole.len());
+    store.append_accounting(&before_a).await.unwrap();
+    store.append_accounting(&before_b).await.unwrap();
+    let fresh_a = store.append_accounting(&whole).await.unwrap();
+    let mut fresh_b = Vec::new();
+    for r in &single {
+        fresh_b.extend(
+            store
+                .append_accounting(std::slice::from_ref(r))
+                .await
+                .unwrap(),
+        );
+    }
+    assert_eq!(fresh_a, fresh_b);
+    assert!(fresh_a.iter().any(|n| !n) && fresh_a.iter().any(|n| *n));
+    let a = store.acct_sessions(&query("acct-batch-a")).await.unwrap();
+    let b = store.acct_sessions(&query("acct-batch-b")).await.unwrap();
+    assert_eq!(a.len(), 60);
+    let strip = |v: Vec<crate::accounting::AcctSession>| {
+        let mut v: Vec<_> = v
+            .into_iter()
+            .map(|mut x| {
+                x.nas.clear();
+                x
+            })
+            .collect();
+        v.sort_by(|x, y| x.session_id.cmp(&y.session_id));
+        v
+    };
+    assert_eq!(strip(a), strip(b));
 }
