@@ -157,6 +157,14 @@ impl Contest {
         self
     }
 
+    /// Make `k` the current candidate as if start-up had chosen it (benchmarks that show
+    /// the contest correcting a wrong start-up choice). Not counted as a switch.
+    pub fn start_on(&mut self, k: usize) {
+        if k < self.startup.len() {
+            self.current = k;
+        }
+    }
+
     /// The candidate production runs use now.
     pub fn current(&self) -> usize {
         self.current
