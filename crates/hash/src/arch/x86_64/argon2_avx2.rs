@@ -144,14 +144,6 @@ macro_rules! columns {
     }};
 }
 
-/// `p` unchanged, but opaque to the optimiser (see its use in [`compress`]).
-#[inline(always)]
-fn opaque(mut p: *const __m256i) -> *const __m256i {
-    // SAFETY: an empty instruction sequence: reads and writes nothing but the register.
-    unsafe { std::arch::asm!("/* {0} */", inout(reg) p, options(nomem, nostack, preserves_flags)) };
-    p
-}
-
 /// G (see the module doc); `out` is XORed into when `xor` (version 0x13, later passes).
 ///
 /// Memory traffic is what limits this kernel on cores that split ymm stores in two (Zen
@@ -167,10 +159,6 @@ fn compress(prev: &Block, refb: &Block, out: &mut Block, xor: bool, hint: impl F
     let x = prev.0.as_ptr().cast::<__m256i>();
     let y = refb.0.as_ptr().cast::<__m256i>();
     let o = out.0.as_mut_ptr().cast::<__m256i>();
-    // The output's reloads of X and Y go through pointers the optimiser cannot prove equal
-    // to `x` and `y`, so it reloads them from L1 instead of keeping the row rounds' loads
-    // live (as spills) until the columns.
-    let (xr, yr) = (opaque(x), opaque(y));
     // SAFETY (every `ld!` and `st!` below): `Block` is 1024 bytes, 64-byte aligned, so
     // vectors 0..32 of each are in bounds and 32-byte aligned; `out` is exclusively
     // borrowed and distinct from `prev` and `refb` (the borrow checker saw to that).
@@ -182,7 +170,7 @@ fn compress(prev: &Block, refb: &Block, out: &mut Block, xor: bool, hint: impl F
     macro_rules! emit {
         ($k:expr, $v:expr) => {{
             let k = $k;
-            let r = _mm256_xor_si256(ld!(xr, k), ld!(yr, k));
+            let r = _mm256_xor_si256(ld!(x, k), ld!(y, k));
             let r = if xor {
                 _mm256_xor_si256(r, ld!(o, k))
             } else {
