@@ -55,9 +55,19 @@ pub struct KernelChoice {
 
 /// The process-wide choice (measured on first call).
 pub fn kernel_choice() -> &'static KernelChoice {
-    static CHOICE: OnceLock<KernelChoice> = OnceLock::new();
-    CHOICE.get_or_init(measure)
+    CHOICE.get_or_init(|| measure(None))
 }
+
+/// The process-wide choice, measured (on first call) in `scratch` if it holds a probe's
+/// blocks: the memory an automatic hash is about to use anyway, already mapped, so the
+/// probe faults in nothing the hash would not (in a VM each first touch of fresh memory
+/// can cost the host a fault too; a heap buffer of its own cost a one-shot process
+/// several milliseconds). `scratch` is left with arbitrary content.
+pub(crate) fn kernel_choice_in(scratch: &mut [Block]) -> &'static KernelChoice {
+    CHOICE.get_or_init(|| measure(Some(scratch)))
+}
+
+static CHOICE: OnceLock<KernelChoice> = OnceLock::new();
 
 /// The in-service contest among the measured kernels (indices into
 /// [`KernelChoice::timings`]), if the CPU offers more than one and has a thread CPU clock.
@@ -127,7 +137,7 @@ pub(crate) fn auto_record(k: usize, ns: u64, blocks: usize) {
     }
 }
 
-fn measure() -> KernelChoice {
+fn measure(scratch: Option<&mut [Block]>) -> KernelChoice {
     let kernels = backends();
     let params = Params {
         variant: Variant::Id,
@@ -138,19 +148,24 @@ fn measure() -> KernelChoice {
         secret: &[],
         ad: &[],
     };
-    // Plain heap memory, not an `Arena`: an arena is a 2 MiB huge page that the kernel
-    // (and, in a VM, the host) must clear on first touch, only to be unmapped after the
-    // probe: that was most of the probe's cost in a one-shot process.
-    let mut memory: Vec<Block> = Vec::new();
-    if memory.try_reserve_exact(PROBE_BLOCKS as usize).is_err() {
-        // No memory for a probe: the portable kernel always works.
-        return KernelChoice {
-            backend: Backend::Portable,
-            timings: Vec::new(),
-        };
-    }
-    memory.resize(PROBE_BLOCKS as usize, Block::ZERO);
-    let memory = &mut memory[..];
+    // Without scratch memory: plain heap memory, not an `Arena` (a 2 MiB huge page that
+    // the kernel, and in a VM the host, must clear on first touch, only to be unmapped
+    // after the probe).
+    let mut own: Vec<Block> = Vec::new();
+    let memory = match scratch {
+        Some(m) if m.len() >= PROBE_BLOCKS as usize => &mut m[..PROBE_BLOCKS as usize],
+        _ => {
+            if own.try_reserve_exact(PROBE_BLOCKS as usize).is_err() {
+                // No memory for a probe: the portable kernel always works.
+                return KernelChoice {
+                    backend: Backend::Portable,
+                    timings: Vec::new(),
+                };
+            }
+            own.resize(PROBE_BLOCKS as usize, Block::ZERO);
+            &mut own[..]
+        }
+    };
     let mut out = [0u8; 32];
     let mut samples = vec![Vec::with_capacity(ROUNDS); kernels.len()];
     // One untimed round first: code and memory paged in, clock settled on vector work.
