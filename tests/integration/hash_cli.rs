@@ -315,7 +315,7 @@ fn issue_26_bench_start_on_makes_the_named_kernel_the_start_up_choice() {
             "--iterations",
             "1000",
             "--runs",
-            "1",
+            "5",
             "--json",
         ],
         b"",
