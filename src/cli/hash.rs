@@ -110,6 +110,11 @@ pub struct BenchArgs {
     /// comparing kernels from outside (scripts/kernel-choice).
     #[arg(long, hide = true, value_name = "KERNEL")]
     kernel: Option<String>,
+    /// With `--pool-seconds`: start as if the start-up calibration had ranked this batch
+    /// kernel first (as a busy window can), then let the in-service contest correct it;
+    /// for showing that it does (scripts/kernel-choice --start-on).
+    #[arg(long, hide = true, value_name = "KERNEL", conflicts_with = "kernel")]
+    start_on: Option<String>,
 }
 
 fn parse_seconds(s: &str) -> Result<f64, String> {
@@ -311,6 +316,14 @@ fn bench(a: BenchArgs) -> ExitCode {
                 }
             },
         };
+        if let Some(name) = a.start_on.as_deref() {
+            let started = batch::backend_named(prf, name).map(|b| batch::start_on(b, prf));
+            if !matches!(started, Some(Ok(()))) {
+                return fail(format_args!(
+                    "no multi-chain batch kernel {name} for this PRF on this CPU"
+                ));
+            }
+        }
         return super::hash_pool::run(prf, iterations, threads, seconds, a.json, forced);
     }
     let backend = if a.portable {

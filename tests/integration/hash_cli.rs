@@ -255,6 +255,10 @@ fn issue_26_argon2id_bench_json_reports_kernel_floor_faults_and_pool() {
         "page_faults_per_verification_warm",
         "pool_verifications_per_s",
         "single_verifications_per_s",
+        "pool_verifications_per_cpu_s",
+        "single_verifications_per_cpu_s",
+        "pool_speedup_cpu",
+        "load_1min",
         "cpu",
     ] {
         assert!(j.get(key).is_some(), "missing {key} in {j}");
@@ -281,10 +285,88 @@ fn issue_26_argon2id_bench_json_reports_kernel_floor_faults_and_pool() {
     assert!(j["compute_floor_ms"].as_f64().unwrap() > 0.0, "{j}");
     assert!(j["pool_verifications_per_s"].as_f64().unwrap() > 0.0, "{j}");
     if cfg!(target_os = "linux") {
+        // One thread and all threads both verified in their CPU-time windows.
+        assert!(
+            j["single_verifications_per_cpu_s"].as_f64().unwrap() > 0.0,
+            "{j}"
+        );
+        assert!(
+            j["pool_verifications_per_cpu_s"].as_f64().unwrap() > 0.0,
+            "{j}"
+        );
         let warm = j["page_faults_per_verification_warm"].as_f64().unwrap();
         assert!(warm < 0.5, "{warm} page faults per warm verification: {j}");
     }
     // --memory belongs to argon2id only.
     let wrong = portcullis(&["hash", "bench", "--memory", "1024"], b"");
     assert_eq!(wrong.status.code(), Some(2));
+}
+
+/// Issue 26: `hash bench --start-on K` starts the pool on K as if start-up had ranked it
+/// first (how scripts/kernel-choice shows the in-service contest correcting such a
+/// choice); a kernel that is not a multi-chain one is refused.
+#[test]
+fn issue_26_bench_start_on_makes_the_named_kernel_the_start_up_choice() {
+    let _exclusive = crate::server_support::exclusive();
+    let menu = portcullis(
+        &[
+            "hash",
+            "bench",
+            "--iterations",
+            "1000",
+            "--runs",
+            "5",
+            "--json",
+        ],
+        b"",
+    );
+    assert!(menu.status.success(), "{menu:?}");
+    let j: serde_json::Value = serde_json::from_slice(&menu.stdout).unwrap();
+    let best = j["kernels"]["chosen"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let other: Option<String> = j["kernels"]["measured"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|k| k["width"].as_u64().unwrap_or(1) >= 2)
+        .filter_map(|k| k["backend"].as_str())
+        .find(|b| *b != best)
+        .map(str::to_owned);
+    let Some(other) = other else {
+        eprintln!("issue 26: this CPU offers one multi-chain kernel: --start-on not exercised");
+        return;
+    };
+    let out = portcullis(
+        &[
+            "hash",
+            "bench",
+            "--iterations",
+            "1000",
+            "--threads",
+            "1",
+            "--pool-seconds",
+            "0.2",
+            "--start-on",
+            &other,
+            "--json",
+        ],
+        b"",
+    );
+    assert!(out.status.success(), "{out:?}");
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["kernel_at_start"].as_str(), Some(other.as_str()), "{j}");
+    let single = portcullis(
+        &[
+            "hash",
+            "bench",
+            "--pool-seconds",
+            "0.2",
+            "--start-on",
+            "single",
+        ],
+        b"",
+    );
+    assert!(!single.status.success(), "{single:?}");
 }

@@ -187,6 +187,11 @@ pub fn hash_into(
     let n = block_count(params.m_cost, params.p_cost);
     let mut run = |arena: &mut Arena| -> Result<(), Argon2Error> {
         let memory = arena.blocks(n).ok_or(Argon2Error::Alloc(n))?;
+        if backend == Backend::Auto {
+            // The first automatic hash of the process measures the kernels in its own
+            // memory (select.rs); the hash then overwrites it.
+            select::kernel_choice_in(memory);
+        }
         // One lane runs wholly on this thread, so its thread CPU time is the hash's: an
         // automatic hash then feeds the in-service kernel contest (select.rs).
         let (kernel, timed) = match backend {

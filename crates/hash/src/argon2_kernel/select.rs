@@ -16,14 +16,15 @@
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
-use super::{Backend, Params, Serial, Variant, Version, backends, hash_in};
-use crate::arch::mem::Arena;
+use super::{Backend, Block, Params, Serial, Variant, Version, backends, hash_in};
 use crate::contest::Contest;
 
 /// Hashes of fewer blocks are not timed for the contest: too short to time well.
 const MIN_TIMED_BLOCKS: usize = 1024;
 
-/// Rounds per kernel; the median decides. Seven, not more: the in-service contest
+/// Rounds after which the probe stops if one kernel is clearly ahead ([`separated`]).
+const MIN_ROUNDS: usize = 3;
+/// Rounds per kernel at most; the median decides. Seven, not more: the in-service contest
 /// re-checks the choice on real hashes, and every round is CPU a one-shot process (a
 /// CLI verification) pays before its first hash.
 const ROUNDS: usize = 7;
@@ -54,9 +55,19 @@ pub struct KernelChoice {
 
 /// The process-wide choice (measured on first call).
 pub fn kernel_choice() -> &'static KernelChoice {
-    static CHOICE: OnceLock<KernelChoice> = OnceLock::new();
-    CHOICE.get_or_init(measure)
+    CHOICE.get_or_init(|| measure(None))
 }
+
+/// The process-wide choice, measured (on first call) in `scratch` if it holds a probe's
+/// blocks: the memory an automatic hash is about to use anyway, already mapped, so the
+/// probe faults in nothing the hash would not (in a VM each first touch of fresh memory
+/// can cost the host a fault too; a heap buffer of its own cost a one-shot process
+/// several milliseconds). `scratch` is left with arbitrary content.
+pub(crate) fn kernel_choice_in(scratch: &mut [Block]) -> &'static KernelChoice {
+    CHOICE.get_or_init(|| measure(Some(scratch)))
+}
+
+static CHOICE: OnceLock<KernelChoice> = OnceLock::new();
 
 /// The in-service contest among the measured kernels (indices into
 /// [`KernelChoice::timings`]), if the CPU offers more than one and has a thread CPU clock.
@@ -126,7 +137,7 @@ pub(crate) fn auto_record(k: usize, ns: u64, blocks: usize) {
     }
 }
 
-fn measure() -> KernelChoice {
+fn measure(scratch: Option<&mut [Block]>) -> KernelChoice {
     let kernels = backends();
     let params = Params {
         variant: Variant::Id,
@@ -137,13 +148,23 @@ fn measure() -> KernelChoice {
         secret: &[],
         ad: &[],
     };
-    let mut arena = Arena::new();
-    let Some(memory) = arena.blocks(PROBE_BLOCKS as usize) else {
-        // No memory for a probe: the portable kernel always works.
-        return KernelChoice {
-            backend: Backend::Portable,
-            timings: Vec::new(),
-        };
+    // Without scratch memory: plain heap memory, not an `Arena` (a 2 MiB huge page that
+    // the kernel, and in a VM the host, must clear on first touch, only to be unmapped
+    // after the probe).
+    let mut own: Vec<Block> = Vec::new();
+    let memory = match scratch {
+        Some(m) if m.len() >= PROBE_BLOCKS as usize => &mut m[..PROBE_BLOCKS as usize],
+        _ => {
+            if own.try_reserve_exact(PROBE_BLOCKS as usize).is_err() {
+                // No memory for a probe: the portable kernel always works.
+                return KernelChoice {
+                    backend: Backend::Portable,
+                    timings: Vec::new(),
+                };
+            }
+            own.resize(PROBE_BLOCKS as usize, Block::ZERO);
+            &mut own[..]
+        }
     };
     let mut out = [0u8; 32];
     let mut samples = vec![Vec::with_capacity(ROUNDS); kernels.len()];
@@ -171,6 +192,9 @@ fn measure() -> KernelChoice {
                 samples[k].push(ns);
             }
         }
+        if round >= MIN_ROUNDS && separated(&kernels, &samples) {
+            break;
+        }
     }
     let timings: Vec<KernelTiming> = kernels
         .iter()
@@ -188,4 +212,65 @@ fn measure() -> KernelChoice {
         .min_by(|a, b| a.ns_per_block.total_cmp(&b.ns_per_block))
         .map_or(Backend::Portable, |t| t.backend);
     KernelChoice { backend, timings }
+}
+
+/// Whether the vector kernel with the lowest median is ahead of every other vector
+/// kernel in every round: its slowest round faster than each other's fastest (AVX-512
+/// against AVX2 on Zen 4 or 5, some 1.4-2x apart). More rounds would not change such a
+/// choice, and each costs a one-shot process CPU before its first hash; close calls get
+/// all [`ROUNDS`].
+fn separated(kernels: &[Backend], samples: &[Vec<f64>]) -> bool {
+    let timed: Vec<&Vec<f64>> = kernels
+        .iter()
+        .zip(samples)
+        .filter(|(b, s)| **b != Backend::Portable && !s.is_empty())
+        .map(|(_, s)| s)
+        .collect();
+    let median = |s: &Vec<f64>| {
+        let mut v = s.clone();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let Some(best) = timed.iter().min_by(|a, b| median(a).total_cmp(&median(b))) else {
+        return true;
+    };
+    let slowest = best.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    timed
+        .iter()
+        .filter(|s| !std::ptr::eq(**s, *best))
+        .all(|s| s.iter().all(|&x| x > slowest))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issue_26_the_probe_stops_early_only_when_every_round_agrees() {
+        let k = [Backend::Portable, Backend::Avx2, Backend::Avx512];
+        let portable = vec![900.0];
+        // AVX-512 ahead in every round: no need for more.
+        let apart = [
+            portable.clone(),
+            vec![150.0, 149.0, 160.0],
+            vec![105.0, 120.0, 104.0],
+        ];
+        assert!(separated(&k, &apart));
+        // One round of each overlaps the other's: a close call, keep measuring.
+        let close = [
+            portable.clone(),
+            vec![150.0, 110.0, 160.0],
+            vec![105.0, 120.0, 104.0],
+        ];
+        assert!(!separated(&k, &close));
+        // The portable kernel's figure never decides (it is for the record only).
+        let slow_portable = [
+            vec![100.0],
+            vec![150.0, 149.0, 160.0],
+            vec![105.0, 120.0, 104.0],
+        ];
+        assert!(separated(&k, &slow_portable));
+        // One vector kernel: nothing to choose between.
+        assert!(separated(&k[..2], &apart[..2]));
+    }
 }

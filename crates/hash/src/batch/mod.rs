@@ -262,6 +262,22 @@ pub fn backend_named(prf: Prf, name: &str) -> Option<Backend> {
     backends(prf).into_iter().find(|b| b.name() == name)
 }
 
+/// Start the process on `backend` for `prf` as if the start-up calibration had ranked it
+/// first (a busy window can), before the first derivation: for showing from outside that
+/// the in-service contest corrects such a choice (`hash bench --start-on`,
+/// scripts/kernel-choice). Errors for a kernel the CPU lacks or a single-chain one.
+#[doc(hidden)]
+pub fn start_on(backend: Backend, prf: Prf) -> Result<(), BackendUnavailable> {
+    let menu = menu_of(prf);
+    match menu.index_of(backend.kernel()) {
+        Some(item) if menu.start_on(item) => Ok(()),
+        _ => Err(BackendUnavailable {
+            backend: backend.name(),
+            prf: prf.name(),
+        }),
+    }
+}
+
 /// [`derive`] with every chain on `backend` (short last groups padded with idle lanes).
 #[doc(hidden)]
 pub fn derive_on(

@@ -89,7 +89,7 @@ impl Menu {
             .unwrap_or(0);
         let contest = (candidates.len() >= 2 && crate::thread_cpu_ns().is_some()).then(|| {
             Mutex::new(Contested {
-                contest: Contest::new(per_chain, current),
+                contest: Contest::new(per_chain, current).settle_early(),
                 pending: None,
             })
         });
@@ -189,6 +189,28 @@ impl Menu {
                 Ordering::Relaxed,
             );
         }
+    }
+
+    /// Make menu item `item` (a multi-chain kernel) the start-up choice, as a busy window
+    /// at start-up can: its planning cost is set 3% per chain under the best item's, and
+    /// the contest starts on it. Returns false for an item that is not a candidate.
+    pub(super) fn start_on(&self, item: usize) -> bool {
+        let Some(k) = self.candidate(item) else {
+            return false;
+        };
+        let Some(best) = super::best_item(&self.items) else {
+            return false;
+        };
+        let to = &self.items[item];
+        let cost = f64::from(best.cost()) / best.width as f64 * to.width as f64 * 0.97;
+        to.cost.store(
+            cost.round().clamp(1.0, f64::from(u32::MAX)) as u32,
+            Ordering::Relaxed,
+        );
+        if let Some(mut c) = self.contest() {
+            c.contest.start_on(k);
+        }
+        true
     }
 
     /// The contest index of menu item `item`, if it is a candidate.

@@ -450,3 +450,41 @@ fn issue_26_a_wider_challenger_gets_a_batch_it_fits() {
     assert_eq!(menu.preferred_width(), 4);
     assert_eq!(menu.explore(16, 10), None, "too few iterations to time");
 }
+
+/// Issue 26: a start-up choice forced onto avx512-x16 (as a busy window made it on Zen 4)
+/// is planned as the best kernel until the work shows shani-x4 faster, and then left.
+#[test]
+fn issue_26_a_forced_wrong_start_is_planned_and_then_corrected() {
+    let menu = Menu::new(vec![
+        MenuItem::new(Kernel::Single, 1, SINGLE_COST, 100.0),
+        MenuItem::new(Kernel::ShaNi(4), 4, 1640, 164.0),
+        MenuItem::new(Kernel::Avx512X16, 16, 7200, 720.0),
+    ]);
+    if crate::thread_cpu_ns().is_none() {
+        return;
+    }
+    assert_eq!(best_item(&menu.items).map(|o| o.width), Some(4));
+    assert!(
+        !menu.start_on(0),
+        "the single stream is not a contest candidate"
+    );
+    assert!(menu.start_on(2));
+    assert_eq!(best_item(&menu.items).map(|o| o.width), Some(16));
+    assert_eq!(
+        menu.items[2].cost(),
+        6363,
+        "3% per chain under shani-x4's 1640 / 4"
+    );
+    let (shani, avx) = (
+        menu.candidate(1).expect("x4"),
+        menu.candidate(2).expect("x16"),
+    );
+    // In service: avx512-x16 0.45 per chain, shani-x4 0.41 (the issue's 9%).
+    for i in 0..crate::contest::MIN_SAMPLES {
+        let wobble = (i % 3) as f64 * 0.2;
+        menu.record(avx, 45.0 + wobble);
+        menu.record(shani, 41.0 + wobble);
+    }
+    assert_eq!(best_item(&menu.items).map(|o| o.width), Some(4));
+    assert_eq!(menu.in_service().1, 1);
+}
