@@ -2,10 +2,11 @@
 //!
 //! Every Message-Authenticator (RFC 3579 §3.2) is an HMAC-MD5 keyed with the NAS's
 //! secret, and an HMAC starts by hashing one block of key ⊕ ipad and one of key ⊕ opad:
-//! two of the roughly eight MD5 compressions of a small packet's check, two more for its
-//! reply. A server checks and signs with the same few secrets all day, so [`Secret`]
-//! hashes those two blocks once, when the secret is loaded, and each HMAC starts from
-//! copies of the two states (RFC 2104 §4 suggests exactly this).
+//! two of the four MD5 compressions of a small packet's HMAC, and a round trip has two
+//! (the request's check, the reply's). A server checks and signs with the same few
+//! secrets all day, so [`Secret`] hashes those two blocks once, when the secret is
+//! loaded, and each HMAC starts from copies of the two states (RFC 2104 §4 suggests
+//! exactly this).
 //!
 //! Those two states are as good as the key for forging HMACs, so they are treated like
 //! it: never printed, and overwritten (the MD5 initial value) when the [`Secret`] is
