@@ -11,6 +11,8 @@ EAP-TLS logins (eapol_test -r 0); one eapol_test -r 20 (1 full + 20 resumed); fo
 """
 import glob, hashlib, hmac, importlib.machinery, importlib.util, os, re, shutil, socket, struct, subprocess, sys, tempfile, time
 
+# scripts/__pycache__ holds a tracked copy of eap-bench's bytecode: leave it as it is.
+sys.dont_write_bytecode = True
 loader = importlib.machinery.SourceFileLoader("eapbench", os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "scripts", "eap-bench"))
 spec = importlib.util.spec_from_loader("eapbench", loader)
 eb = importlib.util.module_from_spec(spec)

@@ -10,6 +10,8 @@ server threads' schedstat run time (nanoseconds; utime/stime tick at 10 ms and a
 for the user/system split only). FreeRADIUS (scripts/freeradius-eap) does not resume as
 shipped: its "resumed" figure is full handshakes."""
 import argparse, glob, importlib.machinery, importlib.util, json, os, signal, subprocess, sys, tempfile, threading, time, shutil
+# scripts/__pycache__ holds a tracked copy of eap-bench's bytecode: leave it as it is.
+sys.dont_write_bytecode = True
 loader = importlib.machinery.SourceFileLoader("eapbench", os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "scripts", "eap-bench"))
 spec = importlib.util.spec_from_loader("eapbench", loader); eb = importlib.util.module_from_spec(spec); loader.exec_module(eb)
 

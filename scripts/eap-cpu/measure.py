@@ -11,6 +11,8 @@ Syscalls and context switches per login come from `perf stat -p` over the window
 import argparse, importlib.machinery, importlib.util, json, os, subprocess, sys, tempfile, time, glob, shutil
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# scripts/__pycache__ holds a tracked copy of eap-bench's bytecode: leave it as it is.
+sys.dont_write_bytecode = True
 loader = importlib.machinery.SourceFileLoader("eapbench", os.path.join(ROOT, "scripts", "eap-bench"))
 spec = importlib.util.spec_from_loader("eapbench", loader)
 eb = importlib.util.module_from_spec(spec)
