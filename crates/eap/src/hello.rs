@@ -25,18 +25,11 @@ pub fn random(records: &[u8], hello: u8) -> Option<[u8; 32]> {
 const EXT_SESSION_TICKET: u16 = 35;
 /// TLS extension pre_shared_key (RFC 8446 §4.2.11).
 const EXT_PRE_SHARED_KEY: u16 = 41;
-/// TLS extension supported_versions (RFC 8446 §4.2.1).
-const EXT_SUPPORTED_VERSIONS: u16 = 43;
-/// TLS 1.3's version number.
-const TLS13: [u8; 2] = [3, 4];
 
 /// Whether `records` starts with a whole ClientHello that offers a session to resume: a
-/// non-empty session ticket (TLS 1.2), a pre-shared key (TLS 1.3), or a session ID from a
-/// client that does not offer TLS 1.3 (TLS 1.2 resumption by ID, RFC 5246 §7.4.1.2: what
-/// wpa_supplicant sends, having turned tickets off). A client offering TLS 1.3 sends a
-/// random session ID in every ClientHello (RFC 8446 §4.1.2, middlebox compatibility), so
-/// there the ID says nothing. Anything else, malformed or cut short included, is `false`:
-/// the answer only steers where the message is processed, never whether it is accepted.
+/// non-empty session ticket (TLS 1.2) or a pre-shared key (TLS 1.3). Anything else,
+/// malformed or cut short included, is `false`: the answer only steers where the message
+/// is processed, never whether it is accepted.
 pub fn offers_resumption(records: &[u8]) -> bool {
     client_hello_offers(records).unwrap_or(false)
 }
@@ -57,25 +50,20 @@ fn client_hello_offers(records: &[u8]) -> Option<bool> {
     let len = usize::from(len[0]) << 16 | usize::from(len[1]) << 8 | usize::from(len[2]);
     let mut m = Reader(h.0.get(..len)?);
     m.take(2 + 32)?;
-    let session_id = m.vec8()?;
+    m.vec8()?; // session id
     m.vec16()?; // cipher suites
     m.vec8()?; // compression methods
     let mut ext = Reader(m.vec16()?);
-    let mut offers_tls13 = false;
     while !ext.0.is_empty() {
         let kind = u16::from_be_bytes(ext.take(2)?.try_into().ok()?);
         let body = ext.vec16()?;
         match kind {
             EXT_SESSION_TICKET if !body.is_empty() => return Some(true),
             EXT_PRE_SHARED_KEY => return Some(true),
-            EXT_SUPPORTED_VERSIONS => {
-                let versions = Reader(body).vec8()?;
-                offers_tls13 = versions.chunks(2).any(|v| v == TLS13);
-            }
             _ => {}
         }
     }
-    Some(!session_id.is_empty() && !offers_tls13)
+    Some(false)
 }
 
 /// Bounds-checked reads over a byte slice.
@@ -107,12 +95,8 @@ impl<'a> Reader<'a> {
 mod tests {
     use super::*;
 
-    /// A ClientHello record with no session ID and these extensions (type, body).
+    /// A ClientHello record with these extensions (type, body).
     fn client_hello(exts: &[(u16, &[u8])]) -> Vec<u8> {
-        client_hello_with_id(&[], exts)
-    }
-
-    fn client_hello_with_id(session_id: &[u8], exts: &[(u16, &[u8])]) -> Vec<u8> {
         let mut ext = Vec::new();
         for (t, b) in exts {
             ext.extend(t.to_be_bytes());
@@ -121,8 +105,8 @@ mod tests {
         }
         let mut body = vec![3, 3];
         body.extend([7u8; 32]);
-        body.push(session_id.len() as u8);
-        body.extend(session_id);
+        body.extend([32]);
+        body.extend([9u8; 32]);
         body.extend([0, 2, 0xc0, 0x2b, 1, 0]);
         body.extend((ext.len() as u16).to_be_bytes());
         body.extend(ext);
@@ -155,37 +139,6 @@ mod tests {
         let mut server = whole.clone();
         server[5] = SERVER_HELLO;
         assert!(!offers_resumption(&server));
-    }
-
-    #[test]
-    fn issue_25_a_tls_1_2_session_id_is_an_offer_but_not_next_to_tls_1_3() {
-        let id = [9u8; 32];
-        // wpa_supplicant resuming over TLS 1.2: a session ID, no ticket.
-        assert!(offers_resumption(&client_hello_with_id(
-            &id,
-            &[(10, &[0, 2, 0, 23]), (43, &[4, 3, 3, 3, 2])]
-        )));
-        assert!(offers_resumption(&client_hello_with_id(&id, &[])));
-        // Offering TLS 1.3: the ID is the compatibility mode's random one.
-        assert!(!offers_resumption(&client_hello_with_id(
-            &id,
-            &[(43, &[4, 3, 4, 3, 3])]
-        )));
-        // ... unless a PSK is offered as well.
-        assert!(offers_resumption(&client_hello_with_id(
-            &id,
-            &[(43, &[2, 3, 4]), (41, &[0; 40])]
-        )));
-        // No ID and no ticket: a full handshake.
-        assert!(!offers_resumption(&client_hello_with_id(
-            &[],
-            &[(43, &[2, 3, 3])]
-        )));
-        // A malformed supported_versions is not an offer.
-        assert!(!offers_resumption(&client_hello_with_id(
-            &id,
-            &[(43, &[9, 3])]
-        )));
     }
 
     #[test]
