@@ -28,6 +28,7 @@ use crate::auth::{
     EncodeError, MessageAuthenticator, message_authenticator, response_authenticator,
 };
 use crate::packet::{Code, MAX_ATTRIBUTE_VALUE, MAX_PACKET, MIN_PACKET, Packet, attr};
+use crate::secret::Secret;
 
 /// Acct-Status-Type (RFC 2866 §5.1, RFC 2869 §5.1 for Interim-Update).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -135,7 +136,7 @@ pub fn check_accounting_request(
     if len != 16 || found.next().is_some() {
         return Err(AcctError::BadMessageAuthenticator);
     }
-    let mac = message_authenticator(raw, &[0u8; 16], offset, secret);
+    let mac = message_authenticator(raw, &[0u8; 16], offset, &Secret::new(secret));
     if bool::from(mac.ct_eq(&raw[offset..offset + 16])) {
         Ok(MessageAuthenticator::Valid)
     } else {
@@ -223,7 +224,7 @@ pub fn encode_accounting_request(
         buf.extend_from_slice(v);
     }
     if let Some(at) = ma {
-        let mac = message_authenticator(&buf, &[0u8; 16], at, secret);
+        let mac = message_authenticator(&buf, &[0u8; 16], at, &Secret::new(secret));
         buf[at..at + 16].copy_from_slice(&mac);
     }
     let auth = request_authenticator(&buf, secret);

@@ -7,13 +7,13 @@
 //! Authenticator if an HMAC over the whole packet comes first). Comparisons of
 //! authenticators are constant-time.
 
-use hmac::{Hmac, Mac};
 use md5::{Digest, Md5};
 use subtle::ConstantTimeEq;
 use thiserror::Error;
 use zeroize::Zeroizing;
 
 use crate::packet::{Code, MAX_ATTRIBUTE_VALUE, MAX_PACKET, MIN_PACKET, Packet, PacketError, attr};
+use crate::secret::Secret;
 
 /// Longest User-Password (RFC 2865 §5.2).
 pub const MAX_PASSWORD: usize = 128;
@@ -133,17 +133,15 @@ pub(crate) fn message_authenticator(
     packet: &[u8],
     authenticator: &[u8; 16],
     ma_offset: usize,
-    secret: &[u8],
+    secret: &Secret,
 ) -> [u8; 16] {
-    // HMAC takes keys of any length, so this cannot fail.
-    let mut mac = <Hmac<Md5> as Mac>::new_from_slice(secret)
-        .unwrap_or_else(|_| unreachable!("HMAC accepts any key length"));
+    let mut mac = secret.hmac();
     mac.update(&packet[..4]);
     mac.update(authenticator);
     mac.update(&packet[MIN_PACKET..ma_offset]);
     mac.update(&[0u8; 16]);
     mac.update(&packet[ma_offset + 16..]);
-    mac.finalize().into_bytes().into()
+    mac.finalize()
 }
 
 /// Check the Message-Authenticator of a request (Access-Request, Status-Server), whose
@@ -152,13 +150,22 @@ pub fn check_request_message_authenticator(
     packet: &Packet<'_>,
     secret: &[u8],
 ) -> MessageAuthenticator {
+    check_request_message_authenticator_keyed(packet, &Secret::new(secret))
+}
+
+/// [`check_request_message_authenticator`] with a secret whose key schedule is done (a
+/// server's, loaded once per NAS).
+pub fn check_request_message_authenticator_keyed(
+    packet: &Packet<'_>,
+    secret: &Secret,
+) -> MessageAuthenticator {
     check_message_authenticator(packet, &packet.authenticator, secret)
 }
 
 fn check_message_authenticator(
     packet: &Packet<'_>,
     authenticator: &[u8; 16],
-    secret: &[u8],
+    secret: &Secret,
 ) -> MessageAuthenticator {
     let mut found = packet.value_offsets(attr::MESSAGE_AUTHENTICATOR);
     let Some((offset, len)) = found.next() else {
@@ -225,7 +232,7 @@ pub fn encode_request(
     secret: &[u8],
 ) -> Result<Vec<u8>, EncodeError> {
     let (mut buf, ma) = lay_out(code, identifier, &authenticator, attrs, &[])?;
-    let mac = message_authenticator(&buf, &authenticator, ma, secret);
+    let mac = message_authenticator(&buf, &authenticator, ma, &Secret::new(secret));
     buf[ma..ma + 16].copy_from_slice(&mac);
     Ok(buf)
 }
@@ -241,6 +248,17 @@ pub fn encode_response(
     attrs: &[(u8, &[u8])],
     secret: &[u8],
 ) -> Result<Vec<u8>, EncodeError> {
+    encode_response_keyed(code, request, attrs, &Secret::new(secret))
+}
+
+/// [`encode_response`] with a secret whose key schedule is done (a server's, loaded once
+/// per NAS).
+pub fn encode_response_keyed(
+    code: Code,
+    request: &Packet<'_>,
+    attrs: &[(u8, &[u8])],
+    secret: &Secret,
+) -> Result<Vec<u8>, EncodeError> {
     let proxy: Vec<(u8, &[u8])> = request
         .attributes()
         .filter(|&(t, _)| t == attr::PROXY_STATE)
@@ -254,7 +272,7 @@ pub fn encode_response(
     )?;
     let mac = message_authenticator(&buf, &request.authenticator, ma, secret);
     buf[ma..ma + 16].copy_from_slice(&mac);
-    let response = response_authenticator(&buf, &request.authenticator, secret);
+    let response = response_authenticator(&buf, &request.authenticator, secret.raw());
     buf[4..20].copy_from_slice(&response);
     Ok(buf)
 }
@@ -287,7 +305,7 @@ pub fn verify_response<'a>(
     if !bool::from(expected.ct_eq(&packet.authenticator)) {
         return Err(ResponseError::BadResponseAuthenticator);
     }
-    match check_message_authenticator(&packet, request_authenticator, secret) {
+    match check_message_authenticator(&packet, request_authenticator, &Secret::new(secret)) {
         MessageAuthenticator::Valid => Ok(packet),
         MessageAuthenticator::Absent if !require_message_authenticator => Ok(packet),
         MessageAuthenticator::Absent => Err(ResponseError::MissingMessageAuthenticator),

@@ -14,6 +14,8 @@
 //!   of Identifier and authenticators, no MD5 at all, obfuscated attributes in the clear.
 //! - [`auth`]: User-Password hiding, Message-Authenticator, Response Authenticator, and
 //!   the request/reply encoders (Message-Authenticator always first).
+//! - [`secret`]: a shared secret with its HMAC-MD5 key schedule done once ([`Secret`]),
+//!   which a server keeps per NAS and hands to the `_keyed` checks and encoders.
 //!
 //! A server's path: [`Packet::parse`] → [`check_request_message_authenticator`] →
 //! [`unhide_user_password`] → (verify) → [`encode_response`]. A client's:
@@ -23,6 +25,7 @@ pub mod acct;
 pub mod auth;
 pub mod mppe;
 pub mod packet;
+pub mod secret;
 pub mod stream;
 pub mod v11;
 
@@ -32,8 +35,10 @@ pub use acct::{
 };
 pub use auth::{
     EncodeError, MAX_PASSWORD, MessageAuthenticator, PasswordError, ResponseError,
-    check_request_message_authenticator, encode_request, encode_response, hide_user_password,
-    unhide_user_password, verify_response,
+    check_request_message_authenticator, check_request_message_authenticator_keyed, encode_request,
+    encode_response, encode_response_keyed, hide_user_password, unhide_user_password,
+    verify_response,
 };
 pub use packet::{Code, MAX_PACKET, MIN_PACKET, Packet, PacketError, attr};
+pub use secret::Secret;
 pub use stream::{Deframer, StreamError};

@@ -8,6 +8,10 @@
 //! removed from the front on every call, and when the table is full the oldest entry is
 //! evicted (an evicted request in progress is simply answered when it finishes, and a late
 //! retransmission of an evicted one is treated as new). The clock is passed in.
+//!
+//! The table hashes a key three times per round trip, so it uses foldhash with a random
+//! seed per table instead of SipHash: keys come from NASes (an authenticator a spoofing
+//! sender may choose), so the seed is what keeps collisions out of a sender's reach.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
@@ -51,7 +55,7 @@ struct Entry {
 /// operation is O(1) amortised.
 #[derive(Debug)]
 pub struct DuplicateCache {
-    entries: HashMap<RequestKey, Entry>,
+    entries: HashMap<RequestKey, Entry, foldhash::fast::RandomState>,
     order: VecDeque<(RequestKey, u64)>,
     capacity: usize,
     ttl: Duration,
@@ -62,7 +66,7 @@ impl DuplicateCache {
     /// At most `capacity` entries, each kept at most `ttl`.
     pub fn new(capacity: usize, ttl: Duration) -> DuplicateCache {
         DuplicateCache {
-            entries: HashMap::new(),
+            entries: HashMap::default(),
             order: VecDeque::new(),
             capacity: capacity.max(1),
             ttl,

@@ -7,12 +7,18 @@
 //! pool, a store, a reject delay) is spawned as a task and goes on there. The receive loop
 //! still never waits on a verdict.
 //!
-//! What may take long without waiting (public-key cryptography of a full TLS handshake)
-//! must not run here either: it would stall the socket for every other NAS. Such a
-//! step first awaits [`off_loop`], which ends the inline poll (the future is then spawned)
-//! and costs nothing when the future already runs as a task.
+//! What may take long without waiting (public-key cryptography of a full TLS handshake,
+//! a few hundred microseconds) must not hold up datagrams queued behind it. Such a step
+//! first awaits [`off_loop`], which ends the inline poll (the future is then spawned) and
+//! costs nothing when the future already runs as a task. A receive thread may register
+//! a probe ([`probe_queue_on_this_thread`]) that says whether anything is queued on its
+//! socket: when nothing is, no one waits behind the step, and it runs right there. A
+//! task of its own would cost a wake-up of an idle worker and its parking again (two
+//! context switches, measured as much as 40 µs of a full login's CPU on a quiet door);
+//! under load the queue is not empty and the step goes to the workers, where both cores
+//! share the handshakes.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
@@ -23,6 +29,15 @@ use tokio_util::task::TaskTracker;
 thread_local! {
     /// Set while [`answer_here_or_spawn`] polls a future on this thread.
     static INLINE: Cell<bool> = const { Cell::new(false) };
+    /// This thread's "nothing is queued behind the request" probe, if it has one.
+    static QUEUE_EMPTY: RefCell<Option<Box<dyn Fn() -> bool>>> = const { RefCell::new(None) };
+}
+
+/// Let [`off_loop`] ask `empty` whether anything waits behind the request being answered
+/// on this thread (a receive thread's socket queue); without a probe, a costly step always
+/// leaves the loop.
+pub(crate) fn probe_queue_on_this_thread(empty: impl Fn() -> bool + 'static) {
+    QUEUE_EMPTY.set(Some(Box::new(empty)));
 }
 
 /// Poll `fut` once here; spawn it on `tracker` if it is not done. A panic inside is
@@ -49,8 +64,8 @@ where
     }
 }
 
-/// Go on in a task of its own if polled inline by [`answer_here_or_spawn`]; at once
-/// otherwise.
+/// Go on in a task of its own if polled inline by [`answer_here_or_spawn`] with something
+/// queued behind (or no probe to say); at once otherwise.
 pub(crate) fn off_loop() -> OffLoop {
     OffLoop { yielded: false }
 }
@@ -66,6 +81,10 @@ impl Future for OffLoop {
 
     fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
         if self.yielded || !INLINE.get() {
+            return Poll::Ready(());
+        }
+        let nobody_waits = QUEUE_EMPTY.with_borrow(|probe| probe.as_ref().is_some_and(|f| f()));
+        if nobody_waits {
             return Poll::Ready(());
         }
         self.yielded = true;
@@ -112,6 +131,56 @@ mod tests {
         assert_eq!(done.load(Ordering::SeqCst), 3);
         // A task polling off_loop goes straight through.
         tokio::spawn(async { off_loop().await }).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn issue_25_a_costly_step_stays_inline_only_while_nothing_is_queued() {
+        let tracker = TaskTracker::new();
+        let queue_empty = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let probe = Arc::clone(&queue_empty);
+        // A thread of its own, as a receive thread: the probe is per thread.
+        let handle = tokio::runtime::Handle::current();
+        let t = tracker.clone();
+        let (inline_done, spawned_done) = std::thread::spawn(move || {
+            let _rt = handle.enter();
+            probe_queue_on_this_thread(move || probe.load(Ordering::SeqCst));
+            let run = |queue_empty_now: bool| {
+                queue_empty.store(queue_empty_now, Ordering::SeqCst);
+                let done = Arc::new(AtomicUsize::new(0));
+                let d = Arc::clone(&done);
+                answer_here_or_spawn(&t, async move {
+                    off_loop().await;
+                    d.fetch_add(1, Ordering::SeqCst);
+                });
+                (done.load(Ordering::SeqCst), done)
+            };
+            let (inline_done, _) = run(true);
+            let (spawned_now, spawned) = run(false);
+            assert_eq!(spawned_now, 0, "something queued: handed to a task");
+            (inline_done, spawned)
+        })
+        .join()
+        .unwrap();
+        assert_eq!(inline_done, 1, "nothing queued: ran where it was received");
+        tracker.close();
+        tracker.wait().await;
+        assert_eq!(
+            spawned_done.load(Ordering::SeqCst),
+            1,
+            "finished by its task"
+        );
+        // A thread without a probe (a runtime worker, a RadSec reader) always hands off.
+        let done = Arc::new(AtomicUsize::new(0));
+        let d = Arc::clone(&done);
+        let tracker = TaskTracker::new();
+        answer_here_or_spawn(&tracker, async move {
+            off_loop().await;
+            d.fetch_add(1, Ordering::SeqCst);
+        });
+        assert_eq!(done.load(Ordering::SeqCst), 0);
+        tracker.close();
+        tracker.wait().await;
+        assert_eq!(done.load(Ordering::SeqCst), 1);
     }
 
     #[tokio::test]

@@ -2,8 +2,9 @@
 //! registered NASes, verified through the same core as the token endpoint.
 //!
 //! Report 003's lessons, each a rule here:
-//! - **Async receive, bounded work.** One receive loop per socket ([`run`]) that never
-//!   hashes and never waits for a verdict: it drops what it can drop cheaply (unknown
+//! - **Bounded work on the receive path.** One receive loop per socket ([`run`], on a
+//!   thread of its own: [`socket::receive_until`]) that never hashes and never waits for
+//!   a verdict: it drops what it can drop cheaply (unknown
 //!   source, malformed, bad Message-Authenticator, duplicate, over the in-progress bound),
 //!   and answers each new request right there as far as it can without waiting; one that
 //!   must wait (the core, a store, a reject delay) or do a full TLS handshake's
@@ -49,7 +50,7 @@ use std::time::Instant;
 use parking_lot::{Mutex, RwLock};
 use portcullis_core::{AuditContext, AuditEvent, AuditOutcome, PrincipalKind, Protocol};
 use portcullis_radius::{
-    Code, MessageAuthenticator, Packet, attr, check_request_message_authenticator,
+    Code, MessageAuthenticator, Packet, attr, check_request_message_authenticator_keyed,
 };
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
@@ -271,7 +272,7 @@ impl Radius {
             // anyway is an invalid attribute, ignored.
             MessageAuthenticator::Valid
         } else {
-            check_request_message_authenticator(&packet, nas.secret())
+            check_request_message_authenticator_keyed(&packet, nas.keyed_secret())
         };
         match checked {
             MessageAuthenticator::Valid => {}
@@ -374,8 +375,9 @@ async fn receive_loop(
     stop: CancellationToken,
     tracker: TaskTracker,
 ) {
-    socket::receive_until(&sock, &stop, "RADIUS", |data, got| {
-        radius.dispatch(&sock, data, got, &tracker);
+    let reply_sock = Arc::clone(&sock);
+    socket::receive_until(sock, &stop, "RADIUS", move |data, got| {
+        radius.dispatch(&reply_sock, data, got, &tracker);
     })
     .await;
 }

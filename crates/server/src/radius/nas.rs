@@ -21,9 +21,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use metrics::Counter;
 use parking_lot::Mutex;
 use portcullis_core::IpPrefix;
-use portcullis_radius::{Code, EncodeError, Packet, v11};
+use portcullis_radius::{Code, EncodeError, Packet, Secret, v11};
 use portcullis_store::{MasterKey, NasCertificate, Store, StoreError};
-use zeroize::Zeroizing;
 
 use super::dedup::RequestKey;
 
@@ -150,8 +149,9 @@ pub struct Nas {
     pub name: String,
     /// Addresses it sends from.
     pub cidr: IpPrefix,
-    /// The shared secret, opened; wiped on drop.
-    secret: Zeroizing<Vec<u8>>,
+    /// The shared secret, opened, with its HMAC-MD5 key schedule (every
+    /// Message-Authenticator starts from it); wiped on drop.
+    secret: Secret,
     /// Discard Access-Requests without a valid Message-Authenticator.
     pub require_message_authenticator: bool,
     /// Its counters (shared with earlier and later snapshots).
@@ -182,6 +182,11 @@ impl fmt::Debug for Nas {
 impl Nas {
     /// The shared secret (keys every authenticator of this NAS's packets).
     pub fn secret(&self) -> &[u8] {
+        self.secret.raw()
+    }
+
+    /// The shared secret with its key schedule, for Message-Authenticators.
+    pub fn keyed_secret(&self) -> &Secret {
         &self.secret
     }
 
@@ -195,7 +200,7 @@ impl Nas {
         Nas {
             name: self.name.clone(),
             cidr: self.cidr,
-            secret: Zeroizing::new(secret.to_vec()),
+            secret: Secret::new(secret),
             require_message_authenticator: false,
             stats: Arc::clone(&self.stats),
             certificate: self.certificate.clone(),
@@ -215,7 +220,7 @@ impl Nas {
         if self.radius_1_1 {
             v11::encode_response(code, request, attrs)
         } else {
-            portcullis_radius::encode_response(code, request, attrs, self.secret())
+            portcullis_radius::encode_response_keyed(code, request, attrs, &self.secret)
         }
     }
 
@@ -333,7 +338,7 @@ impl NasTable {
                     stats: stats.get(&r.name),
                     name: r.name,
                     cidr: r.cidr,
-                    secret,
+                    secret: Secret::new(&secret),
                     require_message_authenticator: r.require_message_authenticator,
                     certificate: r.certificate,
                     radius_1_1: false,

@@ -8,19 +8,36 @@
 //! stored anywhere another request could overwrite it. On a socket bound to a wildcard
 //! address (`0.0.0.0`, `[::]`) on a multi-homed host this is also what makes the reply
 //! leave from the address the NAS sent to, which NASes check.
-
+//!
+//! Each socket is read by a thread of its own ([`receive_until`]) blocked in `recvmsg`,
+//! not by a task of the async runtime. An 802.1X login is 3 to 10 round trips of little
+//! work each, most answered right where they are received, so what a round trip costs
+//! is mostly its system calls and wake-ups: through the runtime each one was an
+//! `epoll_wait`, the `recvmsg` with the datagram, a second `recvmsg` that said "empty",
+//! and the wake-up of a second worker thread (the runtime wakes one to look for work
+//! whenever a task is woken), on top of the `sendmsg`. A blocked reader takes the datagram
+//! in the one call that waits for it. The thread enters the runtime, so answers that must
+//! wait still become tasks there ([`super::inline`]). Replies are sent with
+//! `MSG_DONTWAIT`, from whichever thread has them: a UDP send does not wait for the peer,
+//! and a full send buffer drops the reply as the network would (the NAS retransmits).
 use std::io::{self, IoSlice, IoSliceMut};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use nix::libc;
 use nix::sys::socket::{
-    ControlMessage, ControlMessageOwned, MsgFlags, SockaddrStorage, recvmsg, sendmsg, setsockopt,
-    sockopt,
+    ControlMessage, ControlMessageOwned, MsgFlags, Shutdown, SockaddrStorage, recvmsg, sendmsg,
+    setsockopt, shutdown, sockopt,
 };
-use tokio::io::Interest;
-use tokio::net::UdpSocket;
+use nix::sys::time::TimeVal;
 use tokio_util::sync::CancellationToken;
+
+/// The longest a reader thread sleeps without looking whether it should stop. Stopping
+/// wakes it at once (`shutdown(SHUT_RD)`); this only bounds a wake-up that went astray.
+const STOP_CHECK: Duration = Duration::from_secs(1);
 
 /// Receive buffer asked of the kernel. Under a burst the kernel queue, not our memory,
 /// absorbs the excess, and when it is full the kernel drops datagrams, which the NAS
@@ -45,7 +62,7 @@ pub struct Received {
 /// A bound RADIUS socket.
 #[derive(Debug)]
 pub struct RadiusSocket {
-    /// The non-blocking socket, registered with the runtime.
+    /// The socket, blocking for its reader thread (sends ask not to wait).
     io: UdpSocket,
     /// The address it is bound to (port 0 resolved).
     local_addr: SocketAddr,
@@ -54,19 +71,17 @@ pub struct RadiusSocket {
 impl RadiusSocket {
     /// Bind `addr` and ask for packet info on every datagram.
     pub fn bind(addr: SocketAddr) -> io::Result<RadiusSocket> {
-        let std = std::net::UdpSocket::bind(addr)?;
-        std.set_nonblocking(true)?;
+        let io = UdpSocket::bind(addr)?;
         match addr {
-            SocketAddr::V4(_) => setsockopt(&std, sockopt::Ipv4PacketInfo, &true)?,
-            SocketAddr::V6(_) => setsockopt(&std, sockopt::Ipv6RecvPacketInfo, &true)?,
+            SocketAddr::V4(_) => setsockopt(&io, sockopt::Ipv4PacketInfo, &true)?,
+            SocketAddr::V6(_) => setsockopt(&io, sockopt::Ipv6RecvPacketInfo, &true)?,
         }
         // Best effort: a smaller kernel limit still works, just buffers less.
-        let _ = setsockopt(&std, sockopt::RcvBuf, &RECV_BUFFER);
-        let local_addr = std.local_addr()?;
-        Ok(RadiusSocket {
-            io: UdpSocket::from_std(std)?,
-            local_addr,
-        })
+        let _ = setsockopt(&io, sockopt::RcvBuf, &RECV_BUFFER);
+        let stop_check = TimeVal::new(STOP_CHECK.as_secs() as _, 0);
+        setsockopt(&io, sockopt::ReceiveTimeout, &stop_check)?;
+        let local_addr = io.local_addr()?;
+        Ok(RadiusSocket { io, local_addr })
     }
 
     /// The bound address.
@@ -74,52 +89,110 @@ impl RadiusSocket {
         self.local_addr
     }
 
-    /// Wait for the next datagram.
-    pub async fn recv(&self, buf: &mut [u8]) -> io::Result<Received> {
-        let fd = self.io.as_raw_fd();
-        self.io
-            .async_io(Interest::READABLE, || recv_with_info(fd, buf))
-            .await
-    }
-
     /// Send `data` to `peer` from `local` (the address its request arrived on; `None`:
-    /// let the kernel choose, as for a socket bound to one address).
+    /// let the kernel choose, as for a socket bound to one address). Never waits: a send
+    /// buffer with no room is an error, and the reply is lost as on the network.
     pub async fn send(
         &self,
         data: &[u8],
         peer: SocketAddr,
         local: Option<IpAddr>,
     ) -> io::Result<()> {
-        let fd = self.io.as_raw_fd();
-        self.io
-            .async_io(Interest::WRITABLE, || send_from(fd, data, peer, local))
-            .await
+        send_from(self.io.as_raw_fd(), data, peer, local)
     }
 }
 
 /// Receive datagrams on `sock` until `stop`, handing each to `each` with its addressing:
-/// the receive loop of both RADIUS doors (authentication and accounting). `door` names it
-/// in the debug log of per-datagram errors (an ICMP error queued on the socket, say), which
-/// must not stop the loop: nothing here is fatal.
+/// the receive loop of both RADIUS doors (authentication and accounting). `each` runs on
+/// the socket's reader thread (named after `door`), inside the runtime this is awaited
+/// on, so what it spawns or times runs there. `door` also names the debug log of
+/// per-datagram errors (an ICMP error queued on the socket, say), which must not stop the
+/// loop: nothing here is fatal. Returns once the thread has stopped: after this, `each`
+/// is not called again. Dropping the future stops the thread too.
 pub async fn receive_until(
-    sock: &RadiusSocket,
+    sock: Arc<RadiusSocket>,
     stop: &CancellationToken,
-    door: &str,
-    mut each: impl FnMut(&[u8], Received),
+    door: &'static str,
+    mut each: impl FnMut(&[u8], Received) + Send + 'static,
 ) {
-    // One octet more than the largest legal packet, so an oversized datagram is seen as
-    // truncated rather than mistaken for a legal one.
-    let mut buf = vec![0u8; portcullis_radius::MAX_PACKET + 1];
-    loop {
-        let got = tokio::select! {
-            r = sock.recv(&mut buf) => r,
-            () = stop.cancelled() => return,
-        };
-        match got {
-            Ok(got) => each(&buf[..got.len], got),
-            Err(e) => tracing::debug!("{door} receive on {}: {e}", sock.local_addr()),
-        }
+    let runtime = tokio::runtime::Handle::current();
+    let (done_tx, done) = tokio::sync::oneshot::channel::<()>();
+    let reader = Reader {
+        sock: Arc::clone(&sock),
+        stopping: Arc::new(AtomicBool::new(false)),
+    };
+    let stopping = Arc::clone(&reader.stopping);
+    let thread_sock = Arc::clone(&sock);
+    let spawned = std::thread::Builder::new()
+        .name(format!("{door} receive"))
+        .spawn(move || {
+            let _runtime = runtime.enter();
+            let probe_fd = thread_sock.io.as_raw_fd();
+            super::inline::probe_queue_on_this_thread(move || nothing_queued(probe_fd));
+            // One octet more than the largest legal packet, so an oversized datagram is
+            // seen as truncated rather than mistaken for a legal one.
+            let mut buf = vec![0u8; portcullis_radius::MAX_PACKET + 1];
+            let fd = thread_sock.io.as_raw_fd();
+            while !stopping.load(Ordering::Acquire) {
+                match recv_with_info(fd, &mut buf) {
+                    // Woken to stop: whatever came back is not a datagram to answer.
+                    _ if stopping.load(Ordering::Acquire) => break,
+                    Ok(got) => each(&buf[..got.len], got),
+                    // The periodic look at `stopping`, or a signal.
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                        ) => {}
+                    Err(e) => tracing::debug!("{door} receive on {}: {e}", thread_sock.local_addr),
+                }
+            }
+            // What `each` holds is released before the caller hears the thread is done.
+            drop(each);
+            drop(done_tx);
+        });
+    if let Err(e) = spawned {
+        tracing::error!(
+            "{door}: cannot start the receive thread of {}: {e}",
+            sock.local_addr
+        );
+        return;
     }
+    stop.cancelled().await;
+    drop(reader);
+    let _ = done.await;
+}
+
+/// Stops a socket's reader thread when dropped: by a stop, or with the future that owns
+/// it (a runtime shutting down drops its tasks).
+struct Reader {
+    /// The socket the thread reads.
+    sock: Arc<RadiusSocket>,
+    /// Set before the thread is woken.
+    stopping: Arc<AtomicBool>,
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        self.stopping.store(true, Ordering::Release);
+        // Wakes a reader blocked in recvmsg at once (it returns 0 octets); Linux says
+        // ENOTCONN for an unconnected UDP socket but wakes it all the same. Sending is
+        // unaffected, so replies still in progress go out.
+        let _ = shutdown(self.sock.io.as_raw_fd(), Shutdown::Read);
+    }
+}
+
+/// Whether no datagram waits on `fd` now (a peek that takes nothing and does not wait).
+/// On an error other than "would wait", says no: the caller then takes the cautious path.
+fn nothing_queued(fd: i32) -> bool {
+    let mut iov = [IoSliceMut::new(&mut [])];
+    let peeked = recvmsg::<SockaddrStorage>(
+        fd,
+        &mut iov,
+        None,
+        MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_TRUNC,
+    );
+    matches!(peeked, Err(nix::errno::Errno::EAGAIN))
 }
 
 fn recv_with_info(fd: i32, buf: &mut [u8]) -> io::Result<Received> {
@@ -184,7 +257,8 @@ fn send_from(fd: i32, data: &[u8], peer: SocketAddr, local: Option<IpAddr>) -> i
         }
         _ => &[],
     };
-    let sent = sendmsg(fd, &iov, cmsgs, MsgFlags::empty(), Some(&dest)).map_err(io::Error::from)?;
+    let sent =
+        sendmsg(fd, &iov, cmsgs, MsgFlags::MSG_DONTWAIT, Some(&dest)).map_err(io::Error::from)?;
     if sent != data.len() {
         return Err(io::Error::other("datagram sent partially"));
     }
@@ -199,4 +273,127 @@ fn to_socket_addr(a: &SockaddrStorage) -> Option<SocketAddr> {
         return Some(SocketAddr::V6((*v6).into()));
     }
     None
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    /// What the reader handed over: the bytes, their addressing, the thread's name, and
+    /// whether it could reach the runtime.
+    type Seen = (Vec<u8>, Received, String, bool);
+
+    fn start(
+        stop: &CancellationToken,
+    ) -> (
+        Arc<RadiusSocket>,
+        mpsc::Receiver<Seen>,
+        tokio::task::JoinHandle<()>,
+    ) {
+        let sock = Arc::new(RadiusSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap());
+        let (tx, rx) = mpsc::channel::<Seen>();
+        let (reader_sock, stop) = (Arc::clone(&sock), stop.clone());
+        let task = tokio::spawn(async move {
+            receive_until(reader_sock, &stop, "test", move |data, got| {
+                let name = std::thread::current().name().unwrap_or("").to_owned();
+                let runtime = tokio::runtime::Handle::try_current().is_ok();
+                let _ = tx.send((data.to_vec(), got, name, runtime));
+            })
+            .await;
+        });
+        (sock, rx, task)
+    }
+
+    // Multi-threaded: the test blocks on its channel while the receive loop's task runs.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn issue_25_a_socket_is_read_on_its_own_thread_inside_the_runtime_until_stopped() {
+        let stop = CancellationToken::new();
+        let (sock, rx, task) = start(&stop);
+        let client = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        client
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        client.send_to(b"request", sock.local_addr()).unwrap();
+        let (data, got, thread, runtime) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!(data, b"request");
+        assert_eq!(got.peer, client.local_addr().unwrap());
+        assert_eq!(got.local, Some(IpAddr::from([127, 0, 0, 1])));
+        assert!(!got.truncated);
+        assert_eq!(thread, "test receive", "not a runtime worker");
+        assert!(runtime, "what it spawns or times goes to the runtime");
+        sock.send(b"reply", got.peer, got.local).await.unwrap();
+        let mut buf = [0u8; 16];
+        let n = client.recv(&mut buf).unwrap();
+        assert_eq!(&buf[..n], b"reply");
+
+        stop.cancel();
+        task.await.unwrap();
+        // Returned only once the thread was gone: `each` (and its sender) are dropped.
+        assert!(matches!(
+            rx.try_recv(),
+            Err(mpsc::TryRecvError::Disconnected)
+        ));
+        // Replies still in progress can go out after the reader stopped.
+        sock.send(b"late", got.peer, got.local).await.unwrap();
+        let n = client.recv(&mut buf).unwrap();
+        assert_eq!(&buf[..n], b"late");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn issue_25_dropping_the_receive_loop_stops_its_thread() {
+        let stop = CancellationToken::new();
+        let (sock, rx, task) = start(&stop);
+        let client = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        client.send_to(b"one", sock.local_addr()).unwrap();
+        assert_eq!(rx.recv_timeout(Duration::from_secs(10)).unwrap().0, b"one");
+        // A runtime shutting down drops its tasks without cancelling `stop`.
+        task.abort();
+        assert!(task.await.unwrap_err().is_cancelled());
+        assert!(
+            matches!(
+                rx.recv_timeout(Duration::from_secs(10)),
+                Err(mpsc::RecvTimeoutError::Disconnected)
+            ),
+            "the thread ended and dropped `each`"
+        );
+        assert!(!stop.is_cancelled());
+    }
+
+    #[test]
+    fn issue_25_the_queue_probe_sees_a_waiting_datagram_and_takes_nothing() {
+        let sock = RadiusSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let fd = sock.io.as_raw_fd();
+        assert!(nothing_queued(fd));
+        let client = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        client.send_to(b"waiting", sock.local_addr()).unwrap();
+        // Wait (blocking, bounded by the socket's receive timeout) until it is there.
+        let mut first = [0u8; 1];
+        let mut iov = [IoSliceMut::new(&mut first)];
+        let peeked = recvmsg::<SockaddrStorage>(fd, &mut iov, None, MsgFlags::MSG_PEEK);
+        assert!(peeked.is_ok());
+        assert!(!nothing_queued(fd));
+        assert!(!nothing_queued(fd), "the probe took nothing");
+        let mut buf = vec![0u8; portcullis_radius::MAX_PACKET + 1];
+        let got = recv_with_info(fd, &mut buf).unwrap();
+        assert_eq!(&buf[..got.len], b"waiting");
+        assert!(nothing_queued(fd));
+    }
+
+    #[test]
+    fn an_oversized_datagram_is_seen_as_truncated() {
+        let sock = RadiusSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let client = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        client
+            .send_to(
+                &[7u8; portcullis_radius::MAX_PACKET + 100],
+                sock.local_addr(),
+            )
+            .unwrap();
+        let mut buf = vec![0u8; portcullis_radius::MAX_PACKET + 1];
+        let got = recv_with_info(sock.io.as_raw_fd(), &mut buf).unwrap();
+        assert!(got.truncated);
+        assert_eq!(got.len, portcullis_radius::MAX_PACKET + 1);
+    }
 }

@@ -425,8 +425,9 @@ async fn receive_loop(
     stop: CancellationToken,
     tracker: TaskTracker,
 ) {
-    super::socket::receive_until(&sock, &stop, "RADIUS accounting", |data, got| {
-        door.dispatch(&sock, data, got, &tracker);
+    let reply_sock = Arc::clone(&sock);
+    super::socket::receive_until(sock, &stop, "RADIUS accounting", move |data, got| {
+        door.dispatch(&reply_sock, data, got, &tracker);
     })
     .await;
 }
