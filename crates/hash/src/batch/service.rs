@@ -89,7 +89,7 @@ impl Menu {
             .unwrap_or(0);
         let contest = (candidates.len() >= 2 && crate::thread_cpu_ns().is_some()).then(|| {
             Mutex::new(Contested {
-                contest: Contest::new(per_chain, current).settle_early(),
+                contest: Contest::new(per_chain, current),
                 pending: None,
             })
         });
