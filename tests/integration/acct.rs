@@ -543,3 +543,53 @@ async fn issue_28_demo_storm_beside_logins_stores_every_acknowledged_record() {
         "records outside the login run [{from}, {to}]"
     );
 }
+
+/// Nice value of each of this process's threads whose name starts with `prefix` (Linux
+/// truncates names to 15 bytes).
+fn thread_nices(prefix: &str) -> Vec<i64> {
+    let mut out = Vec::new();
+    for t in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let Ok(stat) = std::fs::read_to_string(t.path().join("stat")) else {
+            continue; // the thread ended meanwhile
+        };
+        let (open, close) = (stat.find('(').unwrap(), stat.rfind(')').unwrap());
+        if !stat[open + 1..close].starts_with(prefix) {
+            continue;
+        }
+        // After the name: state, ppid, ... utime (12th), ..., priority (16th), nice (17th).
+        let nice = stat[close + 2..].split(' ').nth(16).unwrap();
+        out.push(nice.parse().unwrap());
+    }
+    out
+}
+
+/// An accounting storm must take only the CPU that logins leave: the door's receive
+/// thread, its writer and the writer's own SQLite connection (whose worker thread SQLite
+/// spawns at connect) run at `[accounting] nice`, while the hash pool and the
+/// authentication door keep the process's priority. An unusual value (13) tells this
+/// server's threads from those of the other tests in this process (default 19).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_28_accounting_threads_run_below_authentications_priority() {
+    let (r, acct) = start(|c| c.accounting.nice = 13).await;
+    let nas = Nas::bind("127.0.0.9:0", acct).await;
+    let req = acct_request(7, "prio-1", 1, 1_700_000_000, 0);
+    nas.send(&req).await;
+    let reply = nas.recv(Duration::from_secs(20)).await.expect("an answer");
+    let reply = verify_response(&reply, &authenticator(&req), SECRET, false).unwrap();
+    assert_eq!(reply.code, Code::AccountingResponse);
+    assert!(thread_nices("acct writer").contains(&13), "the writer");
+    assert!(
+        thread_nices("RADIUS accounti").contains(&13),
+        "the receive thread"
+    );
+    assert!(
+        thread_nices("sqlx-sqlite-wor").contains(&13),
+        "the writer's SQLite connection (its statements and commits)"
+    );
+    for auth in ["RADIUS receive", "portcullis-hash"] {
+        let nices = thread_nices(auth);
+        assert!(!nices.is_empty(), "{auth}: no such thread");
+        assert!(!nices.contains(&13), "{auth} runs at accounting's priority");
+    }
+    drop(r);
+}

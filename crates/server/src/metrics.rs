@@ -123,6 +123,10 @@ fn describe() {
         TLS_CLIENT_CERTS,
         "TLS connections whose client presented a certificate"
     );
+    metrics::describe_counter!(
+        crate::radius::socket::OVERFLOW,
+        "RADIUS datagrams the kernel dropped at a full socket receive buffer, by door (reported with the next datagram read)"
+    );
     // Series at zero from the start: dashboards and alert rules see 0, not nothing.
     for kind in ["full", "resumed"] {
         for version in ["1.2", "1.3"] {

@@ -87,9 +87,11 @@ pub async fn run(
         let mut acct = None;
         if !accounting.is_empty() || !radsec.is_empty() {
             let (door, queue) = AcctDoor::new(Arc::clone(&app), Arc::clone(stats)).await?;
+            let writer =
+                crate::radius::acct::start_writer(Arc::clone(&door), queue, stop.clone()).await?;
             tracker.spawn(crate::radius::acct::run(
                 Arc::clone(&door),
-                queue,
+                writer,
                 accounting,
                 stop.clone(),
             ));

@@ -460,6 +460,22 @@ macro_rules! identity_store {
                 crate::accounting::$nas::append(&self.pool, records).await
             }
 
+            async fn dedicated(&self) -> Result<std::sync::Arc<dyn Store>, StoreError> {
+                let options = (*self.pool.connect_options()).clone();
+                // One connection, opened by `connect_with` here (so by the calling
+                // thread), never closed for idling or age: a replacement after an error
+                // is opened by whoever acquires next, which is only the caller.
+                let pool = sqlx::pool::PoolOptions::new()
+                    .max_connections(1)
+                    .min_connections(0)
+                    .idle_timeout(None)
+                    .max_lifetime(None)
+                    .connect_with(options)
+                    .await
+                    .map_err(backend)?;
+                Ok(std::sync::Arc::new(Self { pool }))
+            }
+
             async fn acct_sessions(
                 &self,
                 query: &crate::accounting::SessionQuery,

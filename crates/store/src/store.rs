@@ -159,6 +159,13 @@ pub trait Store: CredentialSource {
     /// new (`false`: a duplicate, stored before). New records fold into their session;
     /// a new Accounting-On/Off closes its NAS's open sessions.
     async fn append_accounting(&self, records: &[AcctRecord]) -> Result<Vec<bool>, StoreError>;
+    /// Another handle on the same database over one connection of its own, opened now,
+    /// from the calling thread, and kept (never idled out or recycled), for a writer that
+    /// must not share the pool: the accounting writer, which runs below authentication's
+    /// CPU priority. SQLite runs each connection on a worker thread that the connect
+    /// spawns, and on Linux a new thread inherits its creator's nice value, so the
+    /// connection's statements run at the caller's priority too.
+    async fn dedicated(&self) -> Result<std::sync::Arc<dyn Store>, StoreError>;
     /// Sessions matching `query`, oldest start first.
     async fn acct_sessions(&self, query: &SessionQuery) -> Result<Vec<AcctSession>, StoreError>;
     /// Records received at or after `since` (unix seconds), oldest first, at most `limit`.

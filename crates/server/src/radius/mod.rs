@@ -37,6 +37,7 @@ pub mod eap;
 mod handle;
 mod inline;
 pub mod nas;
+mod priority;
 pub mod radsec;
 mod reply;
 pub mod socket;
@@ -376,7 +377,7 @@ async fn receive_loop(
     tracker: TaskTracker,
 ) {
     let reply_sock = Arc::clone(&sock);
-    socket::receive_until(sock, &stop, "RADIUS", move |data, got| {
+    socket::receive_until(sock, &stop, "RADIUS", 0, move |data, got| {
         radius.dispatch(&reply_sock, data, got, &tracker);
     })
     .await;

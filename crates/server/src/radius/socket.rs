@@ -44,6 +44,10 @@ const STOP_CHECK: Duration = Duration::from_secs(1);
 /// retransmits: the behaviour report 003 relied on. (Linux caps it at `net.core.rmem_max`.)
 const RECV_BUFFER: usize = 4 << 20;
 
+/// Datagrams the kernel dropped at a full receive buffer, per door (`door` label: the
+/// name given to [`receive_until`]).
+pub const OVERFLOW: &str = "portcullis_radius_socket_overflow_total";
+
 /// What `recv` got: the datagram's length, who sent it, and which of our addresses it was
 /// sent to (`None` if the kernel gave no packet info, e.g. on other platforms).
 #[derive(Debug, Clone, Copy)]
@@ -57,6 +61,9 @@ pub struct Received {
     pub peer: SocketAddr,
     /// The local address the datagram was sent to: where the reply comes from.
     pub local: Option<IpAddr>,
+    /// How many datagrams the kernel has dropped on this socket since it was bound
+    /// because its receive buffer was full (`SO_RXQ_OVFL`; absent while none were).
+    pub overflowed: Option<u32>,
 }
 
 /// A bound RADIUS socket.
@@ -78,6 +85,10 @@ impl RadiusSocket {
         }
         // Best effort: a smaller kernel limit still works, just buffers less.
         let _ = setsockopt(&io, sockopt::RcvBuf, &RECV_BUFFER);
+        // The kernel's count of datagrams dropped at a full buffer, on each datagram
+        // (counted as `portcullis_radius_socket_overflow_total`): the drops a slow or
+        // deprioritised reader causes are not seen by anything else in the process.
+        let _ = setsockopt(&io, sockopt::RxqOvfl, &1);
         let stop_check = TimeVal::new(STOP_CHECK.as_secs() as _, 0);
         setsockopt(&io, sockopt::ReceiveTimeout, &stop_check)?;
         let local_addr = io.local_addr()?;
@@ -108,11 +119,14 @@ impl RadiusSocket {
 /// on, so what it spawns or times runs there. `door` also names the debug log of
 /// per-datagram errors (an ICMP error queued on the socket, say), which must not stop the
 /// loop: nothing here is fatal. Returns once the thread has stopped: after this, `each`
-/// is not called again. Dropping the future stops the thread too.
+/// is not called again. Dropping the future stops the thread too. The thread runs at
+/// nice value `nice` (0: the process's own priority; the accounting door's is lower,
+/// `radius/priority.rs`).
 pub async fn receive_until(
     sock: Arc<RadiusSocket>,
     stop: &CancellationToken,
     door: &'static str,
+    nice: i32,
     mut each: impl FnMut(&[u8], Received) + Send + 'static,
 ) {
     let runtime = tokio::runtime::Handle::current();
@@ -127,17 +141,27 @@ pub async fn receive_until(
         .name(format!("{door} receive"))
         .spawn(move || {
             let _runtime = runtime.enter();
+            super::priority::lower_this_thread(nice, door);
             let probe_fd = thread_sock.io.as_raw_fd();
             super::inline::probe_queue_on_this_thread(move || nothing_queued(probe_fd));
             // One octet more than the largest legal packet, so an oversized datagram is
             // seen as truncated rather than mistaken for a legal one.
             let mut buf = vec![0u8; portcullis_radius::MAX_PACKET + 1];
             let fd = thread_sock.io.as_raw_fd();
+            let overflow = metrics::counter!(OVERFLOW, "door" => door);
+            let mut overflowed = 0u32;
             while !stopping.load(Ordering::Acquire) {
                 match recv_with_info(fd, &mut buf) {
                     // Woken to stop: whatever came back is not a datagram to answer.
                     _ if stopping.load(Ordering::Acquire) => break,
-                    Ok(got) => each(&buf[..got.len], got),
+                    Ok(got) => {
+                        if let Some(n) = got.overflowed {
+                            // A running total that wraps: count what it grew by.
+                            overflow.increment(u64::from(n.wrapping_sub(overflowed)));
+                            overflowed = n;
+                        }
+                        each(&buf[..got.len], got)
+                    }
                     // The periodic look at `stopping`, or a signal.
                     Err(e)
                         if matches!(
@@ -196,7 +220,7 @@ fn nothing_queued(fd: i32) -> bool {
 }
 
 fn recv_with_info(fd: i32, buf: &mut [u8]) -> io::Result<Received> {
-    let mut cmsg = nix::cmsg_space!(libc::in_pktinfo, libc::in6_pktinfo);
+    let mut cmsg = nix::cmsg_space!(libc::in_pktinfo, libc::in6_pktinfo, u32);
     let iov_len = buf.len();
     let mut iov = [IoSliceMut::new(buf)];
     let msg = recvmsg::<SockaddrStorage>(fd, &mut iov, Some(&mut cmsg), MsgFlags::MSG_TRUNC)
@@ -207,6 +231,7 @@ fn recv_with_info(fd: i32, buf: &mut [u8]) -> io::Result<Received> {
         .and_then(to_socket_addr)
         .ok_or_else(|| io::Error::other("datagram without an IP source address"))?;
     let mut local = None;
+    let mut overflowed = None;
     if let Ok(cmsgs) = msg.cmsgs() {
         for c in cmsgs {
             match c {
@@ -218,6 +243,7 @@ fn recv_with_info(fd: i32, buf: &mut [u8]) -> io::Result<Received> {
                 ControlMessageOwned::Ipv6PacketInfo(info) => {
                     local = Some(IpAddr::V6(Ipv6Addr::from(info.ipi6_addr.s6_addr)));
                 }
+                ControlMessageOwned::RxqOvfl(n) => overflowed = Some(n),
                 _ => {}
             }
         }
@@ -227,6 +253,7 @@ fn recv_with_info(fd: i32, buf: &mut [u8]) -> io::Result<Received> {
         truncated: msg.bytes > iov_len || msg.flags.contains(MsgFlags::MSG_TRUNC),
         peer,
         local,
+        overflowed,
     })
 }
 
@@ -296,7 +323,7 @@ mod tests {
         let (tx, rx) = mpsc::channel::<Seen>();
         let (reader_sock, stop) = (Arc::clone(&sock), stop.clone());
         let task = tokio::spawn(async move {
-            receive_until(reader_sock, &stop, "test", move |data, got| {
+            receive_until(reader_sock, &stop, "test", 0, move |data, got| {
                 let name = std::thread::current().name().unwrap_or("").to_owned();
                 let runtime = tokio::runtime::Handle::try_current().is_ok();
                 let _ = tx.send((data.to_vec(), got, name, runtime));
@@ -395,5 +422,33 @@ mod tests {
         let got = recv_with_info(sock.io.as_raw_fd(), &mut buf).unwrap();
         assert!(got.truncated);
         assert_eq!(got.len, portcullis_radius::MAX_PACKET + 1);
+    }
+
+    #[test]
+    fn issue_28_datagrams_dropped_at_a_full_buffer_are_reported_with_the_next() {
+        let sock = RadiusSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let client = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        // Far more than any receive buffer holds (nobody reads meanwhile); loopback does
+        // not block the sender, it drops at the receiver's buffer.
+        let sent = 20_000u32;
+        for _ in 0..sent {
+            client.send_to(&[1u8; 1000], sock.local_addr()).unwrap();
+        }
+        let mut buf = vec![0u8; portcullis_radius::MAX_PACKET + 1];
+        let fd = sock.io.as_raw_fd();
+        // The kernel stamps each datagram with the count as it was when the datagram was
+        // queued: those that fitted came before any drop.
+        let mut queued = 0u32;
+        while !nothing_queued(fd) {
+            let got = recv_with_info(fd, &mut buf).unwrap();
+            assert_eq!(got.overflowed, None, "queued before the first drop");
+            queued += 1;
+        }
+        assert!(queued > 0 && queued < sent, "queued {queued}");
+        // The next one carries the total: every datagram sent was queued or counted.
+        client.send_to(b"after", sock.local_addr()).unwrap();
+        let got = recv_with_info(fd, &mut buf).unwrap();
+        assert_eq!(&buf[..got.len], b"after");
+        assert_eq!(got.overflowed, Some(sent - queued));
     }
 }

@@ -24,6 +24,8 @@ pub struct FileAccounting {
     pub prune_interval_secs: u64,
     /// Audit every stored Start, Stop and Interim-Update too.
     pub audit_records: bool,
+    /// Nice value of the accounting threads (0: authentication's priority).
+    pub nice: i32,
 }
 
 impl Default for FileAccounting {
@@ -35,6 +37,7 @@ impl Default for FileAccounting {
             keep_days: 365,
             prune_interval_secs: 3_600,
             audit_records: false,
+            nice: 19,
         }
     }
 }
@@ -59,6 +62,11 @@ pub struct AcctConfig {
     /// Every stored session record is an audit event too (else only Accounting-On/Off and
     /// refused classes are: `acct/audit.rs`).
     pub audit_records: bool,
+    /// The nice value the door's threads run at (receive threads, the writer and its
+    /// store connection; `acct/priority.rs`), so an accounting storm takes the CPU that
+    /// authentication leaves rather than a share of what logins need. 0: the same
+    /// priority as authentication.
+    pub nice: i32,
 }
 
 impl Default for AcctConfig {
@@ -95,6 +103,11 @@ impl AcctConfig {
                 "accounting.prune_interval_secs must be between 1 and 86400",
             ));
         }
+        if !(0..=19).contains(&f.nice) {
+            return Err(invalid(
+                "accounting.nice must be between 0 (authentication's priority) and 19 (lowest)",
+            ));
+        }
         Ok(AcctConfig {
             queue: f.queue,
             queue_per_nas,
@@ -102,6 +115,7 @@ impl AcctConfig {
             keep: (f.keep_days > 0).then(|| Duration::from_secs(f.keep_days * 86_400)),
             prune_interval: Duration::from_secs(f.prune_interval_secs),
             audit_records: f.audit_records,
+            nice: f.nice,
         })
     }
 }
@@ -133,6 +147,13 @@ prune_interval_secs = 3600
 # store_error), the first refused request in every 10 seconds (the counters have the
 # totals). true: every stored Start, Stop and Interim-Update too (user and station).
 audit_records = false
+# CPU priority of the accounting door's threads (receive, writer, its store connection),
+# as a Linux nice value: 19 (the lowest) lets an accounting storm use only the CPU that
+# authentication leaves, so logins keep their rate beside it; records the door cannot
+# take meanwhile wait in the queue, then are dropped unanswered (the NAS retransmits).
+# 0 runs accounting at authentication's priority. PostgreSQL does the commits' work in
+# its own processes, which this does not reach.
+nice = 19
 "#;
 
 #[cfg(test)]
@@ -158,6 +179,8 @@ mod tests {
             ("max_batch = 0", "accounting.max_batch"),
             ("keep_days = 100000", "accounting.keep_days"),
             ("prune_interval_secs = 0", "prune_interval_secs"),
+            ("nice = 20", "accounting.nice"),
+            ("nice = -1", "accounting.nice"),
             ("bogus = 1", "bogus"),
         ] {
             let err = parse(text).unwrap_err();

@@ -10,8 +10,9 @@
 //!   record, the duplicate cache) and the hand-off to the bounded queue; [`run`] wires
 //!   the loops, the writer and the background upkeep (NAS refresh, retention, sessions
 //!   online);
-//! - [`writer`]: the one task that group-commits queued records and then sends their
-//!   Accounting-Responses;
+//! - [`writer`]: the one task, on a thread of its own, that group-commits queued records
+//!   and then sends their Accounting-Responses;
+//! - [`super::priority`]: why the door's threads run below authentication's CPU priority;
 //! - [`config`]: the `[accounting]` section; [`stats`]: counters per NAS and status type.
 //!
 //! Report 003's lessons, as for authentication: the receive loop never waits on the
@@ -21,14 +22,17 @@
 //! from the duplicate cache once its batch committed (and dropped while it waits); one
 //! with a new identifier (Acct-Delay-Time grew) reaches the store, whose key (NAS, session,
 //! status, event time) stores it once, and is answered again. Authentication keeps its
-//! share of the machine during an accounting storm because nothing here blocks a runtime
-//! worker: a storm costs one MD5 per datagram in these loops and one transaction per
-//! batch, and what exceeds the queue is dropped at the door.
+//! share of the machine during an accounting storm: nothing here runs on a runtime worker
+//! or the hash pool, and the threads that do the work (receive, writer, the writer's store
+//! connection) run at a higher nice value (`[accounting] nice`), so the scheduler gives
+//! them what logins leave; what exceeds the queue meanwhile is dropped at the door.
 
 pub mod audit;
 pub mod config;
 pub mod stats;
 mod writer;
+
+pub use writer::{Writer, start as start_writer};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -377,10 +381,11 @@ fn to_record(nas: &str, r: &AcctRequest<'_>, packet: &Packet<'_>, now: i64) -> A
     }
 }
 
-/// Serve accounting on `sockets` until `stop`; then commit and answer what is queued.
+/// Serve accounting on `sockets` until `stop`; then wait for `writer` to commit and
+/// answer what is queued.
 pub async fn run(
     door: Arc<AcctDoor>,
-    rx: mpsc::Receiver<Pending>,
+    writer: Writer,
     sockets: Vec<RadiusSocket>,
     stop: CancellationToken,
 ) {
@@ -394,12 +399,6 @@ pub async fn run(
             tracker.clone(),
         ));
     }
-    tracker.spawn(writer::run(
-        Arc::clone(&door),
-        rx,
-        stop.clone(),
-        tracker.clone(),
-    ));
     let mut refresh = tokio::time::interval(door.nas_refresh);
     let mut prune = tokio::time::interval(door.config.prune_interval);
     let mut online = tokio::time::interval(Duration::from_secs(5));
@@ -417,6 +416,7 @@ pub async fn run(
     }
     tracker.close();
     tracker.wait().await;
+    writer.finished().await;
 }
 
 async fn receive_loop(
@@ -426,7 +426,8 @@ async fn receive_loop(
     tracker: TaskTracker,
 ) {
     let reply_sock = Arc::clone(&sock);
-    super::socket::receive_until(sock, &stop, "RADIUS accounting", move |data, got| {
+    let nice = door.config.nice;
+    super::socket::receive_until(sock, &stop, "RADIUS accounting", nice, move |data, got| {
         door.dispatch(&reply_sock, data, got, &tracker);
     })
     .await;

@@ -8,6 +8,12 @@
 //! commit waits on the disk, the next batch gathers in the queue, so under load thousands
 //! of records share one fsync and a lone record still goes at once (no timer).
 //!
+//! It runs on a thread of its own with a runtime of its own, below authentication's CPU
+//! priority (`radius/priority.rs`), over a store connection of its own opened from that thread
+//! ([`Store::dedicated`](portcullis_store::Store::dedicated)): the statements, the
+//! commits and the sends of an accounting storm then cost no runtime worker's time and
+//! take only the CPU that logins leave.
+//!
 //! A failed transaction acknowledges nothing: its records are forgotten by the duplicate
 //! cache and counted as `store_error`; the NASes retransmit them.
 
@@ -15,17 +21,86 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use portcullis_store::AcctRecord;
-use tokio::sync::mpsc;
+use portcullis_store::{AcctRecord, Store};
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::stats::{AcctDrop, COMMIT_SECONDS, COMMITS, QUEUED};
 use super::{AcctDoor, Pending, Reply};
 
-/// Run until `stop`; then commit and answer what is still queued, and return.
-pub(super) async fn run(
+/// The running writer: [`Writer::finished`] waits until it has committed and answered
+/// what was queued when `stop` came.
+#[derive(Debug)]
+pub struct Writer {
+    /// Closed (dropped) by the writer thread as it ends.
+    done: oneshot::Receiver<()>,
+}
+
+impl Writer {
+    /// Wait for the writer thread to end (after `stop`).
+    pub async fn finished(self) {
+        let _ = self.done.await;
+    }
+}
+
+/// Start the writer thread: lower its priority, open its store connection and begin
+/// taking from `rx`. Returns once the connection is open, or the reason it is not (the
+/// server does not start without a writer: accounting would be acknowledged by nobody).
+pub async fn start(
     door: Arc<AcctDoor>,
+    rx: mpsc::Receiver<Pending>,
+    stop: CancellationToken,
+) -> Result<Writer, crate::ServerError> {
+    let (ready_tx, ready) = oneshot::channel::<Result<(), String>>();
+    let (done_tx, done) = oneshot::channel::<()>();
+    std::thread::Builder::new()
+        .name("acct writer".into())
+        .spawn(move || {
+            crate::radius::priority::lower_this_thread(door.config.nice, "the accounting writer");
+            let runtime = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(r) => r,
+                Err(e) => {
+                    let _ = ready_tx.send(Err(format!("its runtime: {e}")));
+                    return;
+                }
+            };
+            runtime.block_on(async move {
+                // Opened here, after the priority was lowered: the connection's worker
+                // thread is spawned by this thread and inherits its nice value.
+                let store = match door.app.store.dedicated().await {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(format!("its store connection: {e}")));
+                        return;
+                    }
+                };
+                let _ = ready_tx.send(Ok(()));
+                let sends = TaskTracker::new();
+                run(door, store, rx, stop, sends.clone()).await;
+                sends.close();
+                sends.wait().await;
+            });
+            drop(done_tx);
+        })?;
+    match ready.await {
+        Ok(Ok(())) => Ok(Writer { done }),
+        Ok(Err(why)) => Err(crate::ServerError::Config(format!(
+            "the accounting writer could not start: {why}"
+        ))),
+        Err(_) => Err(crate::ServerError::Config(
+            "the accounting writer could not start".into(),
+        )),
+    }
+}
+
+/// Run until `stop`; then commit and answer what is still queued, and return.
+async fn run(
+    door: Arc<AcctDoor>,
+    store: Arc<dyn Store>,
     mut rx: mpsc::Receiver<Pending>,
     stop: CancellationToken,
     tracker: TaskTracker,
@@ -54,7 +129,7 @@ pub(super) async fn run(
         let left = rx.len() as u64;
         door.stats.queued.store(left, Ordering::Relaxed);
         metrics::gauge!(QUEUED).set(left as f64);
-        commit(&door, &mut records, &mut replies, &tracker).await;
+        commit(&door, store.as_ref(), &mut records, &mut replies, &tracker).await;
     }
 }
 
@@ -68,12 +143,13 @@ fn push(p: Pending, records: &mut Vec<AcctRecord>, replies: &mut Vec<Reply>) {
 /// One transaction for `records`; then the replies, or nothing if it failed.
 async fn commit(
     door: &AcctDoor,
+    store: &dyn Store,
     records: &mut Vec<AcctRecord>,
     replies: &mut Vec<Reply>,
     tracker: &TaskTracker,
 ) {
     let oldest = replies.iter().map(|r| r.arrived).min();
-    let outcome = door.app.store.append_accounting(records).await;
+    let outcome = store.append_accounting(records).await;
     let batch = std::mem::take(replies);
     let sink = door.app.verifier.audit_sink().map(|s| s.as_ref());
     match outcome {
