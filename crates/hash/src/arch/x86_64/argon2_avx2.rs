@@ -9,13 +9,28 @@
 //! registers and a register rename for `c` (one cycle, in-lane, instead of `vpermq`).
 //! Everything is unrolled by macros. Sixteen ymm registers hold neither a block nor the
 //! previous one, so the state goes through one stack block; the input XOR `R = X ^ Y`
-//! is recomputed from L1 where needed instead of stored (see [`compress`]). The first
-//! output word goes to the walk's `hint` after the first column pair, so the next
-//! reference block's prefetch overlaps the other three, and the whole segment walk is
-//! instantiated inside [`fill_avx2`].
+//! is recomputed from L1 where needed instead of stored (see [`compress`]).
 //!
-//! No AVX-512 kernel: the machine this was written on (AMD Zen 1) has none, and a kernel
-//! that cannot be run here cannot be tested here.
+//! Latency, not throughput, bounds one compression on Zen 3 (the CPU issue 26 is
+//! measured on without AVX-512): a GB is a chain of about 29 cycles (three BlaMka steps
+//! of `vpmuludq` + two adds, each followed by a XOR and a rotation) with only four lanes
+//! of work per vector, and the ~600 vector operations of a block would issue in about
+//! 150 cycles on its four vector pipes. Written one row (one GB chain) after another,
+//! the out-of-order window holds two or three rows' chains, and a block took ~600 cycles.
+//! So the GBs run step by step in lockstep, as in the AVX-512 kernel: four rows at a
+//! time (four chains), then two column pairs at a time (four chains). That needs more
+//! than 16 registers, and the compiler spills some state vectors; the spill reloads are
+//! mostly folded into operands and Zen 3 has three load ports, so it pays: whole-process
+//! argon2id m=19456 t=2, thread CPU per verification, interleaved: one row at a time
+//! 8.46 ms, two rows 7.90, four rows 7.09 (-16%), plus two column pairs 6.95-7.04.
+//!
+//! The first output word goes to the walk's `hint` after the first two column pairs, so
+//! the next reference block's prefetch overlaps the other two (handing it over after one
+//! pair, with the others run as one, then two, then one, measured the same), and the
+//! whole segment walk is instantiated inside [`fill_avx2`].
+//!
+//! The AVX-512 kernel (`argon2_avx512.rs`) replaces this one where the CPU has it and it
+//! measures faster (`kernel_choice`).
 
 use std::arch::x86_64::*;
 
@@ -79,80 +94,130 @@ macro_rules! blamka {
     }};
 }
 
-/// The quarter-round GB on four independent lanes.
+/// The quarter-round GB on groups of four lanes, step by step across the groups (two
+/// chains in flight at every step; see the module doc).
 macro_rules! gb {
-    ($a:ident, $b:ident, $c:ident, $d:ident, $r24:ident, $r16:ident) => {
-        $a = blamka!($a, $b);
-        $d = _mm256_shuffle_epi32::<0b10_11_00_01>(_mm256_xor_si256($d, $a));
-        $c = blamka!($c, $d);
-        $b = _mm256_shuffle_epi8(_mm256_xor_si256($b, $c), $r24);
-        $a = blamka!($a, $b);
-        $d = _mm256_shuffle_epi8(_mm256_xor_si256($d, $a), $r16);
-        $c = blamka!($c, $d);
-        let t = _mm256_xor_si256($b, $c);
-        $b = _mm256_xor_si256(_mm256_srli_epi64::<63>(t), _mm256_add_epi64(t, t));
+    ($r24:ident, $r16:ident; $(($a:ident, $b:ident, $c:ident, $d:ident)),+) => {
+        $($a = blamka!($a, $b);)+
+        $($d = _mm256_shuffle_epi32::<0b10_11_00_01>(_mm256_xor_si256($d, $a));)+
+        $($c = blamka!($c, $d);)+
+        $($b = _mm256_shuffle_epi8(_mm256_xor_si256($b, $c), $r24);)+
+        $($a = blamka!($a, $b);)+
+        $($d = _mm256_shuffle_epi8(_mm256_xor_si256($d, $a), $r16);)+
+        $($c = blamka!($c, $d);)+
+        $(
+            let t = _mm256_xor_si256($b, $c);
+            $b = _mm256_xor_si256(_mm256_srli_epi64::<63>(t), _mm256_add_epi64(t, t));
+        )+
     };
 }
 
-/// P on row `$i` (words `16 i .. 16 i + 16`, four vectors), loaded as `X ^ Y` straight
-/// from the input blocks and stored to the state `$q`.
-macro_rules! row {
+/// P on rows `$i .. $i + 4` in lockstep (words `16 i .. 16 i + 64`, four vectors each),
+/// loaded as `X ^ Y` straight from the input blocks and stored to the state `$q`.
+macro_rules! rows {
     ($q:ident, $x:ident, $y:ident, $i:expr, $r24:ident, $r16:ident) => {{
-        let mut a = _mm256_xor_si256(ld!($x, 4 * $i), ld!($y, 4 * $i));
-        let mut b = _mm256_xor_si256(ld!($x, 4 * $i + 1), ld!($y, 4 * $i + 1));
-        let mut c = _mm256_xor_si256(ld!($x, 4 * $i + 2), ld!($y, 4 * $i + 2));
-        let mut d = _mm256_xor_si256(ld!($x, 4 * $i + 3), ld!($y, 4 * $i + 3));
-        gb!(a, b, c, d, $r24, $r16);
-        b = _mm256_permute4x64_epi64::<0b00_11_10_01>(b);
-        c = _mm256_permute4x64_epi64::<0b01_00_11_10>(c);
-        d = _mm256_permute4x64_epi64::<0b10_01_00_11>(d);
-        gb!(a, b, c, d, $r24, $r16);
-        $q[4 * $i] = a;
-        $q[4 * $i + 1] = _mm256_permute4x64_epi64::<0b10_01_00_11>(b);
-        $q[4 * $i + 2] = _mm256_permute4x64_epi64::<0b01_00_11_10>(c);
-        $q[4 * $i + 3] = _mm256_permute4x64_epi64::<0b00_11_10_01>(d);
+        let k = 4 * $i;
+        let mut a0 = _mm256_xor_si256(ld!($x, k), ld!($y, k));
+        let mut b0 = _mm256_xor_si256(ld!($x, k + 1), ld!($y, k + 1));
+        let mut c0 = _mm256_xor_si256(ld!($x, k + 2), ld!($y, k + 2));
+        let mut d0 = _mm256_xor_si256(ld!($x, k + 3), ld!($y, k + 3));
+        let mut a1 = _mm256_xor_si256(ld!($x, k + 4), ld!($y, k + 4));
+        let mut b1 = _mm256_xor_si256(ld!($x, k + 5), ld!($y, k + 5));
+        let mut c1 = _mm256_xor_si256(ld!($x, k + 6), ld!($y, k + 6));
+        let mut d1 = _mm256_xor_si256(ld!($x, k + 7), ld!($y, k + 7));
+        let mut a2 = _mm256_xor_si256(ld!($x, k + 8), ld!($y, k + 8));
+        let mut b2 = _mm256_xor_si256(ld!($x, k + 9), ld!($y, k + 9));
+        let mut c2 = _mm256_xor_si256(ld!($x, k + 10), ld!($y, k + 10));
+        let mut d2 = _mm256_xor_si256(ld!($x, k + 11), ld!($y, k + 11));
+        let mut a3 = _mm256_xor_si256(ld!($x, k + 12), ld!($y, k + 12));
+        let mut b3 = _mm256_xor_si256(ld!($x, k + 13), ld!($y, k + 13));
+        let mut c3 = _mm256_xor_si256(ld!($x, k + 14), ld!($y, k + 14));
+        let mut d3 = _mm256_xor_si256(ld!($x, k + 15), ld!($y, k + 15));
+        gb!($r24, $r16; (a0, b0, c0, d0), (a1, b1, c1, d1), (a2, b2, c2, d2), (a3, b3, c3, d3));
+        b0 = _mm256_permute4x64_epi64::<0b00_11_10_01>(b0);
+        b1 = _mm256_permute4x64_epi64::<0b00_11_10_01>(b1);
+        b2 = _mm256_permute4x64_epi64::<0b00_11_10_01>(b2);
+        b3 = _mm256_permute4x64_epi64::<0b00_11_10_01>(b3);
+        c0 = _mm256_permute4x64_epi64::<0b01_00_11_10>(c0);
+        c1 = _mm256_permute4x64_epi64::<0b01_00_11_10>(c1);
+        c2 = _mm256_permute4x64_epi64::<0b01_00_11_10>(c2);
+        c3 = _mm256_permute4x64_epi64::<0b01_00_11_10>(c3);
+        d0 = _mm256_permute4x64_epi64::<0b10_01_00_11>(d0);
+        d1 = _mm256_permute4x64_epi64::<0b10_01_00_11>(d1);
+        d2 = _mm256_permute4x64_epi64::<0b10_01_00_11>(d2);
+        d3 = _mm256_permute4x64_epi64::<0b10_01_00_11>(d3);
+        gb!($r24, $r16; (a0, b0, c0, d0), (a1, b1, c1, d1), (a2, b2, c2, d2), (a3, b3, c3, d3));
+        $q[k] = a0;
+        $q[k + 1] = _mm256_permute4x64_epi64::<0b10_01_00_11>(b0);
+        $q[k + 2] = _mm256_permute4x64_epi64::<0b01_00_11_10>(c0);
+        $q[k + 3] = _mm256_permute4x64_epi64::<0b00_11_10_01>(d0);
+        $q[k + 4] = a1;
+        $q[k + 5] = _mm256_permute4x64_epi64::<0b10_01_00_11>(b1);
+        $q[k + 6] = _mm256_permute4x64_epi64::<0b01_00_11_10>(c1);
+        $q[k + 7] = _mm256_permute4x64_epi64::<0b00_11_10_01>(d1);
+        $q[k + 8] = a2;
+        $q[k + 9] = _mm256_permute4x64_epi64::<0b10_01_00_11>(b2);
+        $q[k + 10] = _mm256_permute4x64_epi64::<0b01_00_11_10>(c2);
+        $q[k + 11] = _mm256_permute4x64_epi64::<0b00_11_10_01>(d2);
+        $q[k + 12] = a3;
+        $q[k + 13] = _mm256_permute4x64_epi64::<0b10_01_00_11>(b3);
+        $q[k + 14] = _mm256_permute4x64_epi64::<0b01_00_11_10>(c3);
+        $q[k + 15] = _mm256_permute4x64_epi64::<0b00_11_10_01>(d3);
     }};
 }
 
-/// P on columns `2 $c` (low halves) and `2 $c + 1` (high halves): register `x_k` holds
-/// the word pair of row `k`, i.e. `(v_2k, v_2k+1)` of each column. Each result goes
-/// straight to the output through `$emit` (no store of the state); evaluates to the
-/// output vector `$c`.
+/// P on columns `2 $c .. 2 $c + 4`, two column pairs in lockstep (four GB chains in
+/// flight). Register `x_k` holds the word pair of row `k` of columns `2 $c` (low half)
+/// and `2 $c + 1` (high half), i.e. `(v_2k, v_2k+1)` of each column; `y_k` the same for
+/// columns `2 $c + 2` and `2 $c + 3`. Each result goes straight to the output through
+/// `$emit` (no store of the state); evaluates to the output vector `$c`.
 macro_rules! columns {
     ($q:ident, $c:expr, $r24:ident, $r16:ident, $emit:ident) => {{
-        let (mut x0, mut x1, mut x2, mut x3) = ($q[$c], $q[4 + $c], $q[8 + $c], $q[12 + $c]);
-        let (mut x4, mut x5, mut x6, mut x7) = ($q[16 + $c], $q[20 + $c], $q[24 + $c], $q[28 + $c]);
-        gb!(x0, x2, x4, x6, $r24, $r16);
-        gb!(x1, x3, x5, x7, $r24, $r16);
+        let c = $c;
+        let (mut x0, mut x1, mut x2, mut x3) = ($q[c], $q[4 + c], $q[8 + c], $q[12 + c]);
+        let (mut x4, mut x5, mut x6, mut x7) = ($q[16 + c], $q[20 + c], $q[24 + c], $q[28 + c]);
+        let (mut y0, mut y1, mut y2, mut y3) = ($q[c + 1], $q[5 + c], $q[9 + c], $q[13 + c]);
+        let (mut y4, mut y5, mut y6, mut y7) = ($q[17 + c], $q[21 + c], $q[25 + c], $q[29 + c]);
+        gb!($r24, $r16; (x0, x2, x4, x6), (x1, x3, x5, x7), (y0, y2, y4, y6), (y1, y3, y5, y7));
         // Diagonals: b = (v5, v6) and (v7, v4), c = (v10, v11) and (v8, v9) (a rename),
         // d = (v15, v12) and (v13, v14).
         let mut b0 = _mm256_alignr_epi8::<8>(x3, x2);
         let mut b1 = _mm256_alignr_epi8::<8>(x2, x3);
         let mut d0 = _mm256_alignr_epi8::<8>(x6, x7);
         let mut d1 = _mm256_alignr_epi8::<8>(x7, x6);
-        gb!(x0, b0, x5, d0, $r24, $r16);
-        gb!(x1, b1, x4, d1, $r24, $r16);
-        let first = $emit!($c, x0);
-        $emit!(4 + $c, x1);
-        $emit!(8 + $c, _mm256_alignr_epi8::<8>(b0, b1));
-        $emit!(12 + $c, _mm256_alignr_epi8::<8>(b1, b0));
-        $emit!(16 + $c, x4);
-        $emit!(20 + $c, x5);
-        $emit!(24 + $c, _mm256_alignr_epi8::<8>(d1, d0));
-        $emit!(28 + $c, _mm256_alignr_epi8::<8>(d0, d1));
+        let mut e0 = _mm256_alignr_epi8::<8>(y3, y2);
+        let mut e1 = _mm256_alignr_epi8::<8>(y2, y3);
+        let mut f0 = _mm256_alignr_epi8::<8>(y6, y7);
+        let mut f1 = _mm256_alignr_epi8::<8>(y7, y6);
+        gb!($r24, $r16; (x0, b0, x5, d0), (x1, b1, x4, d1), (y0, e0, y5, f0), (y1, e1, y4, f1));
+        let first = $emit!(c, x0);
+        $emit!(4 + c, x1);
+        $emit!(8 + c, _mm256_alignr_epi8::<8>(b0, b1));
+        $emit!(12 + c, _mm256_alignr_epi8::<8>(b1, b0));
+        $emit!(16 + c, x4);
+        $emit!(20 + c, x5);
+        $emit!(24 + c, _mm256_alignr_epi8::<8>(d1, d0));
+        $emit!(28 + c, _mm256_alignr_epi8::<8>(d0, d1));
+        $emit!(c + 1, y0);
+        $emit!(5 + c, y1);
+        $emit!(9 + c, _mm256_alignr_epi8::<8>(e0, e1));
+        $emit!(13 + c, _mm256_alignr_epi8::<8>(e1, e0));
+        $emit!(17 + c, y4);
+        $emit!(21 + c, y5);
+        $emit!(25 + c, _mm256_alignr_epi8::<8>(f1, f0));
+        $emit!(29 + c, _mm256_alignr_epi8::<8>(f0, f1));
         first
     }};
 }
 
 /// G (see the module doc); `out` is XORed into when `xor` (version 0x13, later passes).
 ///
-/// Memory traffic is what limits this kernel on cores that split ymm stores in two (Zen
-/// 1 retires one 128-bit store per cycle): the input XOR `R = X ^ Y` is never stored but
-/// loaded again where it is needed (loads are twice as cheap), the row results are the
-/// only stores of the state, and the column results go straight to `out`. The first
-/// output vector is complete after the first column pair, a quarter of the way through
-/// the column rounds, so the walk's prefetch of the next reference block (`hint`)
-/// overlaps three quarters of them.
+/// Memory traffic is kept low for cores that split ymm stores in two (Zen 1 retires one
+/// 128-bit store per cycle): the input XOR `R = X ^ Y` is never stored but loaded again
+/// where it is needed (loads are twice as cheap), the row results are the only stores of
+/// the state, and the column results go straight to `out`. The first output vector is
+/// complete after the first two column pairs, half way through the column rounds, so the
+/// walk's prefetch of the next reference block (`hint`) overlaps the other half.
 #[target_feature(enable = "avx2")]
 #[inline]
 fn compress(prev: &Block, refb: &Block, out: &mut Block, xor: bool, hint: impl FnOnce(u64)) {
@@ -195,17 +260,9 @@ fn compress(prev: &Block, refb: &Block, out: &mut Block, xor: bool, hint: impl F
         13, 14, 15, 8, 9,
     ));
     let mut q = [_mm256_setzero_si256(); 32];
-    row!(q, x, y, 0, r24, r16);
-    row!(q, x, y, 1, r24, r16);
-    row!(q, x, y, 2, r24, r16);
-    row!(q, x, y, 3, r24, r16);
-    row!(q, x, y, 4, r24, r16);
-    row!(q, x, y, 5, r24, r16);
-    row!(q, x, y, 6, r24, r16);
-    row!(q, x, y, 7, r24, r16);
+    rows!(q, x, y, 0, r24, r16);
+    rows!(q, x, y, 4, r24, r16);
     let first = columns!(q, 0, r24, r16, emit);
     hint(_mm256_extract_epi64::<0>(first) as u64);
-    columns!(q, 1, r24, r16, emit);
     columns!(q, 2, r24, r16, emit);
-    columns!(q, 3, r24, r16, emit);
 }
