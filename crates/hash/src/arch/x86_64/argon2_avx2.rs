@@ -14,15 +14,21 @@
 //! Latency, not throughput, bounds one compression on Zen 3 (the CPU issue 26 is
 //! measured on without AVX-512): a GB is a chain of about 29 cycles (three BlaMka steps
 //! of `vpmuludq` + two adds, each followed by a XOR and a rotation) with only four lanes
-//! of work per vector, and the ~600 vector operations of a block would issue in about
-//! 150 cycles on its four vector pipes. Written one row (one GB chain) after another,
-//! the out-of-order window holds two or three rows' chains, and a block took ~600 cycles.
+//! of work per vector, and the ~1,000 vector operations of a block would issue in about
+//! 250 cycles on its four vector pipes. Written one row (one GB chain) after another,
+//! the out-of-order window holds two or three rows' chains, and a block took ~600 cycles
+//! (216 ns at the ~2.8 GHz this guest runs at).
 //! So the GBs run step by step in lockstep, as in the AVX-512 kernel: four rows at a
 //! time (four chains), then two column pairs at a time (four chains). That needs more
 //! than 16 registers, and the compiler spills some state vectors; the spill reloads are
-//! mostly folded into operands and Zen 3 has three load ports, so it pays: whole-process
-//! argon2id m=19456 t=2, thread CPU per verification, interleaved: one row at a time
-//! 8.46 ms, two rows 7.90, four rows 7.09 (-16%), plus two column pairs 6.95-7.04.
+//! mostly folded into operands and Zen 3 has three load ports, so it pays. Measured on
+//! Zen 3, argon2id m=19456 t=2, thread CPU per verification, whole processes pinned to
+//! one core and interleaved, each step against the one before: two rows in lockstep
+//! instead of one 8.46 -> 7.90 ms, four rows 7.63 -> 7.09, two column pairs 7.24 -> 7.04
+//! (16-18% in all). Eight rows at once spill more and were 1% slower; the rotation masks
+//! as memory operands (inline `vpshufb` from a static, two registers freed) changed
+//! nothing, and plain constants let LLVM turn the rotation by 16 into two shuffles (1.4%
+//! slower).
 //!
 //! The first output word goes to the walk's `hint` after the first two column pairs, so
 //! the next reference block's prefetch overlaps the other two (handing it over after one
