@@ -25,7 +25,8 @@
 //! Zen 3, argon2id m=19456 t=2, thread CPU per verification, whole processes pinned to
 //! one core and interleaved, each step against the one before: two rows in lockstep
 //! instead of one 8.46 -> 7.90 ms, four rows 7.63 -> 7.09, two column pairs 7.24 -> 7.04
-//! (16-18% in all). Eight rows at once spill more and were 1% slower; the rotation masks
+//! (16-18% in all). Eight rows at once spill more and were 1% slower, three (3 + 3 + 2)
+//! 1.7% slower than four; the rotation masks
 //! as memory operands (inline `vpshufb` from a static, two registers freed) changed
 //! nothing, and plain constants let LLVM turn the rotation by 16 into two shuffles (1.4%
 //! slower).
@@ -118,57 +119,33 @@ macro_rules! gb {
     };
 }
 
-/// P on rows `$i .. $i + 4` in lockstep (words `16 i .. 16 i + 64`, four vectors each),
-/// loaded as `X ^ Y` straight from the input blocks and stored to the state `$q`.
+/// P on the rows listed (row `i` is words `16 i .. 16 i + 16`, four vectors, named by the
+/// four identifiers after it) in lockstep, loaded as `X ^ Y` straight from the input
+/// blocks and stored to the state `$q`.
 macro_rules! rows {
-    ($q:ident, $x:ident, $y:ident, $i:expr, $r24:ident, $r16:ident) => {{
-        let k = 4 * $i;
-        let mut a0 = _mm256_xor_si256(ld!($x, k), ld!($y, k));
-        let mut b0 = _mm256_xor_si256(ld!($x, k + 1), ld!($y, k + 1));
-        let mut c0 = _mm256_xor_si256(ld!($x, k + 2), ld!($y, k + 2));
-        let mut d0 = _mm256_xor_si256(ld!($x, k + 3), ld!($y, k + 3));
-        let mut a1 = _mm256_xor_si256(ld!($x, k + 4), ld!($y, k + 4));
-        let mut b1 = _mm256_xor_si256(ld!($x, k + 5), ld!($y, k + 5));
-        let mut c1 = _mm256_xor_si256(ld!($x, k + 6), ld!($y, k + 6));
-        let mut d1 = _mm256_xor_si256(ld!($x, k + 7), ld!($y, k + 7));
-        let mut a2 = _mm256_xor_si256(ld!($x, k + 8), ld!($y, k + 8));
-        let mut b2 = _mm256_xor_si256(ld!($x, k + 9), ld!($y, k + 9));
-        let mut c2 = _mm256_xor_si256(ld!($x, k + 10), ld!($y, k + 10));
-        let mut d2 = _mm256_xor_si256(ld!($x, k + 11), ld!($y, k + 11));
-        let mut a3 = _mm256_xor_si256(ld!($x, k + 12), ld!($y, k + 12));
-        let mut b3 = _mm256_xor_si256(ld!($x, k + 13), ld!($y, k + 13));
-        let mut c3 = _mm256_xor_si256(ld!($x, k + 14), ld!($y, k + 14));
-        let mut d3 = _mm256_xor_si256(ld!($x, k + 15), ld!($y, k + 15));
-        gb!($r24, $r16; (a0, b0, c0, d0), (a1, b1, c1, d1), (a2, b2, c2, d2), (a3, b3, c3, d3));
-        b0 = _mm256_permute4x64_epi64::<0b00_11_10_01>(b0);
-        b1 = _mm256_permute4x64_epi64::<0b00_11_10_01>(b1);
-        b2 = _mm256_permute4x64_epi64::<0b00_11_10_01>(b2);
-        b3 = _mm256_permute4x64_epi64::<0b00_11_10_01>(b3);
-        c0 = _mm256_permute4x64_epi64::<0b01_00_11_10>(c0);
-        c1 = _mm256_permute4x64_epi64::<0b01_00_11_10>(c1);
-        c2 = _mm256_permute4x64_epi64::<0b01_00_11_10>(c2);
-        c3 = _mm256_permute4x64_epi64::<0b01_00_11_10>(c3);
-        d0 = _mm256_permute4x64_epi64::<0b10_01_00_11>(d0);
-        d1 = _mm256_permute4x64_epi64::<0b10_01_00_11>(d1);
-        d2 = _mm256_permute4x64_epi64::<0b10_01_00_11>(d2);
-        d3 = _mm256_permute4x64_epi64::<0b10_01_00_11>(d3);
-        gb!($r24, $r16; (a0, b0, c0, d0), (a1, b1, c1, d1), (a2, b2, c2, d2), (a3, b3, c3, d3));
-        $q[k] = a0;
-        $q[k + 1] = _mm256_permute4x64_epi64::<0b10_01_00_11>(b0);
-        $q[k + 2] = _mm256_permute4x64_epi64::<0b01_00_11_10>(c0);
-        $q[k + 3] = _mm256_permute4x64_epi64::<0b00_11_10_01>(d0);
-        $q[k + 4] = a1;
-        $q[k + 5] = _mm256_permute4x64_epi64::<0b10_01_00_11>(b1);
-        $q[k + 6] = _mm256_permute4x64_epi64::<0b01_00_11_10>(c1);
-        $q[k + 7] = _mm256_permute4x64_epi64::<0b00_11_10_01>(d1);
-        $q[k + 8] = a2;
-        $q[k + 9] = _mm256_permute4x64_epi64::<0b10_01_00_11>(b2);
-        $q[k + 10] = _mm256_permute4x64_epi64::<0b01_00_11_10>(c2);
-        $q[k + 11] = _mm256_permute4x64_epi64::<0b00_11_10_01>(d2);
-        $q[k + 12] = a3;
-        $q[k + 13] = _mm256_permute4x64_epi64::<0b10_01_00_11>(b3);
-        $q[k + 14] = _mm256_permute4x64_epi64::<0b01_00_11_10>(c3);
-        $q[k + 15] = _mm256_permute4x64_epi64::<0b00_11_10_01>(d3);
+    ($q:ident, $x:ident, $y:ident, $r24:ident, $r16:ident;
+     $(($i:expr, $a:ident, $b:ident, $c:ident, $d:ident)),+) => {{
+        $(
+            let k = 4 * $i;
+            let mut $a = _mm256_xor_si256(ld!($x, k), ld!($y, k));
+            let mut $b = _mm256_xor_si256(ld!($x, k + 1), ld!($y, k + 1));
+            let mut $c = _mm256_xor_si256(ld!($x, k + 2), ld!($y, k + 2));
+            let mut $d = _mm256_xor_si256(ld!($x, k + 3), ld!($y, k + 3));
+        )+
+        gb!($r24, $r16; $(($a, $b, $c, $d)),+);
+        $(
+            $b = _mm256_permute4x64_epi64::<0b00_11_10_01>($b);
+            $c = _mm256_permute4x64_epi64::<0b01_00_11_10>($c);
+            $d = _mm256_permute4x64_epi64::<0b10_01_00_11>($d);
+        )+
+        gb!($r24, $r16; $(($a, $b, $c, $d)),+);
+        $(
+            let k = 4 * $i;
+            $q[k] = $a;
+            $q[k + 1] = _mm256_permute4x64_epi64::<0b10_01_00_11>($b);
+            $q[k + 2] = _mm256_permute4x64_epi64::<0b01_00_11_10>($c);
+            $q[k + 3] = _mm256_permute4x64_epi64::<0b00_11_10_01>($d);
+        )+
     }};
 }
 
@@ -266,8 +243,10 @@ fn compress(prev: &Block, refb: &Block, out: &mut Block, xor: bool, hint: impl F
         13, 14, 15, 8, 9,
     ));
     let mut q = [_mm256_setzero_si256(); 32];
-    rows!(q, x, y, 0, r24, r16);
-    rows!(q, x, y, 4, r24, r16);
+    rows!(q, x, y, r24, r16;
+        (0, a0, b0, c0, d0), (1, a1, b1, c1, d1), (2, a2, b2, c2, d2), (3, a3, b3, c3, d3));
+    rows!(q, x, y, r24, r16;
+        (4, a0, b0, c0, d0), (5, a1, b1, c1, d1), (6, a2, b2, c2, d2), (7, a3, b3, c3, d3));
     let first = columns!(q, 0, r24, r16, emit);
     hint(_mm256_extract_epi64::<0>(first) as u64);
     columns!(q, 2, r24, r16, emit);
