@@ -26,10 +26,9 @@
 //! one core and interleaved, each step against the one before: two rows in lockstep
 //! instead of one 8.46 -> 7.90 ms, four rows 7.63 -> 7.09, two column pairs 7.24 -> 7.04
 //! (16-18% in all). Eight rows at once spill more and were 1% slower, three (3 + 3 + 2)
-//! 1.7% slower than four; the rotation masks
-//! as memory operands (inline `vpshufb` from a static, two registers freed) changed
-//! nothing, and plain constants let LLVM turn the rotation by 16 into two shuffles (1.4%
-//! slower).
+//! 1.7% slower than four; the rotation masks as memory operands (inline `vpshufb` from
+//! a static, two registers freed) changed nothing, and plain constants let LLVM turn
+//! the rotation by 16 into two shuffles (1.4% slower).
 //!
 //! The first output word goes to the walk's `hint` after the first two column pairs, so
 //! the next reference block's prefetch overlaps the other two (handing it over after one
