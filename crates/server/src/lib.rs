@@ -47,6 +47,7 @@ pub mod cache;
 pub mod client_auth;
 pub mod config;
 pub mod config_error;
+mod config_example;
 pub mod conn_limit;
 pub mod doctor;
 pub mod health;
