@@ -47,6 +47,7 @@ pub async fn run_all(store: &dyn Store) {
     session_queries_filter_and_retention_prunes(store).await;
     concurrent_duplicates_store_exactly_one(store).await;
     a_large_batch_stores_and_folds_as_one_record_at_a_time(store).await;
+    a_dedicated_handle_writes_the_same_database(store).await;
 }
 
 /// Start, its retransmission (same key), Interim, Stop: three records, one closed session
@@ -294,4 +295,26 @@ pub async fn a_large_batch_stores_and_folds_as_one_record_at_a_time(store: &dyn 
         v
     };
     assert_eq!(strip(a), strip(b));
+}
+
+/// [`Store::dedicated`] (the accounting writer's own connection): what it writes, the
+/// store it came from reads, and a record the original stored is a duplicate through it;
+/// writing through both at once stores it once.
+pub async fn a_dedicated_handle_writes_the_same_database(store: &dyn Store) {
+    let own = store.dedicated().await.unwrap();
+    let first = [record("acct-dedicated", "d1", status::START, 30_000)];
+    assert_eq!(own.append_accounting(&first).await.unwrap(), vec![true]);
+    let open = store.acct_sessions(&query("acct-dedicated")).await.unwrap();
+    assert_eq!(
+        open.len(),
+        1,
+        "written through the dedicated handle, read through the pool"
+    );
+    assert_eq!(store.append_accounting(&first).await.unwrap(), vec![false]);
+    let second = [record("acct-dedicated", "d2", status::START, 30_001)];
+    let (a, b) = futures::join!(
+        own.append_accounting(&second),
+        store.append_accounting(&second)
+    );
+    assert_eq!(u32::from(a.unwrap()[0]) + u32::from(b.unwrap()[0]), 1);
 }
