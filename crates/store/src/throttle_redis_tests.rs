@@ -89,8 +89,18 @@ async fn two_instances_share_one_budget() {
         }
         d => panic!("{d:?}"),
     }
-    // A refund through one instance gives room on the other.
+    // A refund through one instance gives room on the other, once the refund's
+    // invalidation reaches the refusal `b` remembers (pub/sub, asynchronous: a loaded
+    // machine delays it, so wait for it, bounded; peek charges nothing).
     a.refund(&c, now).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !allowed(&b.peek(&c, now).await.unwrap()) {
+        assert!(
+            Instant::now() < deadline,
+            "the refund's invalidation never reached b"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     assert!(allowed(&b.acquire(&c, now).await.unwrap()));
     assert!(!allowed(&a.acquire(&c, now).await.unwrap()));
     // Another source for the same principal has its own (principal, source) budget.
