@@ -8,8 +8,8 @@
 use std::time::Duration;
 
 use portcullis_core::{
-    Attempt, AuditContext, CredentialSource, EapDetail, Outcome, PrincipalKind, ProofCheck,
-    Protocol,
+    Attempt, AuditContext, BudgetScope, CredentialSource, EapDetail, Outcome, PrincipalKind,
+    ProofCheck, Protocol,
 };
 use portcullis_eap::{Conversation, Decision, Pending, method};
 use portcullis_radius::Packet;
@@ -202,9 +202,12 @@ async fn user_check(
 }
 
 /// After the core answered an attempt of this station: when it refused it
-/// (`Throttled`), or a rejection leaves a budget of this principal from this station
-/// refusing the next attempt, hold the station's new conversations for as long
-/// ([`super::hold`]). Nothing for a station without Calling-Station-Id.
+/// (`Throttled`) or rejected it, and a budget kept for this station (the user from this
+/// station, or the station itself) now refuses the next attempt, hold the station's new
+/// conversations for as long ([`super::hold`]). The budget of the user from every
+/// untrusted origin (a distributed guess at that user) never holds a station: it refuses
+/// the user, not the device, and a device that never guessed must keep trying others.
+/// Nothing for a station without Calling-Station-Id.
 pub(super) async fn learn_hold(
     radius: &Radius,
     door: &EapDoor,
@@ -213,23 +216,27 @@ pub(super) async fn learn_hold(
     principal: &str,
     outcome: &Outcome,
 ) {
+    if !matches!(outcome, Outcome::Throttled { .. } | Outcome::Rejected) {
+        return;
+    }
     let Some(st) = station(packet) else {
         return;
     };
-    let refused_for = match outcome {
-        Outcome::Throttled { retry_after } => Some(*retry_after),
-        Outcome::Rejected => radius
-            .app
-            .verifier
-            .throttle_report(
-                PrincipalKind::User,
-                Some(principal),
-                Some((req.peer.ip(), Some(st.clone()))),
-            )
-            .await
-            .refused_for(),
-        Outcome::Accepted { .. } | Outcome::Overloaded { .. } => None,
-    };
+    let report = radius
+        .app
+        .verifier
+        .throttle_report(
+            PrincipalKind::User,
+            Some(principal),
+            Some((req.peer.ip(), Some(st.clone()))),
+        )
+        .await;
+    let refused_for = report
+        .budgets
+        .iter()
+        .filter(|b| b.applies && b.scope != BudgetScope::Principal)
+        .filter_map(|b| b.refused_for)
+        .max();
     if let Some(d) = refused_for {
         door.holds
             .hold(&req.nas.name, &st, d, std::time::Instant::now());
