@@ -8,8 +8,8 @@
 use std::time::Duration;
 
 use portcullis_core::{
-    Attempt, AuditContext, BudgetScope, CredentialSource, EapDetail, Outcome, PrincipalKind,
-    ProofCheck, Protocol,
+    Attempt, AuditContext, CredentialSource, EapDetail, Outcome, PrincipalKind, ProofCheck,
+    Protocol,
 };
 use portcullis_eap::{Conversation, Decision, Pending, method};
 use portcullis_radius::Packet;
@@ -202,12 +202,14 @@ async fn user_check(
 }
 
 /// After the core answered an attempt of this station: when it refused it
-/// (`Throttled`) or rejected it, and a budget kept for this station (the user from this
-/// station, or the station itself) now refuses the next attempt, hold the station's new
-/// conversations for as long ([`super::hold`]). The budget of the user from every
-/// untrusted origin (a distributed guess at that user) never holds a station: it refuses
-/// the user, not the device, and a device that never guessed must keep trying others.
-/// Nothing for a station without Calling-Station-Id.
+/// (`Throttled`), or a rejection leaves a budget of this principal from this station
+/// refusing the next attempt, hold the station's new conversations for as long
+/// ([`super::hold`]). Every budget that applies to the attempt counts, the user's budget
+/// for all untrusted origins too: a station refused by it stays refused for that user by
+/// the core (it cannot become trusted without a success), so its handshakes are what
+/// the hold saves. A trusted station is never refused by that budget, and other stations
+/// and the same user elsewhere are not held. Nothing for a station without
+/// Calling-Station-Id.
 pub(super) async fn learn_hold(
     radius: &Radius,
     door: &EapDoor,
@@ -216,27 +218,23 @@ pub(super) async fn learn_hold(
     principal: &str,
     outcome: &Outcome,
 ) {
-    if !matches!(outcome, Outcome::Throttled { .. } | Outcome::Rejected) {
-        return;
-    }
     let Some(st) = station(packet) else {
         return;
     };
-    let report = radius
-        .app
-        .verifier
-        .throttle_report(
-            PrincipalKind::User,
-            Some(principal),
-            Some((req.peer.ip(), Some(st.clone()))),
-        )
-        .await;
-    let refused_for = report
-        .budgets
-        .iter()
-        .filter(|b| b.applies && b.scope != BudgetScope::Principal)
-        .filter_map(|b| b.refused_for)
-        .max();
+    let refused_for = match outcome {
+        Outcome::Throttled { retry_after } => Some(*retry_after),
+        Outcome::Rejected => radius
+            .app
+            .verifier
+            .throttle_report(
+                PrincipalKind::User,
+                Some(principal),
+                Some((req.peer.ip(), Some(st.clone()))),
+            )
+            .await
+            .refused_for(),
+        Outcome::Accepted { .. } | Outcome::Overloaded { .. } => None,
+    };
     if let Some(d) = refused_for {
         door.holds
             .hold(&req.nas.name, &st, d, std::time::Instant::now());

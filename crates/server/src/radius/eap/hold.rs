@@ -5,10 +5,9 @@
 //! password is the first thing with a principal to charge. A station guessing passwords
 //! is refused there without a hash, but each of its logins still cost a full handshake
 //! (a signature and a key agreement), which is most of a refused login's CPU. So when the
-//! core refuses or rejects a station's login and a budget kept for that station (the
-//! user from it, or the station itself) now refuses the next attempt
-//! (`Verifier::throttle_report`), the door notes the station (NAS and
-//! Calling-Station-Id) for as long as that budget refuses; a *new*
+//! core refuses a station's login (`Outcome::Throttled`), or a rejection leaves its
+//! budgets refusing the next attempt (`Verifier::throttle_report`), the door notes the
+//! station (NAS and Calling-Station-Id) until the core's `retry_after`; a *new*
 //! conversation from a noted station is answered with EAP-Failure after the reject delay
 //! (a timer), before any TLS. This is the core's decision, not a second throttle: the
 //! budgets, their sizes and when they refill stay the core's; the door only skips a
