@@ -23,6 +23,7 @@ mod doctor;
 mod eap;
 mod eap_reload;
 mod eap_support;
+mod eap_throttle;
 mod formats_cli;
 mod hash_cli;
 mod hostile;

@@ -377,6 +377,18 @@ impl Conversation {
     /// thread that must stay responsive; it never changes what the step does. Asking costs
     /// a parse of the EAP and EAP-TLS headers, no TLS work.
     pub fn may_be_costly(&self, eap: &[u8]) -> bool {
+        self.costly(eap, false)
+    }
+
+    /// Whether [`Conversation::step`] with `eap` completes a ClientHello that offers no
+    /// ticket or PSK: the step that starts a full handshake (the server's key share and
+    /// signature). The door counts these, so what a login or a refusal cost in
+    /// handshakes is visible. Same cost as [`Conversation::may_be_costly`].
+    pub fn opens_full_handshake(&self, eap: &[u8]) -> bool {
+        self.costly(eap, true)
+    }
+
+    fn costly(&self, eap: &[u8], hello_only: bool) -> bool {
         let Ok(p) = Packet::parse(eap) else {
             return false;
         };
@@ -395,7 +407,8 @@ impl Conversation {
                 }
                 match t.conn.handshake_kind() {
                     Some(HandshakeKind::Resumed) => false,
-                    Some(_) => true,
+                    // The client's flight of a full handshake (not a hello).
+                    Some(_) => !hello_only,
                     // The last fragment of a ClientHello (one carrying a ticket with a
                     // client chain is often longer than a fragment).
                     None if t.reasm.in_progress() => {

@@ -27,7 +27,10 @@
 //!
 //! Each lab client has its own Calling-Station-Id (a locally administered MAC address), so
 //! a server that keys fairness on the station sees distinct stations, and binds the
-//! client's own loopback source address, so it sees distinct sources too.
+//! client's own loopback source address, so it sees distinct sources too. The addresses
+//! are numbered from 1 within a run, in a block the run's seed picks (seed 1, the default:
+//! 02-00-00-00-00-01 on), so runs with different seeds are different devices to a server
+//! that remembers stations (a throttled guessing station, say) between runs.
 
 use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -177,6 +180,15 @@ pub(crate) fn nas_ip(source: Option<IpAddr>) -> Option<[u8; 4]> {
 
 impl RadiusDriver {
     /// The next client's Calling-Station-Id: a locally administered MAC address.
+    /// Number the stations in the block of `seed` (see the module docs).
+    pub(crate) fn with_seed(self, seed: u64) -> RadiusDriver {
+        self.stations.store(
+            1 + (seed.wrapping_sub(1) & 0xFFFF) * (1 << 24),
+            Ordering::Relaxed,
+        );
+        self
+    }
+
     pub(crate) fn next_station(&self) -> Vec<u8> {
         let n = self.stations.fetch_add(1, Ordering::Relaxed).to_be_bytes();
         format!(

@@ -243,3 +243,13 @@ fn issue_12_radius_scenarios_are_validated() {
         assert!(err.contains(needle), "{driver:?}: {err}");
     }
 }
+
+#[test]
+fn issue_25_the_seed_picks_the_block_of_station_addresses() {
+    let addr: SocketAddr = "127.0.0.1:1812".parse().unwrap();
+    let one = RadiusDriver::new(addr, spec(1000, 2)).with_seed(1);
+    assert_eq!(one.next_station(), b"02-00-00-00-00-01".to_vec());
+    assert_eq!(one.next_station(), b"02-00-00-00-00-02".to_vec());
+    let other = RadiusDriver::new(addr, spec(1000, 2)).with_seed(2);
+    assert_eq!(other.next_station(), b"02-00-01-00-00-01".to_vec());
+}

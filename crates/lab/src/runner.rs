@@ -377,7 +377,7 @@ async fn run_once(
             drive(scn, Arc::new(d), addr, repeat, opts).await
         }
         DriverSpec::Radius(spec) if scn.uses_eap() => {
-            let d = crate::eap::EapDriver::new(addr, spec.clone());
+            let d = crate::eap::EapDriver::new(addr, spec.clone()).with_seed(scn.run.seed);
             drive(scn, Arc::new(d), addr, repeat, opts).await
         }
         DriverSpec::Radius(spec) if spec.accounting => {
@@ -385,7 +385,7 @@ async fn run_once(
             drive(scn, Arc::new(d), addr, repeat, opts).await
         }
         DriverSpec::Radius(spec) => {
-            let d = crate::radius::RadiusDriver::new(addr, spec.clone());
+            let d = crate::radius::RadiusDriver::new(addr, spec.clone()).with_seed(scn.run.seed);
             drive(scn, Arc::new(d), addr, repeat, opts).await
         }
     }

@@ -81,7 +81,7 @@ pub async fn run(
         let mut front = None;
         if !radius.is_empty() || !radsec.is_empty() {
             let door = Radius::new(Arc::clone(&app), Arc::clone(stats)).await?;
-            tracker.spawn(crate::radius::run(Arc::clone(&door), radius, stop.clone()));
+            tracker.spawn(crate::radius::run(Arc::clone(&door), radius, stop.clone())?);
             front = Some(door);
         }
         let mut acct = None;
@@ -94,7 +94,7 @@ pub async fn run(
                 writer,
                 accounting,
                 stop.clone(),
-            ));
+            )?);
             acct = Some(door);
         }
         if let (Some(front), Some(acct)) = (front, acct)

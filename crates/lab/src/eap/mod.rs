@@ -68,6 +68,13 @@ impl EapDriver {
             pap: RadiusDriver::new(target, spec),
         }
     }
+
+    /// Stations numbered in the block of the run's `seed` (`radius` module docs).
+    pub fn with_seed(self, seed: u64) -> EapDriver {
+        EapDriver {
+            pap: self.pap.with_seed(seed),
+        }
+    }
 }
 
 /// A prepared client: a PAP user or a station.

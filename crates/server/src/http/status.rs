@@ -58,6 +58,8 @@ fn radius_json(view: &RadiusView) -> serde_json::Value {
             "unknown_state": load(&e.unknown_state),
             "other_nas": load(&e.other_nas),
             "expired": load(&e.expired),
+            "full_handshakes": load(&e.full_handshakes),
+            "held": load(&e.held),
         })
     });
     let accounting = stats.acct.get().map(|a| a.json());
@@ -203,7 +205,7 @@ td.l,th.l{text-align:left} svg{width:100%;height:140px;display:block}
 <h2 class="k" id="eh" hidden>802.1X (totals)</h2>
 <table id="et" hidden><thead><tr><th>conversations open</th><th>EAP-TLS full</th>
 <th>EAP-TLS resumed</th><th>TTLS full</th><th>TTLS resumed</th><th>failures</th>
-<th>round trips / login</th><th>new refused</th><th>expired</th></tr></thead><tbody></tbody></table>
+<th>round trips / login</th><th>new refused</th><th>stations held</th><th>expired</th></tr></thead><tbody></tbody></table>
 <h2 class="k" id="ah" hidden>RADIUS accounting: <span id="online"></span> sessions online (per NAS, totals)</h2>
 <table id="at" hidden><thead><tr><th>NAS</th><th>requests</th><th>stored</th><th>duplicates</th>
 <th>dropped</th></tr></thead><tbody></tbody></table>
@@ -284,7 +286,7 @@ async function poll(){
    const e=s.radius.eap;
    if(e){const done=e.tls_full+e.tls_resumed+e.ttls_full+e.ttls_resumed+e.failures;
     rows("#et tbody",[{...e,rt:done?(e.round_trips/done).toFixed(1):"-"}],[["conversations"],["tls_full"],
-     ["tls_resumed"],["ttls_full"],["ttls_resumed"],["failures"],["rt"],["refused_new"],["expired"]]);
+     ["tls_resumed"],["ttls_full"],["ttls_resumed"],["failures"],["rt"],["refused_new"],["held"],["expired"]]);
     document.getElementById("et").hidden=false; document.getElementById("eh").hidden=false;}
    const a=s.radius.accounting;
    if(a){set("online",a.sessions_online);

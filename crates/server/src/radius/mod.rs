@@ -3,7 +3,7 @@
 //!
 //! Report 003's lessons, each a rule here:
 //! - **Bounded work on the receive path.** One receive loop per socket ([`run`], on a
-//!   thread of its own: [`socket::receive_until`]) that never hashes and never waits for
+//!   thread of its own: [`socket::start_receiving`]) that never hashes and never waits for
 //!   a verdict: it drops what it can drop cheaply (unknown
 //!   source, malformed, bad Message-Authenticator, duplicate, over the in-progress bound),
 //!   and answers each new request right there as far as it can without waiting; one that
@@ -336,51 +336,56 @@ impl Radius {
 }
 
 /// Serve RADIUS on `sockets` until `stop` is cancelled, then let the requests in progress
-/// finish (a pending reject still waits out its delay) and return.
-pub async fn run(radius: Arc<Radius>, sockets: Vec<RadiusSocket>, stop: CancellationToken) {
+/// finish (a pending reject still waits out its delay) and return. The receive threads
+/// are started before this returns: one that cannot be started fails start-up here
+/// instead of leaving a socket bound that nobody reads.
+pub fn run(
+    radius: Arc<Radius>,
+    sockets: Vec<RadiusSocket>,
+    stop: CancellationToken,
+) -> Result<impl Future<Output = ()> + Send + 'static, crate::ServerError> {
     let tracker = TaskTracker::new();
+    let mut receivers = Vec::with_capacity(sockets.len());
     for sock in sockets {
         let addr = sock.local_addr();
+        let sock = Arc::new(sock);
+        let reply_sock = Arc::clone(&sock);
+        let (door, t) = (Arc::clone(&radius), tracker.clone());
+        receivers.push(socket::start_receiving(
+            sock,
+            "RADIUS",
+            0,
+            move |data, got| {
+                door.dispatch(&reply_sock, data, got, &t);
+            },
+        )?);
         tracing::info!("RADIUS listening on udp {addr}");
-        tracker.spawn(receive_loop(
-            Arc::clone(&radius),
-            Arc::new(sock),
-            stop.clone(),
-            tracker.clone(),
-        ));
     }
-    let mut tick = tokio::time::interval(radius.config.nas_refresh);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    tick.tick().await;
-    // Idle EAP conversations are forgotten once a second.
-    let mut sweep = tokio::time::interval(std::time::Duration::from_secs(1));
-    sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = tick.tick() => radius.refresh().await,
-            _ = sweep.tick() => {
-                if let Some(eap) = &radius.eap {
-                    eap.sweep();
+    for r in receivers {
+        let stop = stop.clone();
+        tracker.spawn(async move { r.until(&stop).await });
+    }
+    Ok(async move {
+        let mut tick = tokio::time::interval(radius.config.nas_refresh);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tick.tick().await;
+        // Idle EAP conversations are forgotten once a second.
+        let mut sweep = tokio::time::interval(std::time::Duration::from_secs(1));
+        sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => radius.refresh().await,
+                _ = sweep.tick() => {
+                    if let Some(eap) = &radius.eap {
+                        eap.sweep();
+                    }
                 }
+                () = stop.cancelled() => break,
             }
-            () = stop.cancelled() => break,
         }
-    }
-    tracker.close();
-    tracker.wait().await;
-}
-
-async fn receive_loop(
-    radius: Arc<Radius>,
-    sock: Arc<RadiusSocket>,
-    stop: CancellationToken,
-    tracker: TaskTracker,
-) {
-    let reply_sock = Arc::clone(&sock);
-    socket::receive_until(sock, &stop, "RADIUS", 0, move |data, got| {
-        radius.dispatch(&reply_sock, data, got, &tracker);
+        tracker.close();
+        tracker.wait().await;
     })
-    .await;
 }
 
 /// The addresses RADIUS sockets are bound to (for logs and embedding).

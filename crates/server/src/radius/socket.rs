@@ -9,7 +9,7 @@
 //! address (`0.0.0.0`, `[::]`) on a multi-homed host this is also what makes the reply
 //! leave from the address the NAS sent to, which NASes check.
 //!
-//! Each socket is read by a thread of its own ([`receive_until`]) blocked in `recvmsg`,
+//! Each socket is read by a thread of its own ([`start_receiving`]) blocked in `recvmsg`,
 //! not by a task of the async runtime. An 802.1X login is 3 to 10 round trips of little
 //! work each, most answered right where they are received, so what a round trip costs
 //! is mostly its system calls and wake-ups: through the runtime each one was an
@@ -45,7 +45,7 @@ const STOP_CHECK: Duration = Duration::from_secs(1);
 const RECV_BUFFER: usize = 4 << 20;
 
 /// Datagrams the kernel dropped at a full receive buffer, per door (`door` label: the
-/// name given to [`receive_until`]).
+/// name given to [`start_receiving`]).
 pub const OVERFLOW: &str = "portcullis_radius_socket_overflow_total";
 
 /// What `recv` got: the datagram's length, who sent it, and which of our addresses it was
@@ -113,22 +113,22 @@ impl RadiusSocket {
     }
 }
 
-/// Receive datagrams on `sock` until `stop`, handing each to `each` with its addressing:
-/// the receive loop of both RADIUS doors (authentication and accounting). `each` runs on
-/// the socket's reader thread (named after `door`), inside the runtime this is awaited
-/// on, so what it spawns or times runs there. `door` also names the debug log of
+/// Start receiving datagrams on `sock`, handing each to `each` with its addressing: the
+/// receive loop of both RADIUS doors (authentication and accounting). `each` runs on the
+/// socket's reader thread (named after `door`), inside the runtime this is called from,
+/// so what it spawns or times runs there. `door` also names the debug log of
 /// per-datagram errors (an ICMP error queued on the socket, say), which must not stop the
-/// loop: nothing here is fatal. Returns once the thread has stopped: after this, `each`
-/// is not called again. Dropping the future stops the thread too. The thread runs at
-/// nice value `nice` (0: the process's own priority; the accounting door's is lower,
+/// loop: nothing after the start is fatal. A thread that cannot be started is an error
+/// for the caller to fail start-up with (a door that would never answer must not look
+/// served). The thread runs until [`Receiving::until`] returns or the value is dropped,
+/// at nice value `nice` (0: the process's own priority; the accounting door's is lower,
 /// `radius/priority.rs`).
-pub async fn receive_until(
+pub fn start_receiving(
     sock: Arc<RadiusSocket>,
-    stop: &CancellationToken,
     door: &'static str,
     nice: i32,
     mut each: impl FnMut(&[u8], Received) + Send + 'static,
-) {
+) -> io::Result<Receiving> {
     let runtime = tokio::runtime::Handle::current();
     let (done_tx, done) = tokio::sync::oneshot::channel::<()>();
     let reader = Reader {
@@ -137,7 +137,7 @@ pub async fn receive_until(
     };
     let stopping = Arc::clone(&reader.stopping);
     let thread_sock = Arc::clone(&sock);
-    let spawned = std::thread::Builder::new()
+    std::thread::Builder::new()
         .name(format!("{door} receive"))
         .spawn(move || {
             let _runtime = runtime.enter();
@@ -174,17 +174,35 @@ pub async fn receive_until(
             // What `each` holds is released before the caller hears the thread is done.
             drop(each);
             drop(done_tx);
-        });
-    if let Err(e) = spawned {
-        tracing::error!(
-            "{door}: cannot start the receive thread of {}: {e}",
-            sock.local_addr
-        );
-        return;
+        })
+        .map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "{door}: cannot start the receive thread of {}: {e}",
+                    sock.local_addr
+                ),
+            )
+        })?;
+    Ok(Receiving { reader, done })
+}
+
+/// A socket's running reader thread (from [`start_receiving`]).
+pub struct Receiving {
+    /// Stops the thread when dropped.
+    reader: Reader,
+    /// Closed when the thread has stopped.
+    done: tokio::sync::oneshot::Receiver<()>,
+}
+
+impl Receiving {
+    /// Receive until `stop`; returns once the thread has stopped: after this, the
+    /// callback is not called again. Dropping the future stops the thread too.
+    pub async fn until(self, stop: &CancellationToken) {
+        stop.cancelled().await;
+        drop(self.reader);
+        let _ = self.done.await;
     }
-    stop.cancelled().await;
-    drop(reader);
-    let _ = done.await;
 }
 
 /// Stops a socket's reader thread when dropped: by a stop, or with the future that owns
@@ -322,14 +340,13 @@ mod tests {
         let sock = Arc::new(RadiusSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap());
         let (tx, rx) = mpsc::channel::<Seen>();
         let (reader_sock, stop) = (Arc::clone(&sock), stop.clone());
-        let task = tokio::spawn(async move {
-            receive_until(reader_sock, &stop, "test", 0, move |data, got| {
-                let name = std::thread::current().name().unwrap_or("").to_owned();
-                let runtime = tokio::runtime::Handle::try_current().is_ok();
-                let _ = tx.send((data.to_vec(), got, name, runtime));
-            })
-            .await;
-        });
+        let receiving = start_receiving(reader_sock, "test", 0, move |data, got| {
+            let name = std::thread::current().name().unwrap_or("").to_owned();
+            let runtime = tokio::runtime::Handle::try_current().is_ok();
+            let _ = tx.send((data.to_vec(), got, name, runtime));
+        })
+        .unwrap();
+        let task = tokio::spawn(async move { receiving.until(&stop).await });
         (sock, rx, task)
     }
 

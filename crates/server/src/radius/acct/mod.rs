@@ -382,53 +382,52 @@ fn to_record(nas: &str, r: &AcctRequest<'_>, packet: &Packet<'_>, now: i64) -> A
 }
 
 /// Serve accounting on `sockets` until `stop`; then wait for `writer` to commit and
-/// answer what is queued.
-pub async fn run(
+/// answer what is queued. The receive threads are started before this returns: one that
+/// cannot be started fails start-up here instead of leaving a socket bound that nobody
+/// reads.
+pub fn run(
     door: Arc<AcctDoor>,
     writer: Writer,
     sockets: Vec<RadiusSocket>,
     stop: CancellationToken,
-) {
+) -> Result<impl Future<Output = ()> + Send + 'static, crate::ServerError> {
     let tracker = TaskTracker::new();
+    let mut receivers = Vec::with_capacity(sockets.len());
     for sock in sockets {
-        tracing::info!("RADIUS accounting listening on udp {}", sock.local_addr());
-        tracker.spawn(receive_loop(
-            Arc::clone(&door),
-            Arc::new(sock),
-            stop.clone(),
-            tracker.clone(),
-        ));
+        let addr = sock.local_addr();
+        let sock = Arc::new(sock);
+        let reply_sock = Arc::clone(&sock);
+        let (d, t) = (Arc::clone(&door), tracker.clone());
+        receivers.push(super::socket::start_receiving(
+            sock,
+            "RADIUS accounting",
+            door.config.nice,
+            move |data, got| d.dispatch(&reply_sock, data, got, &t),
+        )?);
+        tracing::info!("RADIUS accounting listening on udp {addr}");
     }
-    let mut refresh = tokio::time::interval(door.nas_refresh);
-    let mut prune = tokio::time::interval(door.config.prune_interval);
-    let mut online = tokio::time::interval(Duration::from_secs(5));
-    for t in [&mut refresh, &mut prune, &mut online] {
-        t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    for r in receivers {
+        let stop = stop.clone();
+        tracker.spawn(async move { r.until(&stop).await });
     }
-    refresh.tick().await;
-    loop {
-        tokio::select! {
-            _ = refresh.tick() => door.refresh().await,
-            _ = prune.tick() => door.prune().await,
-            _ = online.tick() => door.count_online().await,
-            () = stop.cancelled() => break,
+    Ok(async move {
+        let mut refresh = tokio::time::interval(door.nas_refresh);
+        let mut prune = tokio::time::interval(door.config.prune_interval);
+        let mut online = tokio::time::interval(Duration::from_secs(5));
+        for t in [&mut refresh, &mut prune, &mut online] {
+            t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         }
-    }
-    tracker.close();
-    tracker.wait().await;
-    writer.finished().await;
-}
-
-async fn receive_loop(
-    door: Arc<AcctDoor>,
-    sock: Arc<RadiusSocket>,
-    stop: CancellationToken,
-    tracker: TaskTracker,
-) {
-    let reply_sock = Arc::clone(&sock);
-    let nice = door.config.nice;
-    super::socket::receive_until(sock, &stop, "RADIUS accounting", nice, move |data, got| {
-        door.dispatch(&reply_sock, data, got, &tracker);
+        refresh.tick().await;
+        loop {
+            tokio::select! {
+                _ = refresh.tick() => door.refresh().await,
+                _ = prune.tick() => door.prune().await,
+                _ = online.tick() => door.count_online().await,
+                () = stop.cancelled() => break,
+            }
+        }
+        tracker.close();
+        tracker.wait().await;
+        writer.finished().await;
     })
-    .await;
 }

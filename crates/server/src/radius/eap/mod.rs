@@ -18,6 +18,8 @@
 
 pub mod chain;
 pub mod config;
+mod decide;
+pub mod hold;
 pub mod stats;
 pub mod table;
 pub mod tls;
@@ -29,14 +31,10 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use parking_lot::RwLock;
-use portcullis_core::{
-    Attempt, AuditContext, CredentialSource, EapDetail, Outcome, PrincipalKind, ProofCheck,
-    Protocol,
-};
-use portcullis_eap::{Conversation, Decision, Pending, Reason, Start, Step, method};
+use portcullis_core::{AuditContext, EapDetail, PrincipalKind, ProofCheck, Protocol};
+use portcullis_eap::{Conversation, Reason, Start, Step, method};
 use portcullis_radius::{Packet, attr, mppe};
 use rand::Rng;
-use zeroize::Zeroizing;
 
 use self::config::EapConfig;
 use self::table::{Miss, Table};
@@ -59,6 +57,8 @@ pub struct EapDoor {
     chains: chain::ChainCache,
     /// Handles of the series every login touches.
     series: Series,
+    /// Stations whose new conversations the core's throttle would refuse.
+    holds: hold::Holds,
     /// Counters (shared with the status page through the NAS stats registry).
     pub stats: Arc<EapStats>,
 }
@@ -79,15 +79,6 @@ impl std::fmt::Debug for EapDoor {
     }
 }
 
-/// What a decision came to.
-enum Decided {
-    /// Go on with this decision; a refusal waits `answer_after` more; a resumed TTLS
-    /// login carries the first session's end (`Some`, unix ms).
-    Done(Decision, Duration, Option<i64>),
-    /// The core could not decide now (overloaded): keep the question for the retransmit.
-    Unavailable,
-}
-
 impl EapDoor {
     /// Build from `[radius.eap]`: certificates are read and checked now.
     pub fn new(app: &App, config: EapConfig) -> Result<EapDoor, crate::ServerError> {
@@ -105,6 +96,7 @@ impl EapDoor {
             chains: chain::ChainCache::new(config.tls_identity),
             series,
             master_key: app.master_key.clone(),
+            holds: hold::Holds::default(),
             stats: Arc::new(EapStats::default()),
             config,
         })
@@ -140,8 +132,9 @@ impl EapDoor {
 }
 
 /// Refusal reasons registered at zero (the dashboard's series exist before the first).
-const REFUSALS: [&str; 12] = [
+const REFUSALS: [&str; 13] = [
     "new_conversation_overload",
+    "station_throttled",
     "unknown_state",
     "state_other_nas",
     "nt_hash_method",
@@ -200,7 +193,7 @@ fn register_series() -> Series {
     }
 }
 
-fn unix_ms() -> i64 {
+pub(super) fn unix_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
@@ -212,7 +205,7 @@ impl EapDoor {
     }
 }
 
-fn station(packet: &Packet<'_>) -> Option<String> {
+pub(super) fn station(packet: &Packet<'_>) -> Option<String> {
     packet
         .attr(attr::CALLING_STATION_ID)
         .map(|s| String::from_utf8_lossy(s).chars().take(64).collect())
@@ -255,6 +248,9 @@ pub(super) async fn answer(
                         None => {
                             let mut conv = conv;
                             if conv.may_be_costly(&eap) {
+                                if conv.opens_full_handshake(&eap) {
+                                    door.stats.full_handshakes.fetch_add(1, Ordering::Relaxed);
+                                }
                                 super::inline::off_loop().await;
                             }
                             let step = conv.step(&door.loaded().settings, &eap);
@@ -283,6 +279,9 @@ pub(super) async fn answer(
             }
         }
         None => {
+            if let Some(v) = refuse_held(radius, door, req, packet, &eap, now) {
+                return v;
+            }
             let queue_low =
                 radius.in_progress.available_permits() < radius.config.receive_queue / 8;
             if queue_low || !door.table.admit(&req.nas.name) {
@@ -311,6 +310,36 @@ pub(super) async fn answer(
             }
         }
     }
+}
+
+/// A new conversation from a station the core's throttle refuses ([`hold`]): EAP-Failure
+/// after the reject delay (a timer), before any TLS handshake is spent on it.
+fn refuse_held(
+    radius: &Radius,
+    door: &EapDoor,
+    req: &Request,
+    packet: &Packet<'_>,
+    eap: &[u8],
+    now: Instant,
+) -> Option<Verdict> {
+    let st = station(packet)?;
+    door.holds.held(&req.nas.name, &st, now)?;
+    door.stats.held.fetch_add(1, Ordering::Relaxed);
+    metrics::counter!("portcullis_eap_refused_total", "reason" => "station_throttled").increment(1);
+    radius.audit_door(
+        req.peer.ip(),
+        Some(&req.nas.name),
+        packet.attr(attr::USER_NAME),
+        portcullis_core::AuditOutcome::Throttled,
+        "eap_station_throttled",
+    );
+    let id = portcullis_eap::Packet::parse(eap).map_or(0, |p| p.identifier);
+    Some(reject_with(
+        radius,
+        req.arrived,
+        Duration::ZERO,
+        portcullis_eap::packet::failure(id),
+    ))
 }
 
 /// A State we do not know (expired, or from before a restart): EAP-Failure, so the
@@ -367,7 +396,7 @@ fn reject_with(radius: &Radius, arrived: Instant, after: Duration, eap: Vec<u8>)
     v
 }
 
-fn eap_detail(conv: &Conversation, m: Option<u8>, resumed: bool) -> EapDetail {
+pub(super) fn eap_detail(conv: &Conversation, m: Option<u8>, resumed: bool) -> EapDetail {
     EapDetail {
         method: method::name(m.or(conv.method()).unwrap_or(0)),
         outer_identity: conv.outer_identity().to_owned(),
@@ -407,13 +436,13 @@ async fn drive(
                     attrs,
                 };
             }
-            Step::Verify(p) => match decide(radius, door, req, packet, &conv, &p).await {
-                Decided::Done(d, after, until) => {
+            Step::Verify(p) => match decide::decide(radius, door, req, packet, &conv, &p).await {
+                decide::Decided::Done(d, after, until) => {
                     answer_after = after;
                     proven_until = until;
                     step = conv.resolve(d);
                 }
-                Decided::Unavailable => {
+                decide::Decided::Unavailable => {
                     door.table.checkin(key, &req.nas.name, conv, Some(p), now);
                     return Verdict::Drop(DropReason::Overload);
                 }
@@ -520,7 +549,7 @@ async fn drive(
                             .app
                             .verifier
                             .verify_proof_deferred(
-                                attempt(
+                                decide::attempt(
                                     radius,
                                     req,
                                     packet,
@@ -531,6 +560,7 @@ async fn drive(
                                 std::future::ready(ProofCheck::Invalid("tls_handshake")),
                             )
                             .await;
+                        decide::learn_hold(radius, door, req, packet, &who, &d.outcome).await;
                         answer_after = answer_after.max(d.answer_after);
                     }
                     // Decisions were audited by the core; the rest here.
@@ -587,173 +617,6 @@ fn audit_failure(
         latency: req.arrived.elapsed(),
         class: None,
     });
-}
-
-fn attempt(
-    radius: &Radius,
-    req: &Request,
-    packet: &Packet<'_>,
-    principal: &str,
-    protocol: Protocol,
-    eap: Option<EapDetail>,
-) -> Attempt {
-    Attempt {
-        kind: PrincipalKind::User,
-        principal: principal.to_owned(),
-        secret: Zeroizing::new(Vec::new()),
-        source: req.peer.ip(),
-        station: Some(station(packet).unwrap_or_else(|| principal.chars().take(64).collect())),
-        protocol,
-        deadline: req.arrived + radius.config.answer_timeout,
-        context: AuditContext {
-            request_id: req.request_id.clone(),
-            client_id: Some(req.nas.name.clone()),
-            eap,
-        },
-    }
-}
-
-fn outcome_to_decision(
-    o: Outcome,
-    identity: String,
-    after: Duration,
-    deny: &'static str,
-) -> Decided {
-    match o {
-        Outcome::Accepted { .. } => {
-            Decided::Done(Decision::Allow { identity }, Duration::ZERO, None)
-        }
-        Outcome::Rejected => Decided::Done(Decision::Deny(deny), after, None),
-        Outcome::Throttled { .. } => Decided::Done(Decision::Deny("throttled"), after, None),
-        Outcome::Overloaded { .. } => Decided::Unavailable,
-    }
-}
-
-async fn decide(
-    radius: &Radius,
-    door: &EapDoor,
-    req: &Request,
-    packet: &Packet<'_>,
-    conv: &Conversation,
-    p: &Pending,
-) -> Decided {
-    let app = &radius.app;
-    match p {
-        Pending::Password { user, password } => {
-            let mut a = attempt(
-                radius,
-                req,
-                packet,
-                user,
-                Protocol::RadiusEapTtls,
-                Some(eap_detail(conv, Some(method::TTLS), false)),
-            );
-            a.secret = password.clone();
-            let d = app.verifier.verify_deferred(a).await;
-            outcome_to_decision(d.outcome, user.clone(), d.answer_after, "wrong_password")
-        }
-        Pending::Certificate { chain, resumed } => {
-            let facts = door.chains.facts(chain);
-            let identity = facts
-                .leaf
-                .as_ref()
-                .and_then(|l| l.identity.clone())
-                .unwrap_or_default();
-            let refuse = door
-                .loaded()
-                .check
-                .as_ref()
-                .map_or(Some("no_client_ca"), |c| c.refuse(&facts, *resumed));
-            let who = if identity.is_empty() {
-                conv.outer_identity().to_owned()
-            } else {
-                identity.clone()
-            };
-            let check = user_check(
-                app,
-                who.clone(),
-                refuse,
-                identity.is_empty(),
-                door.config.require_user,
-            );
-            let a = attempt(
-                radius,
-                req,
-                packet,
-                &who,
-                Protocol::RadiusEapTls,
-                Some(eap_detail(conv, Some(method::TLS), *resumed)),
-            );
-            let d = app.verifier.verify_proof_deferred(a, check).await;
-            outcome_to_decision(d.outcome, who, d.answer_after, "certificate_refused")
-        }
-        Pending::Resumption { binding } => {
-            let (identity, until) = match app.sessions.recall(binding, unix_ms()).await {
-                Ok(Some(found)) => found,
-                Ok(None) => {
-                    return Decided::Done(
-                        Decision::Deny("resumption_unknown"),
-                        Duration::ZERO,
-                        None,
-                    );
-                }
-                Err(e) => {
-                    crate::metrics::store_failure("recalling an 802.1X session", &e);
-                    return Decided::Done(
-                        Decision::Deny("resumption_unavailable"),
-                        Duration::ZERO,
-                        None,
-                    );
-                }
-            };
-            let check = user_check(app, identity.clone(), None, false, true);
-            let a = attempt(
-                radius,
-                req,
-                packet,
-                &identity,
-                Protocol::RadiusEapTtls,
-                Some(eap_detail(conv, Some(method::TTLS), true)),
-            );
-            let d = app.verifier.verify_proof_deferred(a, check).await;
-            match outcome_to_decision(d.outcome, identity, d.answer_after, "user_refused") {
-                Decided::Done(dec, after, _) => Decided::Done(dec, after, Some(until)),
-                other => other,
-            }
-        }
-    }
-}
-
-/// The proof check of a certificate or resumed login: not revoked, and the user (when
-/// one exists, or always with `require`) enabled. The user is read through the app's
-/// credential cache, as a PAP or inner-TTLS password check reads it: a login costs no
-/// database round trip while the entry is fresh, and a user disabled elsewhere stops
-/// logging in within `store.client_cache_ttl_ms` (at once with PostgreSQL's change feed),
-/// the same bound as for passwords.
-async fn user_check(
-    app: &App,
-    identity: String,
-    refuse: Option<&'static str>,
-    no_identity: bool,
-    require: bool,
-) -> ProofCheck {
-    if let Some(r) = refuse {
-        return ProofCheck::Invalid(r);
-    }
-    if no_identity {
-        return ProofCheck::Invalid("no_certificate_identity");
-    }
-    match app
-        .clients
-        .credentials(PrincipalKind::User, &identity)
-        .await
-    {
-        Ok(Some(u)) if u.disabled => ProofCheck::Invalid("user_disabled"),
-        Ok(Some(_)) => ProofCheck::Valid,
-        Ok(None) if require => ProofCheck::Invalid("unknown_user"),
-        Ok(None) => ProofCheck::Valid,
-        Err(_) => ProofCheck::Unavailable("store"),
-    }
 }
 
 /// SIGHUP: the certificate, key, client CAs and CRLs are read again from the paths in

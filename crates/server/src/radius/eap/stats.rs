@@ -30,4 +30,9 @@ pub struct EapStats {
     pub other_nas: AtomicU64,
     /// Conversations forgotten idle.
     pub expired: AtomicU64,
+    /// ClientHellos that started a full TLS handshake (no ticket or PSK offered).
+    pub full_handshakes: AtomicU64,
+    /// New conversations refused before TLS: their station is one the core's throttle
+    /// refuses (`hold`).
+    pub held: AtomicU64,
 }
