@@ -167,8 +167,10 @@ eap = {{ method = "ttls" }}
         sum(&ttls, |e| e.accepted_resumed),
         "{status}"
     );
+    // Every reject the guesser saw: a failed conversation, or a new one refused before its
+    // handshake because the throttle holds the guessing station (issue 25's `held`).
     assert_eq!(
-        count("failures"),
+        count("failures") + count("held"),
         guesser.outcomes[&Outcome::AuthFailure],
         "{status}"
     );
@@ -178,5 +180,6 @@ eap = {{ method = "ttls" }}
         .filter_map(|g| g.eap.as_ref())
         .map(|e| e.logins)
         .sum();
-    assert_eq!(count("started"), logins, "{status}");
+    // Every login the lab began started a conversation, or was refused before one (held).
+    assert_eq!(count("started") + count("held"), logins, "{status}");
 }
