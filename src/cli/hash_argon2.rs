@@ -199,6 +199,19 @@ pub fn run(b: Argon2Bench) -> ExitCode {
         println!(
             "  page faults:       {cold_faults} on the first hash of the thread, {warm_faults:.1} per verification after"
         );
+        let (wipes, wipe_now, _) = kernel::wipes_in_service();
+        let measured: Vec<String> = wipes
+            .iter()
+            .map(|(name, runs, ns)| format!("{name} {ns:.1} ns per block over {runs} runs"))
+            .collect();
+        println!(
+            "  arena wipe:        {wipe_now} in service{}",
+            if measured.is_empty() {
+                String::new()
+            } else {
+                format!(" (wipe + next hash: {})", measured.join(", "))
+            }
+        );
         if !b.portable {
             println!(
                 "  pool:              {pool_rate:.1} verifications/s on {} threads ({:.2}x one thread at {single_rate:.1}/s; medians of {POOL_ROUNDS} interleaved windows each)",

@@ -28,7 +28,7 @@ mod select;
 pub(crate) mod soft;
 pub(crate) mod walk;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use blake2::Blake2bVar;
 use blake2::digest::{Update, VariableOutput};
@@ -39,6 +39,7 @@ pub use block::{BLOCK_BYTES, BLOCK_WORDS, Block};
 pub use lanes::{LaneExecutor, LaneWork, Lent, ScopedThreads, Serial};
 pub use select::{
     KernelChoice, KernelTiming, kernel_choice, kernel_in_service, kernels_in_service,
+    wipes_in_service,
 };
 
 /// Largest arena (in blocks) a thread keeps between hashes: 256 MiB. A larger hash maps
@@ -144,6 +145,9 @@ pub fn backends() -> Vec<Backend> {
 
 thread_local! {
     static ARENA: RefCell<Arena> = const { RefCell::new(Arena::new()) };
+    /// The last timed wipe of this thread's arena: (wipe contest arm, its thread CPU
+    /// nanoseconds, blocks wiped), until the next hash records it (select.rs).
+    static LAST_WIPE: Cell<Option<(usize, u64, usize)>> = const { Cell::new(None) };
 }
 
 /// Number of blocks a hash with `m_cost` and `p_cost` uses (m' of RFC 9106).
@@ -185,7 +189,8 @@ pub fn hash_into(
 ) -> Result<(), Argon2Error> {
     check(params, pwd, salt, out)?;
     let n = block_count(params.m_cost, params.p_cost);
-    let mut run = |arena: &mut Arena| -> Result<(), Argon2Error> {
+    // `retained`: `arena` is this thread's own, kept between hashes.
+    let mut run = |arena: &mut Arena, retained: bool| -> Result<(), Argon2Error> {
         let memory = arena.blocks(n).ok_or(Argon2Error::Alloc(n))?;
         if backend == Backend::Auto {
             // The first automatic hash of the process measures the kernels in its own
@@ -198,22 +203,42 @@ pub fn hash_into(
             Backend::Auto if params.p_cost == 1 => select::auto_pick(n),
             _ => (backend.resolve(), None),
         };
-        let start = timed.and_then(|_| crate::thread_cpu_ns());
+        // Automatic one-lane hashes large enough to time well are timed (thread CPU):
+        // for the kernel contest when there is one, and for the wipe contest.
+        let measured =
+            backend == Backend::Auto && params.p_cost == 1 && n >= select::MIN_TIMED_BLOCKS;
+        let start = measured.then(crate::thread_cpu_ns).flatten();
         hash_in(params, pwd, salt, out, kernel, lanes, memory);
-        if let (Some(k), Some(start), Some(end)) = (timed, start, crate::thread_cpu_ns()) {
-            select::auto_record(k, end.saturating_sub(start), n);
+        let end = start.and_then(|_| crate::thread_cpu_ns());
+        // The previous wipe of this thread's arena, recorded with this hash (what it cost
+        // shows here) when this one ran the kernel in service on the same memory size.
+        let previous = if retained { LAST_WIPE.take() } else { None };
+        if let (Some(start), Some(end)) = (start, end) {
+            let ns = end.saturating_sub(start);
+            let in_service = timed.is_none_or(|k| select::auto_record(k, ns, n));
+            if let Some((arm, wipe_ns, _)) = previous.filter(|p| p.2 == n && in_service) {
+                select::wipe_record(arm, wipe_ns + ns, n);
+            }
         }
-        arena.wipe(n);
+        let (how, arm) = match end {
+            Some(_) if retained => select::wipe_pick(),
+            _ => (select::wipe_in_service(), None),
+        };
+        let wipe_start = arm.and_then(|_| crate::thread_cpu_ns());
+        arena.wipe(n, how);
+        if let (Some(arm), Some(s), Some(e)) = (arm, wipe_start, crate::thread_cpu_ns()) {
+            LAST_WIPE.set(Some((arm, e.saturating_sub(s), n)));
+        }
         Ok(())
     };
     if n > RETAIN_MAX_BLOCKS {
-        return run(&mut Arena::new());
+        return run(&mut Arena::new(), false);
     }
     ARENA.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut arena) => run(&mut arena),
+        Ok(mut arena) => run(&mut arena, true),
         // Re-entered on this thread (a lane executor that runs a hash inside a job):
         // a memory of its own.
-        Err(_) => run(&mut Arena::new()),
+        Err(_) => run(&mut Arena::new(), false),
     })
 }
 

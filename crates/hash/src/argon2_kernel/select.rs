@@ -17,10 +17,11 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
 use super::{Backend, Block, Params, Serial, Variant, Version, backends, hash_in};
+use crate::arch::mem::Wipe;
 use crate::contest::Contest;
 
 /// Hashes of fewer blocks are not timed for the contest: too short to time well.
-const MIN_TIMED_BLOCKS: usize = 1024;
+pub(crate) const MIN_TIMED_BLOCKS: usize = 1024;
 
 /// Rounds after which the probe stops if one kernel is clearly ahead ([`separated`]).
 const MIN_ROUNDS: usize = 3;
@@ -131,10 +132,75 @@ pub(crate) fn auto_pick(blocks: usize) -> (Backend, Option<usize>) {
 }
 
 /// Record a timed automatic hash: contest index `k`, `ns` thread CPU for `blocks` blocks.
-pub(crate) fn auto_record(k: usize, ns: u64, blocks: usize) {
-    if let Some(mut c) = contest() {
-        c.record(k, ns as f64 / blocks.max(1) as f64);
+/// Returns whether `k` was the kernel in service (not a challenger's exploring run).
+pub(crate) fn auto_record(k: usize, ns: u64, blocks: usize) -> bool {
+    let Some(mut c) = contest() else {
+        return false;
+    };
+    let current = c.current() == k;
+    c.record(k, ns as f64 / blocks.max(1) as f64);
+    current
+}
+
+/// The in-service contest between the ways of wiping an arena after a hash
+/// ([`Wipe::ALL`]; indices into it), if this target has more than one and a thread CPU
+/// clock. What a wipe costs shows mostly in the next hash on the same thread (whether
+/// the lines it writes are still in the cache: 37% of a verification on an Intel Xeon,
+/// the other way round and 7% on Zen 3), so an arm's run is the wipe's thread CPU plus
+/// that of the next hash of the same size on the kernel in service, per block. No
+/// start-up probe: it would cost a one-shot process several whole hashes. The default
+/// ([`Wipe::InCache`]) runs until the other arm is measured faster on the process's own
+/// work, by the kernel contest's rules ([`crate::contest`]).
+fn wipe_contest() -> Option<std::sync::MutexGuard<'static, Contest>> {
+    static CONTEST: OnceLock<Option<Mutex<Contest>>> = OnceLock::new();
+    CONTEST
+        .get_or_init(|| {
+            (Wipe::ALL.len() >= 2 && crate::thread_cpu_ns().is_some())
+                .then(|| Mutex::new(Contest::new(vec![0.0; Wipe::ALL.len()], 0)))
+        })
+        .as_ref()
+        .map(|m| m.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+}
+
+/// How arenas are wiped now, when the wipe is not timed.
+pub(crate) fn wipe_in_service() -> Wipe {
+    let current = wipe_contest().map_or(0, |c| c.current());
+    Wipe::ALL.get(current).copied().unwrap_or(Wipe::InCache)
+}
+
+/// The wipe after a timed hash, and its contest arm.
+pub(crate) fn wipe_pick() -> (Wipe, Option<usize>) {
+    let Some(mut c) = wipe_contest() else {
+        return (wipe_in_service(), None);
+    };
+    let arm = c.pick();
+    (
+        Wipe::ALL.get(arm).copied().unwrap_or(Wipe::InCache),
+        Some(arm),
+    )
+}
+
+/// Record arm `arm`: `ns` thread CPU for its wipe and the next hash, `blocks` each.
+pub(crate) fn wipe_record(arm: usize, ns: u64, blocks: usize) {
+    if let Some(mut c) = wipe_contest() {
+        c.record(arm, ns as f64 / blocks.max(1) as f64);
     }
+}
+
+/// In-service record per wipe mode: (mode, runs in the window, median thread-CPU
+/// nanoseconds per block of wipe and next hash), the mode in service and the switches.
+pub fn wipes_in_service() -> (Vec<(&'static str, usize, f64)>, &'static str, u64) {
+    let now = wipe_in_service().name();
+    let Some(c) = wipe_contest() else {
+        return (Vec::new(), now, 0);
+    };
+    let rows = Wipe::ALL
+        .iter()
+        .enumerate()
+        .filter(|&(k, _)| c.samples(k) > 0)
+        .map(|(k, w)| (w.name(), c.samples(k), c.estimate(k)))
+        .collect();
+    (rows, now, c.switches())
 }
 
 fn measure(scratch: Option<&mut [Block]>) -> KernelChoice {

@@ -188,3 +188,45 @@ fn bad_parameters_are_errors_not_panics() {
         assert!(hash_into(&params, b"", b"saltsalt", &mut out, Backend::Auto, &Serial).is_err());
     }
 }
+
+/// The wipe contest runs on the process's own hashes: after a few hundred automatic hashes
+/// on one thread both wipe modes have recorded runs (each a wipe and the hash after it),
+/// where the target offers two and a thread CPU clock exists.
+#[test]
+fn issue_26_both_wipe_modes_are_measured_in_service() {
+    if crate::arch::mem::Wipe::ALL.len() < 2 || crate::thread_cpu_ns().is_none() {
+        return;
+    }
+    let params = Params {
+        variant: Variant::Id,
+        version: Version::V0x13,
+        m_cost: 1024,
+        t_cost: 1,
+        p_cost: 1,
+        secret: &[],
+        ad: &[],
+    };
+    let mut out = [0u8; 32];
+    for i in 0u32..600 {
+        hash_into(
+            &params,
+            &i.to_le_bytes(),
+            b"saltsalt",
+            &mut out,
+            Backend::Auto,
+            &Serial,
+        )
+        .unwrap();
+    }
+    let (rows, now, _) = wipes_in_service();
+    let names: Vec<&str> = rows.iter().map(|r| r.0).collect();
+    assert!(
+        names.contains(&"in-cache") && names.contains(&"streaming"),
+        "measured: {rows:?}"
+    );
+    assert!(
+        rows.iter().all(|r| r.2.is_finite() && r.2 > 0.0),
+        "{rows:?}"
+    );
+    assert!(now == "in-cache" || now == "streaming");
+}
