@@ -9,14 +9,10 @@ what the CPU runs natively.
 Phases (each between callgrind_control -z and -d): 60 Status-Server round trips; 6 full
 EAP-TLS logins (eapol_test -r 0); one eapol_test -r 20 (1 full + 20 resumed); for TLS 1.2 and 1.3.
 """
-import glob, hashlib, hmac, importlib.machinery, importlib.util, os, re, shutil, socket, struct, subprocess, sys, tempfile, time
+import glob, hashlib, hmac, os, re, shutil, socket, struct, subprocess, sys, tempfile, time
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import eapbench as eb  # noqa: E402 (scripts/eapbench, beside scripts/eap-bench)
 
-# scripts/__pycache__ holds a tracked copy of eap-bench's bytecode: leave it as it is.
-sys.dont_write_bytecode = True
-loader = importlib.machinery.SourceFileLoader("eapbench", os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "scripts", "eap-bench"))
-spec = importlib.util.spec_from_loader("eapbench", loader)
-eb = importlib.util.module_from_spec(spec)
-loader.exec_module(eb)
 
 real, name = sys.argv[1], sys.argv[2]
 outdir = os.path.abspath(f"lab-out/eap-cpu-cg/{name}")
@@ -29,7 +25,7 @@ if [ "$1" = serve ]; then exec valgrind --tool=callgrind --dump-instr=no --colle
 exec {real} "$@"
 """)
 os.chmod(wrapper, 0o755)
-eb.BIN = wrapper
+eb.common.BIN = wrapper
 eb.START_TIMEOUT = 600
 
 work = tempfile.mkdtemp(prefix="h25cg-")

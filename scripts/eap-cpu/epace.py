@@ -9,11 +9,9 @@ first (full) logins taken off at the full phase's CPU per login. CPU is the sum 
 server threads' schedstat run time (nanoseconds; utime/stime tick at 10 ms and are shown
 for the user/system split only). FreeRADIUS (scripts/freeradius-eap) does not resume as
 shipped: its "resumed" figure is full handshakes."""
-import argparse, glob, importlib.machinery, importlib.util, json, os, signal, subprocess, sys, tempfile, threading, time, shutil
-# scripts/__pycache__ holds a tracked copy of eap-bench's bytecode: leave it as it is.
-sys.dont_write_bytecode = True
-loader = importlib.machinery.SourceFileLoader("eapbench", os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "scripts", "eap-bench"))
-spec = importlib.util.spec_from_loader("eapbench", loader); eb = importlib.util.module_from_spec(spec); loader.exec_module(eb)
+import argparse, glob, json, os, signal, subprocess, sys, tempfile, threading, time, shutil
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import eapbench as eb  # noqa: E402 (scripts/eapbench, beside scripts/eap-bench)
 
 def sched(pid):
     t = 0
@@ -66,7 +64,7 @@ try:
         if b.startswith("freeradius"):
             proc, pid, *_ = eb.start_freeradius(w, pki, users, secret, port, 1000, b.endswith("cache"))
         else:
-            eb.BIN = b
+            eb.common.BIN = b
             proc, pid, *_ = eb.start_portcullis(w, pki, users, secret, port, 1000)
         servers[b] = (proc, pid, port, secret)
     def run_par(b, tls, reauths, count):

@@ -8,15 +8,11 @@ Binaries are interleaved per round. K stations in closed loops keep the server b
 rarely sleeps between round trips); eapol_test through epace.py is the paced case.
 Syscalls and context switches per login come from `perf stat -p` over the window.
 """
-import argparse, importlib.machinery, importlib.util, json, os, subprocess, sys, tempfile, time, glob, shutil
+import argparse, json, os, subprocess, sys, tempfile, time, glob, shutil
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# scripts/__pycache__ holds a tracked copy of eap-bench's bytecode: leave it as it is.
-sys.dont_write_bytecode = True
-loader = importlib.machinery.SourceFileLoader("eapbench", os.path.join(ROOT, "scripts", "eap-bench"))
-spec = importlib.util.spec_from_loader("eapbench", loader)
-eb = importlib.util.module_from_spec(spec)
-loader.exec_module(eb)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import eapbench as eb  # noqa: E402 (scripts/eapbench, beside scripts/eap-bench)
 
 
 def cpu(pid):
@@ -98,7 +94,7 @@ def main():
             os.makedirs(w)
             port = eb.free_udp_port()
             secret = "s3cret-" + str(port)
-            eb.BIN = b
+            eb.common.BIN = b
             proc, pid, ver, cmd, http = eb.start_portcullis(w, pki, users, secret, port, 1000)
             servers[b] = (proc, pid, port, secret, w)
             eb.log(f"{b}: pid {pid} port {port}")
