@@ -345,26 +345,10 @@ pub fn run(
     stop: CancellationToken,
 ) -> Result<impl Future<Output = ()> + Send + 'static, crate::ServerError> {
     let tracker = TaskTracker::new();
-    let mut receivers = Vec::with_capacity(sockets.len());
-    for sock in sockets {
-        let addr = sock.local_addr();
-        let sock = Arc::new(sock);
-        let reply_sock = Arc::clone(&sock);
+    socket::start_all(sockets, "RADIUS", 0, &tracker, &stop, |reply_sock| {
         let (door, t) = (Arc::clone(&radius), tracker.clone());
-        receivers.push(socket::start_receiving(
-            sock,
-            "RADIUS",
-            0,
-            move |data, got| {
-                door.dispatch(&reply_sock, data, got, &t);
-            },
-        )?);
-        tracing::info!("RADIUS listening on udp {addr}");
-    }
-    for r in receivers {
-        let stop = stop.clone();
-        tracker.spawn(async move { r.until(&stop).await });
-    }
+        move |data, got| door.dispatch(&reply_sock, data, got, &t)
+    })?;
     Ok(async move {
         let mut tick = tokio::time::interval(radius.config.nas_refresh);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

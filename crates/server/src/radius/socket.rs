@@ -187,6 +187,37 @@ pub fn start_receiving(
     Ok(Receiving { reader, done })
 }
 
+/// [`start_receiving`] on every socket of a door, each reader stopped by `stop` under
+/// `tracker` (which the door closes and waits for when it stops). `dispatch` makes each
+/// socket's callback from the socket it replies on. The first thread that cannot start
+/// fails the whole door (the readers already started stop when `stop` fires or the
+/// tracker's runtime ends).
+pub fn start_all<F>(
+    sockets: Vec<RadiusSocket>,
+    door: &'static str,
+    nice: i32,
+    tracker: &tokio_util::task::TaskTracker,
+    stop: &CancellationToken,
+    mut dispatch: impl FnMut(Arc<RadiusSocket>) -> F,
+) -> io::Result<()>
+where
+    F: FnMut(&[u8], Received) + Send + 'static,
+{
+    let mut receivers = Vec::with_capacity(sockets.len());
+    for sock in sockets {
+        let addr = sock.local_addr();
+        let sock = Arc::new(sock);
+        let each = dispatch(Arc::clone(&sock));
+        receivers.push(start_receiving(sock, door, nice, each)?);
+        tracing::info!("{door} listening on udp {addr}");
+    }
+    for r in receivers {
+        let stop = stop.clone();
+        tracker.spawn(async move { r.until(&stop).await });
+    }
+    Ok(())
+}
+
 /// A socket's running reader thread (from [`start_receiving`]).
 pub struct Receiving {
     /// Stops the thread when dropped.

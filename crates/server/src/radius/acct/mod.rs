@@ -392,24 +392,18 @@ pub fn run(
     stop: CancellationToken,
 ) -> Result<impl Future<Output = ()> + Send + 'static, crate::ServerError> {
     let tracker = TaskTracker::new();
-    let mut receivers = Vec::with_capacity(sockets.len());
-    for sock in sockets {
-        let addr = sock.local_addr();
-        let sock = Arc::new(sock);
-        let reply_sock = Arc::clone(&sock);
-        let (d, t) = (Arc::clone(&door), tracker.clone());
-        receivers.push(super::socket::start_receiving(
-            sock,
-            "RADIUS accounting",
-            door.config.nice,
-            move |data, got| d.dispatch(&reply_sock, data, got, &t),
-        )?);
-        tracing::info!("RADIUS accounting listening on udp {addr}");
-    }
-    for r in receivers {
-        let stop = stop.clone();
-        tracker.spawn(async move { r.until(&stop).await });
-    }
+    let nice = door.config.nice;
+    super::socket::start_all(
+        sockets,
+        "RADIUS accounting",
+        nice,
+        &tracker,
+        &stop,
+        |reply_sock| {
+            let (d, t) = (Arc::clone(&door), tracker.clone());
+            move |data, got| d.dispatch(&reply_sock, data, got, &t)
+        },
+    )?;
     Ok(async move {
         let mut refresh = tokio::time::interval(door.nas_refresh);
         let mut prune = tokio::time::interval(door.config.prune_interval);
