@@ -187,19 +187,19 @@ def derive(cells, a):
             # eapol_test pauses 100 ms before each reauthentication: what K loops can ask for.
             lat = (res["all_p50_ms"] or 0) / 1000
             res["reauth_ceiling_per_s"] = res["loops"] / (0.1 + lat) if n_all else None
+    # Retention: the same legitimate stations' logins/s beside the guessers over alone.
+    for alone_name, under_name in (("attack-lab-alone", "attack-lab"), ("ttls-full", "attack")):
+        alone, under = cells.get(alone_name), cells.get(under_name)
+        if alone and under:
+            under["legit_per_s_alone"] = alone["logins_per_s"]
+            under["legit_per_s_under_attack"] = under["logins_per_s"]
+            under["retention"] = (under["logins_per_s"] / alone["logins_per_s"]
+                                  if alone["logins_per_s"] else None)
     alone, under = cells.get("attack-lab-alone"), cells.get("attack-lab")
     if alone and under:
-        under["legit_per_s_alone"] = alone["logins_per_s"]
-        under["legit_per_s_under_attack"] = under["logins_per_s"]
-        under["retention"] = (under["logins_per_s"] / alone["logins_per_s"]
-                              if alone["logins_per_s"] else None)
         under["server_cpu_ms_per_legit_login"] = under["cpu_ms_per_login"]
     alone, under = cells.get("ttls-full"), cells.get("attack")
     if alone and under:
-        under["legit_per_s_alone"] = alone["logins_per_s"]
-        under["legit_per_s_under_attack"] = under["logins_per_s"]
-        under["retention"] = (under["logins_per_s"] / alone["logins_per_s"]
-                              if alone["logins_per_s"] else None)
         under["legit_p99_ms_alone"] = alone["full_p99_ms"]
         n = under["full_logins"] + under["resumed_logins"]
         under["server_cpu_ms_per_legit_login"] = 1000 * under["server_cpu_s"] / n if n else None

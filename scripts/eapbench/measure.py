@@ -33,9 +33,8 @@ def proc_cpu(pid):
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
-def all_cpu():
-    """comm and utime+stime (seconds) of every process."""
-    out = {}
+def proc_stats():
+    """(pid, comm, the fields after comm) of every process that is still there."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -44,10 +43,13 @@ def all_cpu():
                 stat = f.read()
         except OSError:
             continue
-        fields = stat.rsplit(")", 1)[1].split()
-        out[int(entry)] = (stat[stat.find("(") + 1:stat.rfind(")")],
-                           (int(fields[11]) + int(fields[12])) / TICKS)
-    return out
+        yield int(entry), stat[stat.find("(") + 1:stat.rfind(")")], stat.rsplit(")", 1)[1].split()
+
+
+def all_cpu():
+    """comm and utime+stime (seconds) of every process."""
+    return {pid: (name, (int(fields[11]) + int(fields[12])) / TICKS)
+            for pid, name, fields in proc_stats()}
 
 
 def top_users(a, b, n=6):

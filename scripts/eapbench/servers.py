@@ -8,22 +8,24 @@ import time
 
 from . import common
 from .common import Failed, HOST, ROOT, START_TIMEOUT, log
+from .measure import proc_stats
+
+
+def free_port(kind):
+    """A port of `kind` (SOCK_DGRAM, SOCK_STREAM) free on HOST right now."""
+    s = socket.socket(socket.AF_INET, kind)
+    s.bind((HOST, 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
 
 
 def free_udp_port():
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind((HOST, 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    return free_port(socket.SOCK_DGRAM)
 
 
 def free_tcp_port():
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.bind((HOST, 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    return free_port(socket.SOCK_STREAM)
 
 
 def udp_bound(port):
@@ -75,18 +77,9 @@ def stop(proc):
 
 def group_member(pgid, comm):
     """The pid of the process named `comm` in process group `pgid`."""
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        name = stat[stat.find("(") + 1:stat.rfind(")")]
-        fields = stat.rsplit(")", 1)[1].split()
+    for pid, name, fields in proc_stats():
         if name == comm and int(fields[2]) == pgid:
-            return int(entry)
+            return pid
     return None
 
 
