@@ -265,13 +265,12 @@ pub(super) async fn answer(
                 }
                 Err(Miss::OtherNas) => {
                     door.stats.other_nas.fetch_add(1, Ordering::Relaxed);
-                    metrics::counter!("portcullis_eap_refused_total", "reason" => "state_other_nas").increment(1);
-                    radius.audit_door(
-                        req.peer.ip(),
-                        Some(&req.nas.name),
-                        packet.attr(attr::USER_NAME),
+                    refused_at_door(
+                        radius,
+                        req,
+                        packet,
+                        ("state_other_nas", "eap_state_other_nas"),
                         portcullis_core::AuditOutcome::Dropped,
-                        "eap_state_other_nas",
                     );
                     Verdict::Drop(DropReason::Malformed)
                 }
@@ -325,13 +324,12 @@ fn refuse_held(
     let st = station(packet)?;
     door.holds.held(&req.nas.name, &st, now)?;
     door.stats.held.fetch_add(1, Ordering::Relaxed);
-    metrics::counter!("portcullis_eap_refused_total", "reason" => "station_throttled").increment(1);
-    radius.audit_door(
-        req.peer.ip(),
-        Some(&req.nas.name),
-        packet.attr(attr::USER_NAME),
+    refused_at_door(
+        radius,
+        req,
+        packet,
+        ("station_throttled", "eap_station_throttled"),
         portcullis_core::AuditOutcome::Throttled,
-        "eap_station_throttled",
     );
     let id = portcullis_eap::Packet::parse(eap).map_or(0, |p| p.identifier);
     Some(reject_with(
@@ -340,6 +338,25 @@ fn refuse_held(
         Duration::ZERO,
         portcullis_eap::packet::failure(id),
     ))
+}
+
+/// A refusal decided at the door, before the core: counted under `reason` in
+/// `portcullis_eap_refused_total`, audited with `outcome` and `audit_reason`.
+fn refused_at_door(
+    radius: &Radius,
+    req: &Request,
+    packet: &Packet<'_>,
+    (reason, audit_reason): (&'static str, &'static str),
+    outcome: portcullis_core::AuditOutcome,
+) {
+    metrics::counter!("portcullis_eap_refused_total", "reason" => reason).increment(1);
+    radius.audit_door(
+        req.peer.ip(),
+        Some(&req.nas.name),
+        packet.attr(attr::USER_NAME),
+        outcome,
+        audit_reason,
+    );
 }
 
 /// A State we do not know (expired, or from before a restart): EAP-Failure, so the
