@@ -686,12 +686,14 @@ impl Shared {
             if let Some(c) = job.creds.first() {
                 metrics::hash_time(c.algorithm(), took);
             }
+            // Out of service before the answer leaves, so whoever sees the answer (the
+            // status page, a test) never still sees its job in service.
+            self.in_service.fetch_sub(1, Ordering::SeqCst);
             let _ = job.reply.send(JobReply::Done {
                 matched,
                 error,
                 queue_wait,
             });
-            self.in_service.fetch_sub(1, Ordering::SeqCst);
         }
     }
 
