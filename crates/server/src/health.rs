@@ -166,10 +166,7 @@ fn pinned_connector(tls: &TlsSettings) -> Result<tokio_rustls::TlsConnector, Hea
         .ok_or_else(|| HealthError::Tls(format!("{}: no certificate", tls.cert.display())))?
         .map_err(|e| HealthError::Tls(format!("{}: {e}", tls.cert.display())))?;
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let verifier = Arc::new(Pinned {
-        leaf,
-        provider: Arc::clone(&provider),
-    });
+    let verifier = Arc::new(Pinned::new(leaf, Arc::clone(&provider)));
     let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| HealthError::Tls(e.to_string()))?
@@ -180,11 +177,17 @@ fn pinned_connector(tls: &TlsSettings) -> Result<tokio_rustls::TlsConnector, Hea
 }
 
 /// Trusts one certificate by its exact bytes; handshake signatures are still verified,
-/// so only the holder of its key passes.
+/// so only the holder of its key passes. The health probe's client, and the TLS tests'.
 #[derive(Debug)]
-struct Pinned {
+pub(crate) struct Pinned {
     leaf: CertificateDer<'static>,
     provider: Arc<CryptoProvider>,
+}
+
+impl Pinned {
+    pub(crate) fn new(leaf: CertificateDer<'static>, provider: Arc<CryptoProvider>) -> Self {
+        Pinned { leaf, provider }
+    }
 }
 
 impl ServerCertVerifier for Pinned {

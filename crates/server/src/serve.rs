@@ -537,63 +537,12 @@ pub async fn shutdown_signal() {
 mod tests {
     use std::path::Path;
 
-    use rustls::DigitallySignedStruct;
-    use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-    use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+    use rustls::pki_types::ServerName;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     use super::*;
+    use crate::health::Pinned;
     use crate::tls::TlsSettings;
-
-    /// Accepts exactly one pinned certificate, and checks handshake signatures for real.
-    #[derive(Debug)]
-    struct Pinned(CertificateDer<'static>, Arc<rustls::crypto::CryptoProvider>);
-
-    impl ServerCertVerifier for Pinned {
-        fn verify_server_cert(
-            &self,
-            end_entity: &CertificateDer<'_>,
-            _: &[CertificateDer<'_>],
-            _: &ServerName<'_>,
-            _: &[u8],
-            _: UnixTime,
-        ) -> Result<ServerCertVerified, rustls::Error> {
-            if end_entity.as_ref() == self.0.as_ref() {
-                Ok(ServerCertVerified::assertion())
-            } else {
-                Err(rustls::Error::General("not the pinned certificate".into()))
-            }
-        }
-        fn verify_tls12_signature(
-            &self,
-            message: &[u8],
-            cert: &CertificateDer<'_>,
-            dss: &DigitallySignedStruct,
-        ) -> Result<HandshakeSignatureValid, rustls::Error> {
-            rustls::crypto::verify_tls12_signature(
-                message,
-                cert,
-                dss,
-                &self.1.signature_verification_algorithms,
-            )
-        }
-        fn verify_tls13_signature(
-            &self,
-            message: &[u8],
-            cert: &CertificateDer<'_>,
-            dss: &DigitallySignedStruct,
-        ) -> Result<HandshakeSignatureValid, rustls::Error> {
-            rustls::crypto::verify_tls13_signature(
-                message,
-                cert,
-                dss,
-                &self.1.signature_verification_algorithms,
-            )
-        }
-        fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-            self.1.signature_verification_algorithms.supported_schemes()
-        }
-    }
 
     fn tls_fixtures() -> std::path::PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls")
@@ -644,7 +593,7 @@ mod tests {
                 .with_protocol_versions(&[version])
                 .unwrap()
                 .dangerous()
-                .with_custom_certificate_verifier(Arc::new(Pinned(
+                .with_custom_certificate_verifier(Arc::new(Pinned::new(
                     cert.clone(),
                     Arc::clone(&provider),
                 )))
