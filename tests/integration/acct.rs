@@ -9,16 +9,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::Write;
 use std::net::SocketAddr;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use portcullis_radius::{Code, attr, encode_accounting_request, verify_response};
 use sqlx::Connection;
 
 use crate::process_support::cli;
-use crate::radius_support::{Nas, RadiusServer, SECRET, start_radius, start_radius_nases};
+use crate::radius_support::{
+    Nas, RadiusServer, SECRET, radclient, start_radius, start_radius_nases,
+};
 
 /// A server with RADIUS auth and accounting on loopback port 0 and NAS `lab` for
 /// 127.0.0.0/8.
@@ -30,35 +30,6 @@ async fn start(tweak: impl FnOnce(&mut portcullis_server::Config)) -> (RadiusSer
     .await;
     let acct = r.s.server.accounting_addrs()[0];
     (r, acct)
-}
-
-/// Run `radclient ADDR acct SECRET` with `attrs` on stdin: (exit ok, its output).
-fn radclient_acct(server: SocketAddr, attrs: &str) -> (bool, String) {
-    let mut child = Command::new("radclient")
-        .args(["-x", "-r", "1", "-t", "10"])
-        .arg(server.to_string())
-        .arg("acct")
-        .arg(String::from_utf8(SECRET.to_vec()).unwrap())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| {
-            panic!("cannot run radclient ({e}): ./scripts/test installs freeradius-utils")
-        });
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(attrs.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
 }
 
 /// `portcullis acct sessions --json ARGS` on the server's data directory.
@@ -126,7 +97,18 @@ fn authenticator(req: &[u8]) -> [u8; 16] {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_28_radclient_acct_is_answered_and_its_sessions_show() {
     let (r, acct) = start(|_| {}).await;
-    let run = |attrs: String| tokio::task::spawn_blocking(move || radclient_acct(acct, &attrs));
+    let run = |attrs: String| {
+        tokio::task::spawn_blocking(move || {
+            radclient(
+                acct,
+                "acct",
+                std::str::from_utf8(SECRET).unwrap(),
+                &attrs,
+                1,
+                10,
+            )
+        })
+    };
     let start = "Acct-Status-Type = Start, Acct-Session-Id = \"s-1\", User-Name = fred, \
                  Calling-Station-Id = \"02-00-00-00-00-01\", Framed-IP-Address = 10.1.2.3, \
                  Event-Timestamp = 1700000000";

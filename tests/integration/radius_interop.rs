@@ -6,48 +6,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::Write;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::radius_support::{Nas, SECRET, barrier, start_radius};
+use crate::radius_support::{Nas, SECRET, barrier, radclient, start_radius};
 
 fn secret() -> String {
     String::from_utf8(SECRET.to_vec()).unwrap()
-}
-
-/// Run `radclient` with `attrs` on stdin; returns (exit ok, stdout + stderr).
-fn radclient(
-    server: std::net::SocketAddr,
-    kind: &str,
-    attrs: &str,
-    timeout: u32,
-) -> (bool, String) {
-    let mut child = Command::new("radclient")
-        .args(["-x", "-r", "1", "-t", &timeout.to_string()])
-        .arg(server.to_string())
-        .arg(kind)
-        .arg(secret())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| {
-            panic!("cannot run radclient ({e}): ./scripts/test installs freeradius-utils")
-        });
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(attrs.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -59,7 +23,7 @@ async fn issue_12_radclient_accept_reject_status_and_silence_without_message_aut
     r.s.add_user("fred", "fr3d's password").await;
     let addr = r.addr;
     let run = |kind: &'static str, attrs: &'static str, timeout: u32| {
-        tokio::task::spawn_blocking(move || radclient(addr, kind, attrs, timeout))
+        tokio::task::spawn_blocking(move || radclient(addr, kind, &secret(), attrs, 1, timeout))
     };
     let (ok, out) = run(
         "auth",

@@ -4,7 +4,9 @@
 // Test helpers: a failed setup step should fail the test loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::io::Write;
 use std::net::SocketAddr;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use portcullis_radius::{Code, attr, encode_request, hide_user_password, verify_response};
@@ -245,4 +247,48 @@ pub async fn barrier(nas: &Nas, salt: u64) {
             return;
         }
     }
+}
+
+/// Run FreeRADIUS' `radclient -x -r RETRIES -t TIMEOUT ADDR KIND SECRET` with `attrs` on
+/// stdin (it checks the reply's identifier and authenticators itself): (exit ok, stdout
+/// and stderr). A missing radclient fails the test.
+pub fn radclient(
+    server: SocketAddr,
+    kind: &str,
+    secret: &str,
+    attrs: &str,
+    retries: u32,
+    timeout_secs: u32,
+) -> (bool, String) {
+    let mut child = Command::new("radclient")
+        .args([
+            "-x",
+            "-r",
+            &retries.to_string(),
+            "-t",
+            &timeout_secs.to_string(),
+        ])
+        .arg(server.to_string())
+        .arg(kind)
+        .arg(secret)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!("cannot run radclient ({e}): ./scripts/test installs freeradius-utils")
+        });
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(attrs.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
 }

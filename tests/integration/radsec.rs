@@ -23,39 +23,10 @@ use std::time::{Duration, Instant};
 use portcullis_radius::{Code, encode_request, verify_response};
 
 use crate::process_support::cli;
+use crate::radius_support::radclient;
 use crate::radsec_support::{
     Conn, RADSEC, RadsecServer, client_config, connect, login, read_packet, start_radsec,
 };
-
-/// Run `radclient -x ADDR KIND SECRET` with `attrs` on stdin, retransmitting (as a NAS
-/// does) until radsecproxy has its connection: (exit ok, its output).
-fn radclient(server: SocketAddr, kind: &str, secret: &str, attrs: &str) -> (bool, String) {
-    let mut child = Command::new("radclient")
-        .args(["-x", "-r", "10", "-t", "2"])
-        .arg(server.to_string())
-        .arg(kind)
-        .arg(secret)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| {
-            panic!("cannot run radclient ({e}): ./scripts/test installs freeradius-utils")
-        });
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(attrs.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
-}
 
 /// A free UDP port on loopback (bound and released: radsecproxy binds it next).
 fn free_udp_port() -> u16 {
@@ -147,7 +118,10 @@ async fn issue_28_radsecproxy_relays_radclient_auth_and_accounting_into_radsec()
     let proxy = radsecproxy(&r, udp, "proxy-client-secret");
     let to = SocketAddr::from(([127, 0, 0, 1], udp));
     let run = |kind: &'static str, attrs: &'static str| {
-        tokio::task::spawn_blocking(move || radclient(to, kind, "proxy-client-secret", attrs))
+        // Retransmitting (as a NAS does) until radsecproxy has its connection.
+        tokio::task::spawn_blocking(move || {
+            radclient(to, kind, "proxy-client-secret", attrs, 10, 2)
+        })
     };
 
     let (ok, out) = run(
