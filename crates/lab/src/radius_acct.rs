@@ -259,9 +259,8 @@ mod tests {
         (addr, rx)
     }
 
-    #[tokio::test]
-    async fn issue_28_clients_walk_sessions_through_start_interim_stop() {
-        let (addr, mut seen) = server().await;
+    /// The lab's accounting driver against `addr`, sending Accounting-On first if asked.
+    fn driver(addr: SocketAddr, accounting_on: bool) -> AcctDriver {
         let spec = RadiusSpec {
             secret: SECRET.to_vec(),
             retransmit: Duration::from_millis(500),
@@ -269,21 +268,31 @@ mod tests {
             require_message_authenticator: true,
             nas_identifier: "lab-nas".into(),
             accounting: true,
-            accounting_on: false,
+            accounting_on,
             radsec: None,
             radius_1_1: false,
         };
-        let d = AcctDriver::new(addr, spec);
-        let who = Identity {
-            id: "dev".into(),
+        AcctDriver::new(addr, spec)
+    }
+
+    /// A scenario identity from loopback; accounting never sends its secret.
+    fn identity(id: &str) -> Identity {
+        Identity {
+            id: id.into(),
             secret: "unused".into(),
             source: Some("127.0.0.1".parse().unwrap()),
             connection: crate::scenario::ConnectionMode::KeepAlive,
             tls: None,
             auth: None,
             eap: None,
-        };
-        let client = d.client(&who).unwrap();
+        }
+    }
+
+    #[tokio::test]
+    async fn issue_28_clients_walk_sessions_through_start_interim_stop() {
+        let (addr, mut seen) = server().await;
+        let d = driver(addr, false);
+        let client = d.client(&identity("dev")).unwrap();
         let mut session = d.session();
         for _ in 0..4 {
             let r = d.attempt(&client, &mut session).await;
@@ -302,28 +311,8 @@ mod tests {
     #[tokio::test]
     async fn issue_28_accounting_on_storm_sends_accounting_on() {
         let (addr, mut seen) = server().await;
-        let spec = RadiusSpec {
-            secret: SECRET.to_vec(),
-            retransmit: Duration::from_millis(500),
-            retries: 1,
-            require_message_authenticator: true,
-            nas_identifier: "lab-nas".into(),
-            accounting: true,
-            accounting_on: true,
-            radsec: None,
-            radius_1_1: false,
-        };
-        let d = AcctDriver::new(addr, spec);
-        let who = Identity {
-            id: "ap".into(),
-            secret: "unused".into(),
-            source: Some("127.0.0.1".parse().unwrap()),
-            connection: crate::scenario::ConnectionMode::KeepAlive,
-            tls: None,
-            auth: None,
-            eap: None,
-        };
-        let client = d.client(&who).unwrap();
+        let d = driver(addr, true);
+        let client = d.client(&identity("ap")).unwrap();
         let mut session = d.session();
         for _ in 0..2 {
             let r = d.attempt(&client, &mut session).await;
