@@ -10,7 +10,7 @@ use axum::Extension;
 use axum::body::Body;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, Method, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use portcullis_hash::pepper::PepperedHmac;
 use portcullis_store::record::{validate_name, validate_scopes, validate_token_lifetime};
@@ -21,11 +21,10 @@ use portcullis_store::{
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::admin::action::{Trail, finish};
 use crate::admin::auth::Caller;
-use crate::admin::conventions::{PageQuery, Reply, idempotent, json_body, path_encode, read_body};
+use crate::admin::conventions::{PageQuery, Reply, json_body, path_encode};
 use crate::admin::problem::Problem;
-use crate::admin::resource::{self as res, Kind, guarded, keyed, shown, written};
+use crate::admin::resource::{self as res, Kind, created, guarded, keyed, shown, written};
 use crate::admin::responses::{ReadErrors, WriteErrors};
 use crate::app::App;
 
@@ -405,65 +404,60 @@ pub async fn create(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let mut trail = Trail::default();
-    let mut resource = "clients".to_owned();
-    let r = async {
-        let bytes = read_body(&app, &headers, body).await?;
-        idempotent(
-            &app,
-            &caller.client_id,
-            &headers,
-            (&Method::POST, "/admin/v1/clients", &bytes),
-            async {
-                let n: NewClient = crate::admin::conventions::parse_json(&bytes)?;
-                let mut record = check_new(n)?;
-                if record.id.is_empty() {
-                    record.id = generated_id()?;
-                }
-                resource = format!("clients/{}", record.id);
-                let ClientRecord {
-                    id,
-                    auth,
-                    grants,
-                    scopes,
-                    token_lifetime,
-                    ..
-                } = record;
-                let (hashes, secret) = if auth == ClientAuth::Secret {
-                    let (hash, secret) = new_secret(&app)?;
-                    (vec![hash], Some(secret))
-                } else {
-                    (Vec::new(), None)
-                };
-                let record = ClientRecord {
-                    id,
-                    auth,
-                    secret_hashes: hashes,
-                    grants,
-                    scopes,
-                    token_lifetime,
-                    created_at: crate::keys::unix_now(),
-                };
-                app.store
-                    .put_client(&record)
-                    .await
-                    .map_err(|e| Problem::from_store(e, "/id", "creating a client"))?;
-                let v = written::<Clients>(&app, &mut trail, record, 1);
-                Ok(Reply::json(
-                    StatusCode::CREATED,
-                    &ClientWithSecret {
-                        client: view(&v.record),
-                        client_secret: secret.map(|s| s.to_string()),
-                    },
-                )?
-                .etag(res::tag::<Clients>(&v))
-                .location(location(&v.record.id)))
-            },
-        )
-        .await
-    }
-    .await;
-    finish(&app, &caller, "client.create", resource, trail, r)
+    created(
+        &app,
+        &caller,
+        "client.create",
+        ("clients", "/admin/v1/clients"),
+        &headers,
+        body,
+        async |bytes, trail, resource| {
+            let n: NewClient = crate::admin::conventions::parse_json(bytes)?;
+            let mut record = check_new(n)?;
+            if record.id.is_empty() {
+                record.id = generated_id()?;
+            }
+            *resource = format!("clients/{}", record.id);
+            let ClientRecord {
+                id,
+                auth,
+                grants,
+                scopes,
+                token_lifetime,
+                ..
+            } = record;
+            let (hashes, secret) = if auth == ClientAuth::Secret {
+                let (hash, secret) = new_secret(&app)?;
+                (vec![hash], Some(secret))
+            } else {
+                (Vec::new(), None)
+            };
+            let record = ClientRecord {
+                id,
+                auth,
+                secret_hashes: hashes,
+                grants,
+                scopes,
+                token_lifetime,
+                created_at: crate::keys::unix_now(),
+            };
+            app.store
+                .put_client(&record)
+                .await
+                .map_err(|e| Problem::from_store(e, "/id", "creating a client"))?;
+            let v = written::<Clients>(&app, trail, record, 1);
+            Ok(Reply::json(
+                StatusCode::CREATED,
+                &ClientWithSecret {
+                    client: view(&v.record),
+                    client_secret: secret.map(|s| s.to_string()),
+                },
+            )?
+            .etag(res::tag::<Clients>(&v))
+            .location(location(&v.record.id)))
+        },
+    )
+    .await
 }
 
 /// Read one client.

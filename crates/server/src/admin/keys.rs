@@ -8,7 +8,7 @@ use axum::Extension;
 use axum::body::Body;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, Method, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -16,10 +16,10 @@ use utoipa::ToSchema;
 use crate::admin::action::{Trail, bad_query, finish};
 use crate::admin::auth::Caller;
 use crate::admin::conventions::{
-    PageQuery, Reply, check_if_match, digest, etag, idempotent, next_key, page_reply, parse_json,
-    read_body,
+    PageQuery, Reply, check_if_match, digest, etag, next_key, page_reply, parse_json,
 };
 use crate::admin::problem::Problem;
+use crate::admin::resource::created;
 use crate::admin::responses::{ReadErrors, WriteErrors};
 use crate::app::App;
 
@@ -219,17 +219,15 @@ pub async fn revoke(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let mut resource = "revocations".to_owned();
-    let mut trail = Trail::default();
-    let r = async {
-        let bytes = read_body(&app, &headers, body).await?;
-        idempotent(
-            &app,
-            &caller.client_id,
-            &headers,
-            (&Method::POST, "/admin/v1/revocations", &bytes),
-            async {
-                let n: NewRevocation = parse_json(&bytes)?;
+    created(
+        &app,
+        &caller,
+        "revocation.create",
+        ("revocations", "/admin/v1/revocations"),
+        &headers,
+        body,
+        async |bytes, trail, resource| {
+                let n: NewRevocation = parse_json(bytes)?;
                 let now = crate::keys::unix_now();
                 let (jti, expires_at) = match (n.token, n.jti, n.expires_at) {
                     (Some(t), None, None) => {
@@ -270,17 +268,14 @@ pub async fn revoke(
                         return Err(Problem::field("/token", "give token, or jti and expires_at"));
                     }
                 };
-                resource = format!("revocations/{jti}");
+                *resource = format!("revocations/{jti}");
                 app.store
                     .revoke_token(&jti, expires_at)
                     .await
                     .map_err(|e| Problem::from_store(e, "/jti", "revoking a token"))?;
                 trail.after = Some(digest(format!("{jti}\0{expires_at}").as_bytes()));
                 Reply::json(StatusCode::CREATED, &Revocation { jti, expires_at })
-            },
-        )
-        .await
-    }
-    .await;
-    finish(&app, &caller, "revocation.create", resource, trail, r)
+        },
+    )
+    .await
 }

@@ -15,7 +15,7 @@ use axum::Extension;
 use axum::body::Body;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
 use portcullis_store::nas::{
     generate_nas_secret, is_weak_nas_secret, parse_nas_cidr, validate_nas_name, validate_nas_secret,
@@ -25,13 +25,10 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use zeroize::Zeroizing;
 
-use crate::admin::action::{Trail, finish};
 use crate::admin::auth::Caller;
-use crate::admin::conventions::{
-    PageQuery, Reply, b64, idempotent, json_body, parse_json, path_encode, read_body,
-};
+use crate::admin::conventions::{PageQuery, Reply, b64, json_body, parse_json, path_encode};
 use crate::admin::problem::Problem;
-use crate::admin::resource::{self as res, Kind, guarded, keyed, shown, written};
+use crate::admin::resource::{self as res, Kind, created, guarded, keyed, shown, written};
 use crate::admin::responses::{ReadErrors, WriteErrors};
 use crate::app::App;
 
@@ -275,56 +272,47 @@ pub async fn create(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let mut trail = Trail::default();
-    let mut resource = "nas".to_owned();
-    let r = async {
-        let bytes = read_body(&app, &headers, body).await?;
-        idempotent(
-            &app,
-            &caller.client_id,
-            &headers,
-            (&Method::POST, "/admin/v1/nas", &bytes),
-            async {
-                let n: NewNas = parse_json(&bytes)?;
-                validate_nas_name(&n.name).map_err(|e| Problem::field("/name", e.to_string()))?;
-                resource = format!("nas/{}", n.name);
-                let cidr = cidr(&n.cidr)?;
-                let certificate = certificate(n.certificate.as_deref(), n.certificate_pem)?;
-                let (secret, generated) = secret(n.secret)?;
-                let record = NasRecord {
-                    secret_sealed: NasRecord::seal_secret(
-                        &app.master_key,
-                        &n.name,
-                        secret.as_bytes(),
-                    )
+    created(
+        &app,
+        &caller,
+        "nas.create",
+        ("nas", "/admin/v1/nas"),
+        &headers,
+        body,
+        async |bytes, trail, resource| {
+            let n: NewNas = parse_json(bytes)?;
+            validate_nas_name(&n.name).map_err(|e| Problem::field("/name", e.to_string()))?;
+            *resource = format!("nas/{}", n.name);
+            let cidr = cidr(&n.cidr)?;
+            let certificate = certificate(n.certificate.as_deref(), n.certificate_pem)?;
+            let (secret, generated) = secret(n.secret)?;
+            let record = NasRecord {
+                secret_sealed: NasRecord::seal_secret(&app.master_key, &n.name, secret.as_bytes())
                     .map_err(|e| Problem::field("/secret", e.to_string()))?,
-                    name: n.name,
-                    cidr,
-                    require_message_authenticator: n.require_message_authenticator.unwrap_or(true),
-                    created_at: crate::keys::unix_now(),
-                    certificate,
-                };
-                app.store
-                    .put_nas(&record)
-                    .await
-                    .map_err(|e| write_error(e, "registering a NAS"))?;
-                let v = written::<Nases>(&app, &mut trail, record, 1);
-                Ok(Reply::json(
-                    StatusCode::CREATED,
-                    &NasWithSecret {
-                        nas: view(&v.record),
-                        weak_secret: !generated && is_weak_nas_secret(secret.as_bytes()),
-                        secret: generated.then(|| secret.to_string()),
-                    },
-                )?
-                .etag(res::tag::<Nases>(&v))
-                .location(format!("/admin/v1/nas/{}", path_encode(&v.record.name))))
-            },
-        )
-        .await
-    }
-    .await;
-    finish(&app, &caller, "nas.create", resource, trail, r)
+                name: n.name,
+                cidr,
+                require_message_authenticator: n.require_message_authenticator.unwrap_or(true),
+                created_at: crate::keys::unix_now(),
+                certificate,
+            };
+            app.store
+                .put_nas(&record)
+                .await
+                .map_err(|e| write_error(e, "registering a NAS"))?;
+            let v = written::<Nases>(&app, trail, record, 1);
+            Ok(Reply::json(
+                StatusCode::CREATED,
+                &NasWithSecret {
+                    nas: view(&v.record),
+                    weak_secret: !generated && is_weak_nas_secret(secret.as_bytes()),
+                    secret: generated.then(|| secret.to_string()),
+                },
+            )?
+            .etag(res::tag::<Nases>(&v))
+            .location(format!("/admin/v1/nas/{}", path_encode(&v.record.name))))
+        },
+    )
+    .await
 }
 
 /// Read one NAS.

@@ -14,7 +14,7 @@ use axum::Extension;
 use axum::body::Body;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, Method, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use portcullis_store::registration::{
     DEFAULT_REGISTRATION_AUTH_METHODS, MAX_DESCRIPTION_CHARS, MAX_USES, generate_token_id,
@@ -27,11 +27,10 @@ use utoipa::ToSchema;
 use crate::admin::action::{Trail, bad_query, finish};
 use crate::admin::auth::Caller;
 use crate::admin::conventions::{
-    PageQuery, Reply, check_if_match, digest, etag, idempotent, next_key, page_reply, parse_json,
-    path_encode, read_body,
+    PageQuery, Reply, check_if_match, digest, etag, next_key, page_reply, parse_json, path_encode,
 };
 use crate::admin::problem::Problem;
-use crate::admin::resource::keyed_at;
+use crate::admin::resource::{created, keyed_at};
 use crate::admin::responses::{ReadErrors, WriteErrors};
 use crate::app::App;
 
@@ -279,47 +278,35 @@ pub async fn create(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let mut trail = Trail::default();
-    let mut resource = "registration-tokens".to_owned();
-    let r = async {
-        let bytes = read_body(&app, &headers, body).await?;
-        idempotent(
-            &app,
-            &caller.client_id,
-            &headers,
-            (&Method::POST, PATH, &bytes),
-            async {
-                let n: NewRegistrationToken = parse_json(&bytes)?;
-                let now = crate::keys::unix_now();
-                let (token, secret) = token_of(n, now)?;
-                resource = format!("registration-tokens/{}", token.id);
-                app.store
-                    .put_initial_access_token(&token)
-                    .await
-                    .map_err(|e| Problem::from_store(e, "", "storing an initial access token"))?;
-                trail.after = Some(digest(&fingerprint(&token)));
-                Ok(Reply::json(
-                    StatusCode::CREATED,
-                    &RegistrationTokenWithSecret {
-                        token: view(&token, now),
-                        initial_access_token: format!("{}.{}", token.id, secret.as_str()),
-                    },
-                )?
-                .etag(tag(&token))
-                .location(format!("{PATH}/{}", path_encode(&token.id))))
-            },
-        )
-        .await
-    }
-    .await;
-    finish(
+    created(
         &app,
         &caller,
         "registration_token.create",
-        resource,
-        trail,
-        r,
+        ("registration-tokens", PATH),
+        &headers,
+        body,
+        async |bytes, trail, resource| {
+            let n: NewRegistrationToken = parse_json(bytes)?;
+            let now = crate::keys::unix_now();
+            let (token, secret) = token_of(n, now)?;
+            *resource = format!("registration-tokens/{}", token.id);
+            app.store
+                .put_initial_access_token(&token)
+                .await
+                .map_err(|e| Problem::from_store(e, "", "storing an initial access token"))?;
+            trail.after = Some(digest(&fingerprint(&token)));
+            Ok(Reply::json(
+                StatusCode::CREATED,
+                &RegistrationTokenWithSecret {
+                    token: view(&token, now),
+                    initial_access_token: format!("{}.{}", token.id, secret.as_str()),
+                },
+            )?
+            .etag(tag(&token))
+            .location(format!("{PATH}/{}", path_encode(&token.id))))
+        },
     )
+    .await
 }
 
 /// Read one initial access token (never its secret).

@@ -2,16 +2,18 @@
 //! the path key decoded (a bad one is a problem naming the path parameter), the record
 //! loaded by key (404 naming it), the If-Match check against its strong ETag with the
 //! before digest noted for the audit event, the after digest and new ETag of a write,
-//! and the list, read and remove handlers whole. A resource says how it is named,
+//! the list, read and remove handlers whole, and the frame of a creation (body read
+//! under the Idempotency-Key, one audit event). A resource says how it is named,
 //! read, paged, shown and fingerprinted ([`Kind`]); its module keeps only what differs
 //! (creation and the fields of a change).
 
 use std::future::Future;
 
+use axum::body::Body;
 use axum::extract::Path;
 use axum::extract::Query;
 use axum::extract::rejection::{PathRejection, QueryRejection};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, Method};
 use axum::response::Response;
 use portcullis_store::{Resource, StoreError, Versioned};
 use serde::Serialize;
@@ -19,7 +21,7 @@ use serde::Serialize;
 use crate::admin::action::{Trail, bad_path, bad_query, finish};
 use crate::admin::auth::Caller;
 use crate::admin::conventions::{
-    PageQuery, Reply, check_if_match, digest, etag, next_key, page_reply,
+    PageQuery, Reply, check_if_match, digest, etag, idempotent, next_key, page_reply, read_body,
 };
 use crate::admin::problem::Problem;
 use crate::app::App;
@@ -135,6 +137,36 @@ pub async fn keyed_at(
     };
     let r = run(&key, &mut trail).await;
     finish(app, caller, action, format!("{collection}/{key}"), trail, r)
+}
+
+/// `POST /admin/v1/<collection>` (`path`): the body read and `run` under the request's
+/// Idempotency-Key, given the body, the trail and the audit resource (the collection
+/// until `run` names the record), then the answer and one audit event `action`.
+pub async fn created(
+    app: &App,
+    caller: &Caller,
+    action: &'static str,
+    (collection, path): (&str, &str),
+    headers: &HeaderMap,
+    body: Body,
+    run: impl AsyncFnOnce(&[u8], &mut Trail, &mut String) -> Result<Reply, Problem>,
+) -> Response {
+    let mut trail = Trail::default();
+    let mut resource = collection.to_owned();
+    let r = async {
+        let bytes = read_body(app, headers, body).await?;
+        let creation = run(&bytes, &mut trail, &mut resource);
+        idempotent(
+            app,
+            &caller.client_id,
+            headers,
+            (&Method::POST, path, &bytes),
+            creation,
+        )
+        .await
+    }
+    .await;
+    finish(app, caller, action, resource, trail, r)
 }
 
 /// `GET /admin/v1/<collection>`: one keyset page.

@@ -10,7 +10,7 @@ use axum::Extension;
 use axum::body::Body;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, Method, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use portcullis_hash::Credential;
 use portcullis_store::{Resource, StoreError, UserRecord, Versioned};
@@ -18,13 +18,10 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use zeroize::Zeroizing;
 
-use crate::admin::action::{Trail, finish};
 use crate::admin::auth::Caller;
-use crate::admin::conventions::{
-    PageQuery, Reply, idempotent, json_body, parse_json, path_encode, read_body,
-};
+use crate::admin::conventions::{PageQuery, Reply, json_body, parse_json, path_encode};
 use crate::admin::problem::Problem;
-use crate::admin::resource::{self as res, Kind, guarded, keyed, shown, written};
+use crate::admin::resource::{self as res, Kind, created, guarded, keyed, shown, written};
 use crate::admin::responses::{ReadErrors, WriteErrors};
 use crate::app::App;
 
@@ -235,58 +232,53 @@ pub async fn create(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let mut trail = Trail::default();
-    let mut resource = "users".to_owned();
-    let r = async {
-        let bytes = read_body(&app, &headers, body).await?;
-        idempotent(
-            &app,
-            &caller.client_id,
-            &headers,
-            (&Method::POST, "/admin/v1/users", &bytes),
-            async {
-                let n: NewUser = parse_json(&bytes)?;
-                portcullis_store::record::validate_name("username", &n.username)
-                    .map_err(|e| Problem::field("/username", e.to_string()))?;
-                resource = format!("users/{}", n.username);
-                if n.password.is_none() && n.password_hash.is_none() {
-                    return Err(Problem::field(
-                        "/password",
-                        "give password or password_hash",
-                    ));
-                }
-                let hash = stored_hash(
-                    &app,
-                    &n.username,
-                    n.password,
-                    n.password_hash,
-                    n.hash_format,
-                )
-                .await?
-                .unwrap_or_default();
-                let record = UserRecord {
-                    username: n.username,
-                    password_hash: hash,
-                    disabled: n.disabled.unwrap_or(false),
-                    created_at: crate::keys::unix_now(),
-                };
-                app.store
-                    .put_user(&record)
-                    .await
-                    .map_err(|e| Problem::from_store(e, "/username", "creating a user"))?;
-                let v = written::<Users>(&app, &mut trail, record, 1);
-                Ok(Reply::json(StatusCode::CREATED, &view(&v.record))?
-                    .etag(res::tag::<Users>(&v))
-                    .location(format!(
-                        "/admin/v1/users/{}",
-                        path_encode(&v.record.username)
-                    )))
-            },
-        )
-        .await
-    }
-    .await;
-    finish(&app, &caller, "user.create", resource, trail, r)
+    created(
+        &app,
+        &caller,
+        "user.create",
+        ("users", "/admin/v1/users"),
+        &headers,
+        body,
+        async |bytes, trail, resource| {
+            let n: NewUser = parse_json(bytes)?;
+            portcullis_store::record::validate_name("username", &n.username)
+                .map_err(|e| Problem::field("/username", e.to_string()))?;
+            *resource = format!("users/{}", n.username);
+            if n.password.is_none() && n.password_hash.is_none() {
+                return Err(Problem::field(
+                    "/password",
+                    "give password or password_hash",
+                ));
+            }
+            let hash = stored_hash(
+                &app,
+                &n.username,
+                n.password,
+                n.password_hash,
+                n.hash_format,
+            )
+            .await?
+            .unwrap_or_default();
+            let record = UserRecord {
+                username: n.username,
+                password_hash: hash,
+                disabled: n.disabled.unwrap_or(false),
+                created_at: crate::keys::unix_now(),
+            };
+            app.store
+                .put_user(&record)
+                .await
+                .map_err(|e| Problem::from_store(e, "/username", "creating a user"))?;
+            let v = written::<Users>(&app, trail, record, 1);
+            Ok(Reply::json(StatusCode::CREATED, &view(&v.record))?
+                .etag(res::tag::<Users>(&v))
+                .location(format!(
+                    "/admin/v1/users/{}",
+                    path_encode(&v.record.username)
+                )))
+        },
+    )
+    .await
 }
 
 /// Read one user.
