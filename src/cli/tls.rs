@@ -64,12 +64,12 @@ pub fn run(cmd: TlsCommand) -> ExitCode {
 fn check(a: CheckArgs) -> ExitCode {
     let mut versions = Vec::new();
     for v in &a.versions {
-        match v.trim() {
-            "1.2" => versions.push(TlsVersion::Tls12),
-            "1.3" => versions.push(TlsVersion::Tls13),
-            other => {
+        match TlsVersion::parse(v.trim()) {
+            Some(v) => versions.push(v),
+            None => {
                 return super::fail(format_args!(
-                    "--versions: unsupported version {other:?} (use 1.2 and/or 1.3)"
+                    "--versions: unsupported version {:?} (use 1.2 and/or 1.3)",
+                    v.trim()
                 ));
             }
         }

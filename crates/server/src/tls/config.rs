@@ -55,26 +55,29 @@ fn default_cache() -> usize {
     DEFAULT_SESSION_CACHE
 }
 
-/// Check `[tls]` (files are read at start-up, not here).
-pub fn validate(t: FileTls) -> Result<TlsSettings, ConfigError> {
-    if t.versions.is_empty() {
-        return Err(invalid("tls.versions must name at least one version"));
-    }
+/// The `versions` list of a TLS section (`[tls]`, `[radius.eap]`, `[radius.radsec]`;
+/// `field` names it in errors): "1.2" and/or "1.3", each once, at least one.
+pub fn versions(field: &str, list: &[String]) -> Result<Vec<TlsVersion>, ConfigError> {
     let mut versions = Vec::new();
-    for v in &t.versions {
-        let v = match v.as_str() {
-            "1.2" => TlsVersion::Tls12,
-            "1.3" => TlsVersion::Tls13,
-            other => {
-                return Err(invalid(format!(
-                    "tls.versions: unsupported version '{other}' (use \"1.2\" and/or \"1.3\")"
-                )));
-            }
-        };
+    for name in list {
+        let v = TlsVersion::parse(name).ok_or_else(|| {
+            invalid(format!(
+                "{field}: unknown version '{name}' (use \"1.2\" and/or \"1.3\")"
+            ))
+        })?;
         if !versions.contains(&v) {
             versions.push(v);
         }
     }
+    if versions.is_empty() {
+        return Err(invalid(format!("{field} must name at least one version")));
+    }
+    Ok(versions)
+}
+
+/// Check `[tls]` (files are read at start-up, not here).
+pub fn validate(t: FileTls) -> Result<TlsSettings, ConfigError> {
+    let versions = versions("tls.versions", &t.versions)?;
     if !(60..=DEFAULT_TICKET_ROTATION_SECS).contains(&t.ticket_key_rotation_secs) {
         return Err(invalid(format!(
             "tls.ticket_key_rotation_secs must be 60-{DEFAULT_TICKET_ROTATION_SECS}"
@@ -150,3 +153,36 @@ pub const EXAMPLE: &str = r#"# [tls]
 # client_ca = "/etc/portcullis/client-ca.pem"
 
 "#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list(names: &[&str]) -> Vec<String> {
+        names.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn versions_keep_the_order_given_once_each() {
+        let v = versions("tls.versions", &list(&["1.3", "1.2", "1.3"])).unwrap();
+        assert_eq!(v, [TlsVersion::Tls13, TlsVersion::Tls12]);
+    }
+
+    #[test]
+    fn versions_refuse_an_unknown_name_and_an_empty_list_naming_the_field() {
+        let e = versions("radius.eap.versions", &list(&["1.2", "1.1"]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("radius.eap.versions") && e.contains("'1.1'"),
+            "{e}"
+        );
+        let e = versions("radius.radsec.versions", &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("radius.radsec.versions must name at least one version"),
+            "{e}"
+        );
+    }
+}

@@ -42,6 +42,17 @@ pub enum TlsVersion {
     Tls13,
 }
 
+impl TlsVersion {
+    /// A version as configuration and the command line name it: `1.2` or `1.3`.
+    pub fn parse(name: &str) -> Option<TlsVersion> {
+        match name {
+            "1.2" => Some(TlsVersion::Tls12),
+            "1.3" => Some(TlsVersion::Tls13),
+            _ => None,
+        }
+    }
+}
+
 /// Validated `[tls]` settings (files are read at start-up, not at config parse time).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TlsSettings {

@@ -186,26 +186,7 @@ impl EapConfig {
                  radius.eap.methods): without it no client certificate could ever be accepted",
             ));
         }
-        let mut versions = Vec::new();
-        for v in &f.versions {
-            let v = match v.as_str() {
-                "1.2" => TlsVersion::Tls12,
-                "1.3" => TlsVersion::Tls13,
-                other => {
-                    return Err(invalid(format!(
-                        "radius.eap.versions: unknown version '{other}' (\"1.2\", \"1.3\")"
-                    )));
-                }
-            };
-            if !versions.contains(&v) {
-                versions.push(v);
-            }
-        }
-        if versions.is_empty() {
-            return Err(invalid(
-                "radius.eap.versions must name at least one version",
-            ));
-        }
+        let versions = crate::tls::config::versions("radius.eap.versions", &f.versions)?;
         let tls_identity = match f.tls_identity.as_str() {
             "subject_cn" => TlsIdentity::SubjectCn,
             "san_email" => TlsIdentity::SanEmail,

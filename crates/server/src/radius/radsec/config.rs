@@ -126,24 +126,7 @@ impl RadsecConfig {
                 ));
             }
         };
-        let mut versions = Vec::new();
-        for v in &f.versions {
-            let v = match v.as_str() {
-                "1.2" => TlsVersion::Tls12,
-                "1.3" => TlsVersion::Tls13,
-                other => {
-                    return Err(invalid(format!(
-                        "radius.radsec.versions: unknown version '{other}' (\"1.2\", \"1.3\")"
-                    )));
-                }
-            };
-            if !versions.contains(&v) {
-                versions.push(v);
-            }
-        }
-        if versions.is_empty() {
-            return Err(invalid("radius.radsec.versions must name a TLS version"));
-        }
+        let versions = crate::tls::config::versions("radius.radsec.versions", &f.versions)?;
         if !(1..=1_000_000).contains(&f.max_connections) {
             return Err(invalid(
                 "radius.radsec.max_connections must be between 1 and 1000000",
