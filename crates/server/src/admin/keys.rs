@@ -227,54 +227,58 @@ pub async fn revoke(
         &headers,
         body,
         async |bytes, trail, resource| {
-                let n: NewRevocation = parse_json(bytes)?;
-                let now = crate::keys::unix_now();
-                let (jti, expires_at) = match (n.token, n.jti, n.expires_at) {
-                    (Some(t), None, None) => {
-                        let nowu = u64::try_from(now).unwrap_or(0);
-                        let c = app.keys.keys().verify(&t, &app.issuer, nowu).map_err(|_| {
-                            Problem::field(
-                                "/token",
-                                "not an unexpired access token of this server",
-                            )
-                        })?;
-                        (c.jti, i64::try_from(c.exp).unwrap_or(i64::MAX))
+            let n: NewRevocation = parse_json(bytes)?;
+            let now = crate::keys::unix_now();
+            let (jti, expires_at) = match (n.token, n.jti, n.expires_at) {
+                (Some(t), None, None) => {
+                    let nowu = u64::try_from(now).unwrap_or(0);
+                    let c = app.keys.keys().verify(&t, &app.issuer, nowu).map_err(|_| {
+                        Problem::field("/token", "not an unexpired access token of this server")
+                    })?;
+                    (c.jti, i64::try_from(c.exp).unwrap_or(i64::MAX))
+                }
+                (None, Some(jti), Some(exp)) => {
+                    portcullis_store::record::validate_name("token id", &jti)
+                        .map_err(|e| Problem::field("/jti", e.to_string()))?;
+                    let longest =
+                        i64::try_from(app.config.token_lifetime.as_secs()).unwrap_or(86_400);
+                    if exp <= now || exp > now + longest {
+                        return Err(Problem::field(
+                            "/expires_at",
+                            format!(
+                                "must be in the future and at most {longest} s away \
+                                 (no token of ours lives longer)"
+                            ),
+                        ));
                     }
-                    (None, Some(jti), Some(exp)) => {
-                        portcullis_store::record::validate_name("token id", &jti)
-                            .map_err(|e| Problem::field("/jti", e.to_string()))?;
-                        let longest = i64::try_from(app.config.token_lifetime.as_secs())
-                            .unwrap_or(86_400);
-                        if exp <= now || exp > now + longest {
-                            return Err(Problem::field(
-                                "/expires_at",
-                                format!(
-                                    "must be in the future and at most {longest} s away (no token of ours lives longer)"
-                                ),
-                            ));
-                        }
-                        (jti, exp)
-                    }
-                    (None, Some(_), None) => {
-                        return Err(Problem::field("/expires_at", "required with jti"));
-                    }
-                    (None, None, Some(_)) => {
-                        return Err(Problem::field("/jti", "required with expires_at"));
-                    }
-                    (Some(_), _, _) => {
-                        return Err(Problem::field("/token", "give token alone, or jti and expires_at"));
-                    }
-                    (None, None, None) => {
-                        return Err(Problem::field("/token", "give token, or jti and expires_at"));
-                    }
-                };
-                *resource = format!("revocations/{jti}");
-                app.store
-                    .revoke_token(&jti, expires_at)
-                    .await
-                    .map_err(|e| Problem::from_store(e, "/jti", "revoking a token"))?;
-                trail.after = Some(digest(format!("{jti}\0{expires_at}").as_bytes()));
-                Reply::json(StatusCode::CREATED, &Revocation { jti, expires_at })
+                    (jti, exp)
+                }
+                (None, Some(_), None) => {
+                    return Err(Problem::field("/expires_at", "required with jti"));
+                }
+                (None, None, Some(_)) => {
+                    return Err(Problem::field("/jti", "required with expires_at"));
+                }
+                (Some(_), _, _) => {
+                    return Err(Problem::field(
+                        "/token",
+                        "give token alone, or jti and expires_at",
+                    ));
+                }
+                (None, None, None) => {
+                    return Err(Problem::field(
+                        "/token",
+                        "give token, or jti and expires_at",
+                    ));
+                }
+            };
+            *resource = format!("revocations/{jti}");
+            app.store
+                .revoke_token(&jti, expires_at)
+                .await
+                .map_err(|e| Problem::from_store(e, "/jti", "revoking a token"))?;
+            trail.after = Some(digest(format!("{jti}\0{expires_at}").as_bytes()));
+            Reply::json(StatusCode::CREATED, &Revocation { jti, expires_at })
         },
     )
     .await
