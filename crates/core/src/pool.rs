@@ -400,6 +400,11 @@ impl Pool {
         self.shared.times.lock().median()
     }
 
+    /// A calibration hash's time, while the pool has measured none ([`HashTimes::seed`]).
+    pub(crate) fn seed_hash_time(&self, took: Duration, cost: u64) {
+        self.shared.times.lock().seed(took, cost);
+    }
+
     /// Median cost units of one job.
     pub(crate) fn typical_cost(&self) -> u64 {
         self.shared.times.lock().job_cost()

@@ -82,6 +82,15 @@ impl HashTimes {
         self.median_single_per_unit = u[u.len() / 2];
     }
 
+    /// A first figure from outside the pool (a calibration hash at start: `took` for one
+    /// job of `cost` units), taken only while nothing has been measured, when the
+    /// figures are still the configured guess for a reference job.
+    pub(crate) fn seed(&mut self, took: Duration, cost: u64) {
+        if self.durations.is_empty() {
+            self.record(took, cost, 1, 1.0);
+        }
+    }
+
     /// Median nanoseconds per cost unit of one job derived alone (its latency, where
     /// [`HashTimes::ns_per_unit`] is the pool's throughput).
     pub(crate) fn single_ns_per_unit(&self) -> f64 {

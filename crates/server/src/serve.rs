@@ -416,6 +416,18 @@ impl Server {
             addr,
         )
         .await?;
+        // Until the pool has timed a hash its figures are a configured guess (admission,
+        // CoDel, an unknown principal's answer): time one of the policy now, beside the
+        // listeners rather than before them.
+        let verifier = app.verifier.clone();
+        tokio::spawn(async move {
+            if let Some(took) = verifier.calibrate().await {
+                tracing::info!(
+                    ms = took.as_secs_f64() * 1e3,
+                    "timed one hash of the policy for the pool's first estimates"
+                );
+            }
+        });
         Ok(Server::spawn(
             Listeners {
                 http: listener,

@@ -219,3 +219,33 @@ async fn issue_4_shutdown_refuses_new_work() {
     ));
     assert_eq!(h.source.lookups.load(Ordering::SeqCst), lookups);
 }
+
+/// Issue 16, left open until now: before any real hash an unknown principal's answer
+/// waited `initial_hash_estimate_ms`. After [`crate::Verifier::calibrate`] it waits about
+/// one hash of the policy, like a real rejection.
+#[tokio::test]
+async fn issue_16_after_calibration_the_first_unknown_principal_waits_one_hash_not_the_guess() {
+    let mut c = config();
+    // A guess no answer may wait for: the test's timeout comes first.
+    c.initial_hash_estimate_ms = 60_000;
+    let h = Harness::new(c);
+    assert_eq!(h.v.snapshot().median_hash_time, Duration::from_secs(60));
+    let took = h.v.calibrate().await.expect("a PBKDF2 policy calibrates");
+    assert_eq!(h.v.snapshot().median_hash_time, took);
+    // The calibration answered no one and spent no pool hash.
+    assert_eq!(h.v.snapshot().hashes_computed, 0);
+    let a = h.attempt("ghost", "pw", "10.0.0.1");
+    let answered = tokio::time::timeout(Duration::from_secs(30), h.v.verify(a))
+        .await
+        .expect("the unknown principal still waited for the 60 s guess");
+    assert_eq!(answered, Outcome::Rejected);
+    // A second calibration does not replace what the pool has measured since.
+    alice(&h);
+    assert!(matches!(
+        h.v.verify(h.attempt("alice", "right", "10.0.0.2")).await,
+        Outcome::Accepted { .. }
+    ));
+    let measured = h.v.snapshot().median_hash_time;
+    h.v.calibrate().await;
+    assert_eq!(h.v.snapshot().median_hash_time, measured);
+}

@@ -1,9 +1,13 @@
 //! Rehash-on-login: after a success with an outdated hash, the policy hash is computed
 //! on the pool's background queue and compare-and-set into the store, after the answer
-//! has been returned.
+//! has been returned. Also the other hash of the policy that answers no attempt: the
+//! calibration a server runs as it starts ([`Verifier::calibrate`]).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use portcullis_hash::{Cost, Credential};
 
 use tokio::sync::oneshot;
 use zeroize::Zeroizing;
@@ -78,6 +82,35 @@ impl Verifier {
             return None;
         }
         rx.await.ok().flatten()
+    }
+}
+
+impl Verifier {
+    /// Time one hash of the configured policy (on a blocking thread, not the pool: it
+    /// answers no one and counts as no verification) and give the pool that figure while
+    /// it has measured nothing. Until the first real hash, admission, CoDel and the delay
+    /// of an unknown principal's answer work from `initial_hash_estimate_ms`, a guess for
+    /// PBKDF2-SHA256 x600,000: the first unknown principal tried after a start was
+    /// answered after it (250 ms by default) where a real rejection took one hash. A
+    /// server calls this once as it starts; `None` if the policy is cheap or the hash
+    /// failed.
+    pub async fn calibrate(&self) -> Option<Duration> {
+        let policy = self.inner.policy.clone();
+        let clock = Arc::clone(&self.inner.clock);
+        let (took, stored) = tokio::task::spawn_blocking(move || {
+            let mut secret = Zeroizing::new([0u8; 16]);
+            portcullis_hash::os_random(&mut secret[..]).ok()?;
+            let start = clock.now();
+            let stored = policy.hash(&secret[..]).ok()?;
+            Some((clock.now().saturating_duration_since(start), stored))
+        })
+        .await
+        .ok()??;
+        let Cost::Work(cost) = Credential::parse(&stored).ok()?.cost() else {
+            return None;
+        };
+        self.inner.pool.seed_hash_time(took, cost);
+        Some(took)
     }
 }
 
