@@ -57,6 +57,19 @@ pub async fn run(
     app: Arc<App>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServerError> {
+    // Until the pool has timed a hash its figures are a configured guess (admission,
+    // CoDel, an unknown principal's answer): time one of the policy now, beside the
+    // listeners rather than before them. Here, so `portcullis serve` and
+    // `Server::start` both do it.
+    let verifier = app.verifier.clone();
+    tokio::spawn(async move {
+        if let Some(took) = verifier.calibrate().await {
+            tracing::info!(
+                ms = took.as_secs_f64() * 1e3,
+                "timed one hash of the policy for the pool's first estimates"
+            );
+        }
+    });
     let Listeners {
         http: listener,
         radius,
@@ -416,18 +429,6 @@ impl Server {
             addr,
         )
         .await?;
-        // Until the pool has timed a hash its figures are a configured guess (admission,
-        // CoDel, an unknown principal's answer): time one of the policy now, beside the
-        // listeners rather than before them.
-        let verifier = app.verifier.clone();
-        tokio::spawn(async move {
-            if let Some(took) = verifier.calibrate().await {
-                tracing::info!(
-                    ms = took.as_secs_f64() * 1e3,
-                    "timed one hash of the policy for the pool's first estimates"
-                );
-            }
-        });
         Ok(Server::spawn(
             Listeners {
                 http: listener,
