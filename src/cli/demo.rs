@@ -215,7 +215,7 @@ mod portcullis_demo {
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
                     .await
                     .map_err(err)?;
-                let server = Server::start(config, listener).await.map_err(err)?;
+                let server = Server::start(config, Some(listener)).await.map_err(err)?;
                 let clients = setup.clients;
                 let hashes = tokio::task::spawn_blocking(move || {
                     clients
@@ -251,9 +251,9 @@ mod portcullis_demo {
                             disabled: false,
                             created_at: now,
                         };
-                        server.app().store.put_user(&user).await.map_err(err)?;
+                        server.parts().store.put_user(&user).await.map_err(err)?;
                     }
-                    server.app().store.put_client(&rec).await.map_err(err)?;
+                    server.parts().store.put_client(&rec).await.map_err(err)?;
                 }
                 let scheme = if setup.tls.is_some() { "https" } else { "http" };
                 let url = format!("{scheme}://{}", server.local_addr());
@@ -262,7 +262,7 @@ mod portcullis_demo {
                     .first()
                     .map(|a| format!("radius://{a}"));
                 let accounting = server.accounting_addrs().first().map(|a| {
-                    let store = server.app().store.clone();
+                    let store = server.parts().store.clone();
                     Accounting {
                         url: format!("radius://{a}"),
                         stored: Box::new(move || -> BoxFuture<Result<u64, LabError>> {

@@ -61,7 +61,7 @@ pub struct CertificateChoice {
 impl CertificateChoice {
     fn read(&self) -> Result<Option<NasCertificate>, String> {
         match (&self.certificate, &self.certificate_name) {
-            (Some(file), _) => portcullis_server::radius::radsec::tls::pin_file(file)
+            (Some(file), _) => portcullis_server::door::tls::pin::pin_file(file)
                 .map(Some)
                 .map_err(|e| format!("--certificate: {e}")),
             (None, Some(name)) => NasCertificate::name(name)

@@ -16,14 +16,14 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use portcullis_server::{App, Config};
+use portcullis_server::{Assembly, Config};
 
 /// Reload on every SIGHUP until the process ends. `load` reads the configuration again
 /// the way `serve` read it at start (file plus command-line overrides); `None` when it was
 /// started without a file. Passed in, so this module does not import `serve`, which
 /// spawns it.
 pub async fn watch(
-    app: Arc<App>,
+    parts: Arc<Assembly>,
     load: impl Fn() -> Option<Result<Config, String>> + Send,
     secrets_file: PathBuf,
     mut running: Config,
@@ -41,13 +41,13 @@ pub async fn watch(
                     one_line(&e)
                 ),
                 Ok(new) => {
-                    apply(&app, &running, &new);
+                    apply(&parts, &running, &new);
                     running = new;
                 }
             }
         }
-        reload_certificate(&app, &running);
-        for (part, outcome) in app.reload_parts() {
+        reload_certificate(&parts, &running);
+        for (part, outcome) in parts.reloads.reload_all() {
             match outcome {
                 Ok(what) => tracing::info!("{part}: reloaded: {what}"),
                 Err(e) => tracing::error!("{part}: reload refused, the old files stay: {e}"),
@@ -57,7 +57,7 @@ pub async fn watch(
             Ok(s) => {
                 let current = s.peppers.current().map_or("none", |k| k.id()).to_owned();
                 let n = s.peppers.keys().count();
-                app.verifier.set_peppers(s.peppers);
+                parts.verifier.set_peppers(s.peppers);
                 tracing::info!(
                     "secrets file reloaded: {n} pepper keys, current {current} (the master \
                      key is only read at start)"
@@ -73,8 +73,8 @@ pub async fn watch(
 
 /// Serve the certificate and key the running configuration names, if they pass the
 /// start-up checks; connections already open keep theirs.
-fn reload_certificate(app: &App, running: &Config) {
-    let (Some(server), Some(files)) = (&app.tls, &running.tls) else {
+fn reload_certificate(parts: &Assembly, running: &Config) {
+    let (Some(server), Some(files)) = (&parts.tls, &running.tls) else {
         return;
     };
     match server.certs.reload(&files.cert, &files.key) {
@@ -87,8 +87,8 @@ fn reload_certificate(app: &App, running: &Config) {
 }
 
 /// Apply the reloadable parts of `new`, and name what only a restart would apply.
-fn apply(app: &App, old: &Config, new: &Config) {
-    app.audit.set_limits(&new.audit);
+fn apply(parts: &Assembly, old: &Config, new: &Config) {
+    parts.audit.set_limits(&new.audit);
     if let Err(e) = portcullis_server::logging::set_level(&new.log.level) {
         tracing::error!("log.level {:?} not applied: {e}", new.log.level);
     }

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use portcullis_server::{App, Config};
+use portcullis_server::Config;
 
 /// Arguments of `portcullis serve`.
 #[derive(Debug, Clone, clap::Args)]
@@ -161,62 +161,45 @@ fn log_effective_config(c: &Config) {
 }
 
 async fn serve(config: Config, args: ServeArgs) -> ExitCode {
-    let listener = match tokio::net::TcpListener::bind(config.http).await {
-        Ok(l) => l,
-        Err(e) => return super::fail(format_args!("cannot listen on {}: {e}", config.http)),
-    };
-    let bound = match listener.local_addr() {
-        Ok(a) => a,
+    log_effective_config(&config);
+    let server = match portcullis_server::Server::start(config, None).await {
+        Ok(s) => s,
         Err(e) => return super::fail(e),
     };
-    let radius = match portcullis_server::radius::bind(&config.radius) {
-        Ok(r) => r,
-        Err(e) => return super::fail(format_args!("cannot listen for RADIUS on {e}")),
-    };
-    // Config::from_file refuses it already; kept here so no other path starts one.
-    if matches!(
-        config.store,
-        portcullis_server::config::StoreBackend::Postgres { .. }
-    ) && config.issuer.is_none()
-    {
-        return super::fail(portcullis_server::config::SHARED_STORE_NEEDS_ISSUER);
+    let parts = std::sync::Arc::clone(server.parts());
+    log_started(&server);
+    tokio::spawn(super::reload::watch(
+        std::sync::Arc::clone(&parts),
+        move || args.config.is_some().then(|| load_config(&args)),
+        server
+            .backend()
+            .map(|b| b.secrets_file())
+            .unwrap_or_default(),
+        parts.config.clone(),
+    ));
+    if std::env::var_os("NOTIFY_SOCKET").is_some() {
+        notify_ready(server.local_addr(), &parts.config, server.issuer()).await;
     }
-    let accounting = match portcullis_server::radius::acct::bind(&config.radius) {
-        Ok(r) => r,
-        Err(e) => {
-            return super::fail(format_args!("cannot listen for RADIUS accounting on {e}"));
+    let _watchdog = portcullis_server::systemd::spawn_watchdog();
+    portcullis_server::shutdown_signal().await;
+    portcullis_server::systemd::stopping();
+    match server.shutdown().await {
+        Ok(()) => {
+            tracing::info!("stopped");
+            ExitCode::SUCCESS
         }
-    };
-    let radsec = match portcullis_server::radius::radsec::bind(&config.radius) {
-        Ok(r) => r,
-        Err(e) => return super::fail(format_args!("cannot listen for RadSec on {e}")),
-    };
-    let admin = match portcullis_server::admin::bind(&config.admin).await {
-        Ok(a) => a,
-        Err(e) => return super::fail(format_args!("cannot listen for the admin API: {e}")),
-    };
-    if let Some(Ok(a)) = admin.as_ref().map(|l| l.local_addr()) {
+        Err(e) => super::fail(e),
+    }
+}
+
+/// What an operator asks first once it runs: where it listens, the certificate, where
+/// failure budgets live, how client addresses are read.
+fn log_started(server: &portcullis_server::Server) {
+    let parts = server.parts();
+    if let Some(a) = server.admin_addr() {
         tracing::info!("admin API on {a} (/admin/v1/openapi.json)");
     }
-    let backend = match portcullis_server::app::open_store(&config).await {
-        Ok(b) => b,
-        Err(e) => return super::fail(e),
-    };
-    log_effective_config(&config);
-    tracing::info!("identity store: {}", backend.describe());
-    let app = match App::new(
-        config,
-        backend.store(),
-        backend.peppers(),
-        backend.master_key().clone(),
-        bound,
-    )
-    .await
-    {
-        Ok(a) => a,
-        Err(e) => return super::fail(e),
-    };
-    if let Some(t) = &app.tls {
+    if let Some(t) = &parts.tls {
         match t.certs.facts() {
             Ok(f) => tracing::info!(
                 "tls: serving certificate {}",
@@ -225,13 +208,7 @@ async fn serve(config: Config, args: ServeArgs) -> ExitCode {
             Err(e) => tracing::warn!("tls: cannot describe the certificate: {e}"),
         }
     }
-    tokio::spawn(super::reload::watch(
-        std::sync::Arc::clone(&app),
-        move || args.config.is_some().then(|| load_config(&args)),
-        backend.secrets_file(),
-        app.config.clone(),
-    ));
-    match &app.config.throttle_redis {
+    match &parts.config.throttle_redis {
         None => tracing::info!("failure budgets: in this process"),
         Some(r) => tracing::info!(
             "failure budgets: shared in Redis at {} (keys {}:*; per instance while it is unreachable)",
@@ -239,12 +216,12 @@ async fn serve(config: Config, args: ServeArgs) -> ExitCode {
             r.key_prefix
         ),
     }
+    let issuer = server.issuer();
     tracing::info!(
-        "listening on {bound}; issuer {}, metadata {}/.well-known/oauth-authorization-server",
-        app.issuer,
-        app.issuer
+        "listening on {}; issuer {issuer}, metadata {issuer}/.well-known/oauth-authorization-server",
+        server.local_addr()
     );
-    let proxies = &app.config.trusted_proxies;
+    let proxies = &parts.config.trusted_proxies;
     if proxies.ranges.is_empty() {
         tracing::info!("client address: each connection's peer (no trusted_proxies)");
     } else {
@@ -254,39 +231,6 @@ async fn serve(config: Config, args: ServeArgs) -> ExitCode {
             proxies.header,
             ranges.join(", ")
         );
-    }
-    let listeners = portcullis_server::Listeners {
-        http: listener,
-        radius,
-        accounting,
-        radsec,
-        admin,
-    };
-    let shutdown = async {
-        portcullis_server::shutdown_signal().await;
-        portcullis_server::systemd::stopping();
-    };
-    let probe_config = app.config.clone();
-    let issuer = app.issuer.clone();
-    let server = tokio::spawn(portcullis_server::run(listeners, app, shutdown));
-    if std::env::var_os("NOTIFY_SOCKET").is_some() {
-        notify_ready(bound, &probe_config, &issuer).await;
-    }
-    let _watchdog = portcullis_server::systemd::spawn_watchdog();
-    let result = match server.await {
-        Ok(r) => r,
-        Err(e) => {
-            backend.close().await;
-            return super::fail(format_args!("the server task failed: {e}"));
-        }
-    };
-    backend.close().await;
-    match result {
-        Ok(()) => {
-            tracing::info!("stopped");
-            ExitCode::SUCCESS
-        }
-        Err(e) => super::fail(e),
     }
 }
 

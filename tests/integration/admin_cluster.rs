@@ -26,7 +26,7 @@ async fn issue_27_admin_changes_hold_across_instances_on_postgres() {
     let secret = portcullis_store::generate_client_secret().unwrap();
     let hash = PepperedHmac::create(c.secrets.peppers.current().unwrap(), secret.as_bytes());
     c.servers[0]
-        .app()
+        .parts()
         .store
         .put_client(&ClientRecord {
             id: "ops".into(),

@@ -262,10 +262,10 @@ async fn issue_14_private_key_jwt_issues_tokens_refuses_replays_and_spends_no_ha
     );
     assert_eq!(intro.json()["active"], false);
     // Not one derivation or HMAC: assertions never reach the hash pool.
-    let snap = h.s.server.app().verifier.snapshot();
+    let snap = h.s.server.parts().verifier.snapshot();
     assert_eq!((snap.hashes_computed, snap.cheap_verifications), (0, 0));
     // Discovery advertises the methods and algorithms.
-    let meta = h.s.server.app().store.ping().await;
+    let meta = h.s.server.parts().store.ping().await;
     assert!(meta.is_ok());
     let (doc, _) = {
         let (mut st, p) = conn::establish(h.s.server.local_addr(), None, Some(&tls))
@@ -423,8 +423,8 @@ fn handshakes(metrics: &str, kind: &str) -> f64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_14_sessions_resume_with_tickets_on_tls13_and_tls12() {
     let h = https_server().await;
-    let metrics = || h.s.server.app().metrics.render();
-    let stats = &h.s.server.app().stats.tls_handshakes;
+    let metrics = || h.s.server.parts().metrics().render();
+    let stats = &h.s.server.parts().http.stats.tls_handshakes;
     let count = |i: usize| stats[i].load(std::sync::atomic::Ordering::Relaxed);
     for versions in [vec!["1.3"], vec!["1.2"]] {
         let raw = RawTls {
@@ -637,7 +637,7 @@ private_key = "{jwt}"
         jwt = jwt.key.display()
     );
     let scn = portcullis_lab::Scenario::parse(&text, None).unwrap();
-    let stats = &h.s.server.app().stats.tls_handshakes;
+    let stats = &h.s.server.parts().http.stats.tls_handshakes;
     let count = |i: usize| stats[i].load(std::sync::atomic::Ordering::Relaxed);
     let before = (count(0), count(1));
     let r = portcullis_lab::run_scenario(&scn, &portcullis_lab::RunOptions::default())
@@ -688,7 +688,7 @@ private_key = "{jwt}"
         "{full} vs {lab_full}"
     );
     // Assertions: each call signed afresh (a replay would have failed the group).
-    assert_eq!(h.s.server.app().verifier.snapshot().hashes_computed, 0);
+    assert_eq!(h.s.server.parts().verifier.snapshot().hashes_computed, 0);
     h.s.server.shutdown().await.unwrap();
 }
 
@@ -717,23 +717,27 @@ async fn issue_14_shared_ticket_keys_resume_across_instances() {
                 ..TlsSettings::new(pair.cert.clone(), pair.key.clone())
             });
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let app = portcullis_server::App::from_data_dir(
+            let app = portcullis_server::Assembly::from_data_dir(
                 config,
                 &data,
                 listener.local_addr().unwrap(),
             )
             .await
             .unwrap();
-            servers.push(portcullis_server::Server::spawn(
-                portcullis_server::Listeners {
-                    http: listener,
-                    radius: Vec::new(),
-                    accounting: Vec::new(),
-                    radsec: Vec::new(),
-                    admin: None,
-                },
-                app,
-            ));
+            servers.push(
+                portcullis_server::Server::launch(
+                    portcullis_server::Listeners {
+                        http: listener,
+                        radius: Vec::new(),
+                        accounting: Vec::new(),
+                        radsec: Vec::new(),
+                        admin: None,
+                    },
+                    app,
+                )
+                .await
+                .unwrap(),
+            );
         }
         let client = spec.for_client(ConnectionMode::PerRequestResume);
         let mut resumed = Vec::new();

@@ -170,7 +170,7 @@ async fn issue_29_doctor_names_an_unreachable_store_and_redis() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_29_doctor_names_a_certificate_unfit_for_the_suites() {
     let s = Setup::new().await;
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/server/tests/fixtures/tls");
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/door/tests/fixtures/tls");
     // KeyUsage keyEncipherment only: no enabled suite can sign the handshake.
     let cert = fixtures.join("rsa_keyencipherment_only.crt");
     let key = s.dir.path().join("unfit.key");

@@ -270,7 +270,7 @@ async fn issue_25_disabling_a_user_ends_resumption() {
         r.s.store().set_user_disabled(user, true).await.unwrap();
         // What the store's change feed does on PostgreSQL (on SQLite the cached entry
         // expires within `store.client_cache_ttl_ms`): the user check reads the cache.
-        r.s.server.app().clients.invalidate_user(user);
+        r.s.server.parts().oauth.clients.invalidate_user(user);
         let third = log_in(&nas, cfg, creds, &mut salt).await;
         assert_eq!(
             third,
@@ -444,20 +444,27 @@ async fn two_instances(
         }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let radius = portcullis_server::radius::bind(&config.radius).unwrap();
-        let app =
-            portcullis_server::App::from_data_dir(config, &data, listener.local_addr().unwrap())
-                .await
-                .unwrap();
-        servers.push(portcullis_server::Server::spawn(
-            portcullis_server::Listeners {
-                http: listener,
-                radius,
-                accounting: Vec::new(),
-                radsec: Vec::new(),
-                admin: None,
-            },
-            app,
-        ));
+        let app = portcullis_server::Assembly::from_data_dir(
+            config,
+            &data,
+            listener.local_addr().unwrap(),
+        )
+        .await
+        .unwrap();
+        servers.push(
+            portcullis_server::Server::launch(
+                portcullis_server::Listeners {
+                    http: listener,
+                    radius,
+                    accounting: Vec::new(),
+                    radsec: Vec::new(),
+                    admin: None,
+                },
+                app,
+            )
+            .await
+            .unwrap(),
+        );
     }
     (dir, servers)
 }
@@ -473,7 +480,7 @@ async fn issue_25_a_device_roaming_to_another_instance_resumes() {
     for redis in [true, false] {
         let (_dir, servers) = two_instances(&pki, redis, |_, _| {}).await;
         servers[0]
-            .app()
+            .parts()
             .store
             .put_user(&portcullis_store::UserRecord {
                 username: "grace".into(),

@@ -248,7 +248,7 @@ async fn issue_15_pipelining_flood_is_answered_in_order_and_throttled() {
 async fn issue_15_half_open_tls_handshakes_are_cut_off() {
     let _exclusive = crate::server_support::exclusive();
     let fixtures =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/server/tests/fixtures/tls");
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/door/tests/fixtures/tls");
     let s = start_with(|c| {
         c.header_timeout = Duration::from_millis(400);
         c.max_connections_per_source = 16;

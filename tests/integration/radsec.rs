@@ -567,7 +567,7 @@ async fn issue_28_reload_rereads_the_radsec_crl() {
         .issuer
         .crl("nas-ca", &[&r.certs.revoked, &r.certs.ap1])
         .unwrap();
-    let outcomes = r.s.server.app().reload_parts();
+    let outcomes = r.s.server.parts().reloads.reload_all();
     let radsec = outcomes
         .iter()
         .find(|(name, _)| *name == "radius.radsec")
@@ -583,7 +583,7 @@ async fn issue_28_reload_rereads_the_radsec_crl() {
     );
     // A CRL that no longer reads is refused and the configuration in force stays.
     std::fs::write(&r.certs.crl, "not a CRL").unwrap();
-    let outcomes = r.s.server.app().reload_parts();
+    let outcomes = r.s.server.parts().reloads.reload_all();
     let radsec = outcomes
         .iter()
         .find(|(n, _)| *n == "radius.radsec")

@@ -47,7 +47,7 @@ async fn issue_30_lookups_read_the_replica_except_records_changed_within_the_cac
         }
     })
     .await;
-    let primary = c.servers[0].app().store.clone();
+    let primary = c.servers[0].parts().store.clone();
     // A client only the replica knows: once the start-up window (one TTL on the primary,
     // changes may have been missed before the feed was up) has passed, it authenticates,
     // so lookups do read the replica.

@@ -592,7 +592,7 @@ async fn issue_27_registration_on_shared_postgres_reaches_every_instance() {
         .unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         servers.push(
-            portcullis_server::Server::start(config, listener)
+            portcullis_server::Server::start(config, Some(listener))
                 .await
                 .unwrap(),
         );
@@ -600,7 +600,7 @@ async fn issue_27_registration_on_shared_postgres_reaches_every_instance() {
     let (a, b) = (servers[0].local_addr(), servers[1].local_addr());
     let secret = "shared-store-token-secret";
     servers[0]
-        .app()
+        .parts()
         .store
         .put_initial_access_token(&InitialAccessToken {
             id: "iat-shared".into(),

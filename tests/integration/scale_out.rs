@@ -134,7 +134,7 @@ pub(crate) async fn cluster_with(
             });
         tweak(&mut config);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        servers.push(Server::start(config, listener).await.unwrap());
+        servers.push(Server::start(config, Some(listener)).await.unwrap());
     }
     let secrets = Secrets::load(&secrets_file).unwrap();
     Cluster {
@@ -151,7 +151,7 @@ impl Cluster {
         let secret = portcullis_store::generate_client_secret().unwrap();
         let hash = PepperedHmac::create(self.secrets.peppers.current().unwrap(), secret.as_bytes());
         self.servers[0]
-            .app()
+            .parts()
             .store
             .put_client(&ClientRecord {
                 id: id.into(),
@@ -332,7 +332,7 @@ async fn issue_13_cli_commands_work_on_the_configured_postgres_store() {
     // An instance over the same file authenticates the client the CLI made.
     let server_config = portcullis_server::Config::load(&config).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let server = Server::start(server_config, listener).await.unwrap();
+    let server = Server::start(server_config, Some(listener)).await.unwrap();
     let a = raw(
         server.local_addr(),
         &post_bytes(
@@ -429,16 +429,23 @@ async fn issue_13_revocation_and_key_rotation_hold_across_instances() {
     let rotation = 30 * 24 * 3600;
     let old_kid = jwt_part(&tokens[0], 0)["kid"].as_str().unwrap().to_owned();
     c.servers[0]
-        .app()
+        .parts()
+        .oauth
         .keys
         .maintain(now + rotation - 120)
         .await
         .unwrap();
     for s in &c.servers[1..] {
-        s.app().keys.maintain(now + rotation - 60).await.unwrap();
+        s.parts()
+            .oauth
+            .keys
+            .maintain(now + rotation - 60)
+            .await
+            .unwrap();
     }
     c.servers[0]
-        .app()
+        .parts()
+        .oauth
         .keys
         .maintain(now + rotation)
         .await
@@ -500,7 +507,7 @@ async fn issue_13_a_change_on_one_instance_reaches_the_others_caches_at_once() {
         200
     );
     // Through A: remove one client, replace the other's secret.
-    let a = c.servers[0].app();
+    let a = c.servers[0].parts();
     assert!(a.store.remove_client("gone").await.unwrap());
     let fresh = portcullis_store::generate_client_secret().unwrap();
     let hash = PepperedHmac::create(c.secrets.peppers.current().unwrap(), fresh.as_bytes());
@@ -531,7 +538,7 @@ async fn issue_13_a_change_on_one_instance_reaches_the_others_caches_at_once() {
         200
     );
     // A user disabled through A stops logging in on B (whose cache holds the user).
-    let store = &c.servers[0].app().store;
+    let store = &c.servers[0].parts().store;
     store
         .update_client_settings("rotated", &[Grant::Password], &[], 3600)
         .await
@@ -579,12 +586,12 @@ async fn issue_13_postgres_restarted_mid_run_503s_then_full_service() {
     // Every request reads the store, so the outage is seen by every request.
     config.client_cache_ttl = Duration::ZERO;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let server = Server::start(config, listener).await.unwrap();
+    let server = Server::start(config, Some(listener)).await.unwrap();
     let secrets = Secrets::load(dir.path().join("secrets.toml")).unwrap();
     // Written before the crash: a client and a user.
     let secret = portcullis_store::generate_client_secret().unwrap();
     let hash = PepperedHmac::create(secrets.peppers.current().unwrap(), secret.as_bytes());
-    let store = &server.app().store;
+    let store = &server.parts().store;
     store
         .put_client(&ClientRecord {
             id: "svc".into(),
@@ -641,7 +648,7 @@ async fn issue_13_postgres_restarted_mid_run_503s_then_full_service() {
         "no full service within 5 s of PostgreSQL's return"
     );
     assert_eq!(get("/readyz").await.status, 200);
-    let store = &server.app().store;
+    let store = &server.parts().store;
     assert!(store.get_client("svc").await.unwrap().is_some());
     assert!(store.get_user("alice").await.unwrap().is_some());
     server.shutdown().await.unwrap();

@@ -131,7 +131,7 @@ async fn issue_14_a_replayed_assertion_is_refused_by_another_instance_through_re
         .await;
         let id = unique("signer");
         c.servers[0]
-            .app()
+            .parts()
             .store
             .put_client(&ClientRecord {
                 id: id.clone(),

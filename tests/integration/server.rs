@@ -492,7 +492,8 @@ async fn issue_5_graceful_shutdown_finishes_in_flight_requests() {
     let t0 = Instant::now();
     while s
         .server
-        .app()
+        .parts()
+        .http
         .stats
         .in_flight
         .load(std::sync::atomic::Ordering::SeqCst)

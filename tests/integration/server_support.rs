@@ -9,7 +9,7 @@ use std::sync::Arc;
 use portcullis_hash::Policy;
 use portcullis_hash::pbkdf2::Prf;
 use portcullis_hash::pepper::PepperedHmac;
-use portcullis_server::{App, Config, Server};
+use portcullis_server::{Assembly, Config, Server};
 use portcullis_store::{ClientRecord, DataDir, Grant, Store, UserRecord};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -62,10 +62,10 @@ pub async fn start_in(dir: tempfile::TempDir, tweak: impl FnOnce(&mut Config)) -
     let accounting = portcullis_server::radius::acct::bind(&config.radius).unwrap();
     let radsec = portcullis_server::radius::radsec::bind(&config.radius).unwrap();
     let admin = portcullis_server::admin::bind(&config.admin).await.unwrap();
-    let app = App::from_data_dir(config, &data, listener.local_addr().unwrap())
+    let app = Assembly::from_data_dir(config, &data, listener.local_addr().unwrap())
         .await
         .unwrap();
-    let server = Server::spawn(
+    let server = Server::launch(
         portcullis_server::Listeners {
             http: listener,
             radius,
@@ -74,7 +74,9 @@ pub async fn start_in(dir: tempfile::TempDir, tweak: impl FnOnce(&mut Config)) -
             admin,
         },
         app,
-    );
+    )
+    .await
+    .unwrap();
     TestServer { server, data, dir }
 }
 

@@ -18,7 +18,7 @@ use crate::reload::{hup, wait_for_log};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("crates/server/tests/fixtures/tls")
+        .join("crates/door/tests/fixtures/tls")
         .join(name)
 }
 

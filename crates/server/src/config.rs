@@ -13,12 +13,12 @@ use std::time::Duration;
 use portcullis_hash::Policy;
 use serde::Deserialize;
 
-use crate::client_auth::config::{ClientAuthConfig, FileClientAuth};
-use crate::tls::TlsSettings;
-use crate::tls::config::FileTls;
+use portcullis_door::tls::TlsSettings;
+use portcullis_door::tls::config::FileTls;
+use portcullis_oauth::client_auth::config::{ClientAuthConfig, FileClientAuth};
 
-pub use crate::config_error::ConfigError;
-pub(crate) use crate::config_error::invalid;
+pub use portcullis_door::config_error::ConfigError;
+pub(crate) use portcullis_door::config_error::invalid;
 
 /// The whole file.
 #[derive(Debug, Default, Deserialize)]
@@ -41,17 +41,17 @@ pub struct FileConfig {
     /// `[throttle]`: where failure budgets live (absent: in this process).
     pub throttle: FileThrottle,
     /// `[radius]` (absent: no UDP listener)
-    pub radius: crate::radius::config::FileRadius,
+    pub radius: portcullis_door_radius::config::FileRadius,
     /// `[accounting]` (used when `radius.accounting_listen` is set)
-    pub accounting: crate::radius::acct::config::FileAccounting,
+    pub accounting: portcullis_door_radius::acct::config::FileAccounting,
     /// `[audit]`: where authentication events go.
-    pub audit: crate::audit::FileAudit,
+    pub audit: portcullis_door::audit::FileAudit,
     /// `[log]`: the log stream's format and level.
     pub log: crate::logging::FileLog,
     /// `[admin]`: the admin API's listener (absent: off).
-    pub admin: crate::admin::config::FileAdmin,
+    pub admin: portcullis_door_admin::config::FileAdmin,
     /// `[registration]`: RFC 7591/7592 dynamic client registration (off by default).
-    pub registration: crate::registration::config::FileRegistration,
+    pub registration: portcullis_oauth::registration::config::FileRegistration,
 }
 
 /// `[server]`
@@ -81,7 +81,7 @@ pub struct FileServer {
     pub trusted_proxies: Vec<String>,
     /// The header the trusted proxies write: "x-forwarded-for" (default) or "forwarded"
     /// (RFC 7239). Only this one is read.
-    pub forwarded_header: crate::http::forwarded::ForwardedHeader,
+    pub forwarded_header: portcullis_door::forwarded::ForwardedHeader,
     /// Connections from trusted proxies start with a PROXY protocol v2 header naming the
     /// client (HAProxy `send-proxy-v2`); it is required from them and read from nobody else.
     pub proxy_protocol: bool,
@@ -141,7 +141,7 @@ pub struct FileStore {
     /// Secrets file (peppers, master key) used with `url`; default `<data_dir>/secrets.toml`.
     pub secrets_file: Option<PathBuf>,
     /// `postgres://` URL of a read replica for identity lookups on a cache miss (with
-    /// `url`); see [`crate::replica`] for the lag bound.
+    /// `url`); see [`portcullis_oauth::replica`] for the lag bound.
     pub read_url: Option<String>,
     /// Most PostgreSQL connections of this instance.
     pub max_connections: u32,
@@ -240,7 +240,7 @@ pub struct Config {
     /// Simultaneous connections from one address (trusted proxies exempt).
     pub max_connections_per_source: usize,
     /// Load balancers whose forwarding header names the real client.
-    pub trusted_proxies: crate::http::forwarded::TrustedProxies,
+    pub trusted_proxies: portcullis_door::forwarded::TrustedProxies,
     /// Trusted proxies' connections start with a PROXY protocol v2 header.
     pub proxy_protocol: bool,
     /// TLS, if enabled.
@@ -269,17 +269,17 @@ pub struct Config {
     /// Client record cache lifetime (0 disables the cache).
     pub client_cache_ttl: Duration,
     /// The RADIUS front end (`listen` empty: off).
-    pub radius: crate::radius::config::RadiusConfig,
+    pub radius: portcullis_door_radius::config::RadiusConfig,
     /// RADIUS accounting: queue, batches, retention.
-    pub accounting: crate::radius::acct::config::AcctConfig,
+    pub accounting: portcullis_door_radius::acct::config::AcctConfig,
     /// Audit events: destination and per-source rate limit.
-    pub audit: crate::audit::AuditConfig,
+    pub audit: portcullis_door::audit::AuditConfig,
     /// The log stream.
     pub log: crate::logging::LogConfig,
     /// The admin API (`listen` `None`: off).
-    pub admin: crate::admin::config::AdminConfig,
+    pub admin: portcullis_door_admin::config::AdminConfig,
     /// Dynamic client registration.
-    pub registration: crate::registration::config::RegistrationConfig,
+    pub registration: portcullis_oauth::registration::config::RegistrationConfig,
 }
 
 impl Default for Config {
@@ -342,7 +342,7 @@ impl Config {
                 "server.max_connections_per_source must be at least 1",
             ));
         }
-        let trusted_proxies = crate::http::forwarded::TrustedProxies {
+        let trusted_proxies = portcullis_door::forwarded::TrustedProxies {
             ranges: f
                 .server
                 .trusted_proxies
@@ -359,7 +359,10 @@ impl Config {
                 "server.proxy_protocol needs server.trusted_proxies (whose headers to read)",
             ));
         }
-        let tls = f.tls.map(crate::tls::config::validate).transpose()?;
+        let tls = f
+            .tls
+            .map(portcullis_door::tls::config::validate)
+            .transpose()?;
         let admin = f.admin.validate(
             tls.is_some(),
             tls.as_ref().is_some_and(|t| t.client_certificates),
@@ -385,9 +388,9 @@ impl Config {
                 "store.client_cache_ttl_ms must be at most 60000 (changes must take effect)",
             ));
         }
-        let radius = crate::radius::config::RadiusConfig::from_file(f.radius)?;
-        let accounting = crate::radius::acct::config::AcctConfig::from_file(f.accounting)?;
-        let audit = crate::audit::AuditConfig::from_file(f.audit)?;
+        let radius = portcullis_door_radius::config::RadiusConfig::from_file(f.radius)?;
+        let accounting = portcullis_door_radius::acct::config::AcctConfig::from_file(f.accounting)?;
+        let audit = portcullis_door::audit::AuditConfig::from_file(f.audit)?;
         let log = crate::logging::LogConfig::from_file(f.log)?;
         let registration = f.registration.validate()?;
         // A method registered clients cannot use would register clients that never get

@@ -8,16 +8,16 @@
 pub fn example() -> String {
     format!(
         "{EXAMPLE_HEAD}{}{}{}{EXAMPLE_TOKENS}{EXAMPLE_VERIFIER}{EXAMPLE_TAIL}{}{}{}{}{}{}{}",
-        crate::tls::config::EXAMPLE,
-        crate::client_auth::config::EXAMPLE,
-        crate::registration::config::EXAMPLE,
-        crate::radius::config::EXAMPLE,
-        crate::radius::eap::config::EXAMPLE,
-        crate::radius::radsec::config::EXAMPLE,
-        crate::radius::acct::config::EXAMPLE,
-        crate::audit::EXAMPLE,
+        portcullis_door::tls::config::EXAMPLE,
+        portcullis_oauth::client_auth::config::EXAMPLE,
+        portcullis_oauth::registration::config::EXAMPLE,
+        portcullis_door_radius::config::EXAMPLE,
+        portcullis_door_radius::eap::config::EXAMPLE,
+        portcullis_door_radius::radsec::config::EXAMPLE,
+        portcullis_door_radius::acct::config::EXAMPLE,
+        portcullis_door::audit::EXAMPLE,
         crate::logging::EXAMPLE,
-        crate::admin::config::EXAMPLE
+        portcullis_door_admin::config::EXAMPLE
     )
 }
 

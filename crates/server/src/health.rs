@@ -19,7 +19,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::config::Config;
-use crate::tls::TlsSettings;
+use portcullis_door::tls::TlsSettings;
 
 /// Why the probe did not get `200` from `/readyz`.
 #[derive(Debug, Error)]

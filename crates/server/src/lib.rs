@@ -1,30 +1,14 @@
-//! The two front doors over the verification core: the OAuth 2.0 token server over HTTP
-//! ([`http`]) and RADIUS over UDP ([`radius`]), both over one shared application state
-//! ([`App`]), with the typed configuration, metrics and lifecycle they share.
+//! The assembly of one Portcullis server: the TOML configuration ([`config`]), the parts
+//! every door shares built once from it ([`assembly`]), and the one start-up path
+//! ([`serve`]: bind, open the store, assemble, start every door, drain on shutdown) that
+//! `portcullis serve`, the tests and `portcullis demo` use. Around it: `doctor`, the
+//! `/readyz` probe client, systemd readiness and logging.
 //!
-//! Module map:
-//! - [`http`]: the HTTP front door (router, OAuth endpoints, forms, OAuth errors, status).
-//! - [`radius`]: the RADIUS front door (UDP listeners, NAS table, duplicate cache, PAP,
-//!   EAP, accounting, and RadSec: RADIUS over TLS).
-//! - [`conn_limit`]: per-source connection limits of the TCP doors (HTTP, RadSec).
-//! - [`admin`]: the admin door (issue 27): JSON REST API on its own listener.
-//! - [`apply`]: configuration as code, `portcullis apply FILE`: the declared clients,
-//!   users and NAS, the plan against the store, carried out with compare-and-set.
-//! - [`registration`]: dynamic client registration without HTTP: `[registration]`,
-//!   software statements, the client metadata rules (endpoints in `http::register`).
-//! - [`config`]: the TOML configuration, its documented example, validation.
-//! - [`tls`]: rustls settings and the certificate / cipher-suite start-up check.
-//! - [`app`]: [`App`], the state shared by all requests, assembled from config + store.
-//! - [`serve`]: the accept loop [`run`], graceful shutdown, and [`Server`] for embedding.
-//! - [`jwt`]: RFC 9068 access tokens signed with Ed25519, JWKS.
-//! - [`keys`]: signing key persistence (sealed) and rotation.
-//! - [`cache`]: short-TTL client record cache (also the core's credential source).
-//! - [`replica`]: when a cache miss may read the PostgreSQL replica (`[store] read_url`).
-//! - [`redis_config`]: `[throttle] redis` as a URL, a Cluster or a Sentinel group.
-//! - [`metrics`]: Prometheus recorder and HTTP metrics middleware.
-//! - [`doctor`]: `portcullis doctor`, the first-run check of a configuration on its machine.
-//! - [`health`]: the `/readyz` probe client (`portcullis healthcheck`, systemd readiness).
-//! - [`systemd`]: `Type=notify` readiness, status and the watchdog (no-ops without systemd).
+//! The doors are crates of their own, each over the narrow context this crate hands it:
+//! `portcullis-door-http` (OAuth token endpoint, registration, status page),
+//! `portcullis-door-admin` (admin API and apply), `portcullis-door-radius` (RADIUS PAP,
+//! 802.1X, accounting, RadSec). They are re-exported here under short names for the
+//! binary and the tests.
 //!
 //! Embedding (e.g. `portcullis demo`):
 //!
@@ -33,38 +17,33 @@
 //! let mut config = portcullis_server::Config::default();
 //! config.data_dir = "/tmp/portcullis-demo".into();
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-//! let server = portcullis_server::Server::start(config, listener).await?;
+//! let server = portcullis_server::Server::start(config, Some(listener)).await?;
 //! println!("token endpoint: {}/oauth2/token", server.issuer());
 //! server.shutdown().await?;
 //! # Ok(()) }
 //! ```
+#![forbid(unsafe_code)]
 
-pub mod admin;
-pub mod app;
-pub mod apply;
-pub mod audit;
-pub mod cache;
-pub mod client_auth;
+pub mod assembly;
 pub mod config;
-pub mod config_error;
 mod config_example;
-pub mod conn_limit;
 pub mod doctor;
 pub mod health;
-pub mod history;
-pub mod http;
-pub mod jwt;
-pub mod keys;
 pub mod logging;
-pub mod metrics;
-pub mod radius;
 pub mod redis_config;
-pub mod registration;
-pub mod replica;
 pub mod serve;
 pub mod systemd;
-pub mod tls;
 
-pub use app::{App, ServerError};
+pub use assembly::{Assembly, ServerError};
 pub use config::{Config, ConfigError};
 pub use serve::{Listeners, Server, run, shutdown_signal};
+
+/// The doors and the capabilities below them, under the names the binary uses.
+pub use portcullis_door as door;
+pub use portcullis_door::{audit, history, metrics, tls};
+pub use portcullis_door_admin as admin;
+pub use portcullis_door_admin::apply;
+pub use portcullis_door_http as http;
+pub use portcullis_door_radius as radius;
+pub use portcullis_oauth as oauth;
+pub use portcullis_oauth::{cache, client_auth, jwt, keys, registration};

@@ -7,7 +7,7 @@
 
 use serde::Deserialize;
 
-use crate::config_error::ConfigError;
+use portcullis_door::config_error::ConfigError;
 
 /// The documented `[log]` section of `portcullis config example`.
 pub(crate) const EXAMPLE: &str = r#"

@@ -15,7 +15,7 @@
 use portcullis_store::RedisTarget;
 use serde::{Deserialize, Deserializer};
 
-use crate::config_error::{ConfigError, invalid};
+use portcullis_door::config_error::{ConfigError, invalid};
 
 /// The table form.
 #[derive(Debug, Deserialize)]

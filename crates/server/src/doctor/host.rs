@@ -1,6 +1,6 @@
 //! This machine and these files: whether the listen addresses can be bound (a privileged
 //! port needs `CAP_NET_BIND_SERVICE`), whether the certificates fit the enabled suites
-//! (the very check `serve` and `tls check` run, [`crate::tls::server_config`]), and which
+//! (the very check `serve` and `tls check` run, [`portcullis_door::tls::server_config`]), and which
 //! hash kernels this CPU runs (what `serve` logs and `hash bench` measures).
 
 use std::net::SocketAddr;
@@ -9,7 +9,7 @@ use portcullis_hash::pbkdf2::{self, Backend, Prf};
 
 use super::{Finding, Level};
 use crate::config::Config;
-use crate::tls::TlsSettings;
+use portcullis_door::tls::TlsSettings;
 
 /// Certificates expiring sooner than this are a warning.
 const EXPIRY_WARN_SECS: i64 = 14 * 24 * 3600;
@@ -20,7 +20,7 @@ pub(super) fn check(config: &Config, out: &mut Vec<Finding>) {
         listen_tcp("admin", a, out);
     }
     if let Some(ca) = &config.admin.client_ca
-        && let Err(e) = crate::tls::client_certs::ClientCa::load(
+        && let Err(e) = portcullis_door::tls::client_certs::ClientCa::load(
             ca,
             std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider()),
         )
@@ -107,14 +107,14 @@ fn listen_udp(addr: SocketAddr, out: &mut Vec<Finding>) {
 }
 
 fn certificate(section: &'static str, s: &TlsSettings, out: &mut Vec<Finding>) {
-    match crate::tls::server_config(s, None) {
+    match portcullis_door::tls::server_config(s, None) {
         Ok(server) => out.push(Finding::new(
             Level::Ok,
             section,
             format!(
                 "{} fits the suites: {}",
                 s.cert.display(),
-                crate::tls::suite_names(&server.config).join(", ")
+                portcullis_door::tls::suite_names(&server.config).join(", ")
             ),
         )),
         Err(e) => {
@@ -132,7 +132,7 @@ fn certificate(section: &'static str, s: &TlsSettings, out: &mut Vec<Finding>) {
             return;
         }
     }
-    if let Ok(f) = crate::tls::facts::CertFacts::of_pem_file(&s.cert) {
+    if let Ok(f) = portcullis_door::tls::facts::CertFacts::of_pem_file(&s.cert) {
         if f.expires_in_secs < 0 {
             out.push(Finding::new(
                 Level::Fail,
