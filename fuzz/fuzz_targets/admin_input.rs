@@ -34,7 +34,7 @@ fuzz_target!(|data: &[u8]| {
         4 => {
             let _ = parse_json::<nas::NewNas>(rest);
             let _ = parse_json::<nas::NasChange>(rest);
-            let _ = portcullis_server::radius::radsec::tls::pin_bytes(rest.to_vec(), "fuzz");
+            let _ = portcullis_server::tls::pin::pin_bytes(rest.to_vec(), "fuzz");
         }
         5 => {
             let _ = parse_json::<keys::NewRevocation>(rest);

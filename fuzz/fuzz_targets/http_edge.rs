@@ -10,9 +10,9 @@ use std::net::{IpAddr, SocketAddr};
 use hyper::HeaderMap;
 use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HeaderName, HeaderValue};
 use libfuzzer_sys::fuzz_target;
-use portcullis_server::http::forwarded::{ForwardedHeader, TrustedProxies};
+use portcullis_server::door::forwarded::{ForwardedHeader, TrustedProxies};
 use portcullis_server::http::form::{Form, client_credentials};
-use portcullis_server::http::proxy_protocol;
+use portcullis_server::door::proxy_protocol;
 
 /// Header lines of `data`: `\n`-separated values, skipping what HTTP could not carry.
 fn headers(name: HeaderName, data: &[u8]) -> HeaderMap {

@@ -86,7 +86,7 @@ fuzz_target!(|data: &[u8]| {
                     assert!(!k.is_empty() && k.len() <= keys::MAX_KEYS);
                 }
                 let _ = keys::normalize(t);
-                let _ = mtls::registered_thumbprints(t);
+                let _ = mtls::registered_thumbprints(t, portcullis_server::client_auth::keys::MAX_KEYS);
             }
         }
         _ => {

@@ -53,7 +53,7 @@ async fn issue_25_sighup_rereads_eap_crls_and_sessions_keep_resuming() {
     std::fs::write(
         &config,
         format!(
-            "[radius]\nlisten = [\"127.0.0.1:0\"]\nreject_delay_ms = 100\nreject_jitter_ms = 0\n\
+            "[radius]\nlisten = [\"127.0.0.1:0\"]\naccess_reject_delay_ms = 100\naccess_reject_jitter_ms = 0\n\
              [radius.eap]\ncert = {:?}\nkey = {:?}\nclient_ca = {:?}\ncrl = [{crl:?}]\n\
              methods = [\"tls\"]\n",
             pki.server.cert, pki.server.key, pki.ca

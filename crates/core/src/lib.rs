@@ -55,6 +55,7 @@
 //! - **Failures of dependencies**: a credential-store error or timeout is "overloaded"
 //!   with a retry-after (and refunds the charge); a throttle-store error falls back to a
 //!   per-node in-memory store (throttling degrades to per node, never to none).
+#![forbid(unsafe_code)]
 
 pub mod attempt;
 pub mod audit;

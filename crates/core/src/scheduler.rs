@@ -471,5 +471,4 @@ fn idx(c: Class) -> usize {
 }
 
 #[cfg(test)]
-#[path = "scheduler_tests.rs"]
 mod tests;

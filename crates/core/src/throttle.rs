@@ -448,5 +448,4 @@ impl ThrottleStore for MemoryThrottleStore {
 }
 
 #[cfg(test)]
-#[path = "throttle_tests.rs"]
 mod tests;

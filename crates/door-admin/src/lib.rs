@@ -19,6 +19,7 @@
 //! [`nas`], [`keys`] (signing keys, revocations), [`registration_tokens`], [`throttle`],
 //! [`apply`] (configuration as code, planned and carried out here);
 //! [`openapi`].
+#![forbid(unsafe_code)]
 
 pub mod action;
 pub mod apply;

@@ -20,9 +20,16 @@ pub struct FileRadius {
     /// TCP addresses of the RadSec door (RADIUS over TLS, issue 28).
     pub radsec_listen: Vec<String>,
     /// Minimum delay before an Access-Reject, in milliseconds.
-    pub reject_delay_ms: u64,
-    /// Random extra delay added to each reject, up to this many milliseconds.
-    pub reject_jitter_ms: u64,
+    pub access_reject_delay_ms: u64,
+    /// Random extra delay added to each Access-Reject, up to this many milliseconds.
+    pub access_reject_jitter_ms: u64,
+    /// The old name of `access_reject_delay_ms`: refused with an error naming the new
+    /// one (it read like `[verifier] reject_delay_ms`, which delays every door's failures).
+    #[serde(rename = "reject_delay_ms")]
+    pub renamed_reject_delay_ms: Option<toml::Value>,
+    /// The old name of `access_reject_jitter_ms` (refused likewise).
+    #[serde(rename = "reject_jitter_ms")]
+    pub renamed_reject_jitter_ms: Option<toml::Value>,
     /// How long a request may take before it is dropped unanswered, in milliseconds.
     pub answer_timeout_ms: u64,
     /// Most remembered requests (duplicate detection).
@@ -45,8 +52,10 @@ impl Default for FileRadius {
             listen: Vec::new(),
             accounting_listen: Vec::new(),
             radsec_listen: Vec::new(),
-            reject_delay_ms: 1000,
-            reject_jitter_ms: 500,
+            access_reject_delay_ms: 1000,
+            access_reject_jitter_ms: 500,
+            renamed_reject_delay_ms: None,
+            renamed_reject_jitter_ms: None,
             answer_timeout_ms: 3000,
             duplicate_cache_entries: 65_536,
             duplicate_ttl_secs: 30,
@@ -120,9 +129,10 @@ impl RadiusConfig {
                 "radius.radsec_listen needs [radius.radsec] cert, key and client_ca",
             ));
         }
-        if f.reject_delay_ms > 10_000 || f.reject_jitter_ms > 10_000 {
+        renamed(&f)?;
+        if f.access_reject_delay_ms > 10_000 || f.access_reject_jitter_ms > 10_000 {
             return Err(invalid(
-                "radius.reject_delay_ms and radius.reject_jitter_ms must be at most 10000",
+                "radius.access_reject_delay_ms and radius.access_reject_jitter_ms must be at most 10000",
             ));
         }
         if !(100..=60_000).contains(&f.answer_timeout_ms) {
@@ -130,7 +140,9 @@ impl RadiusConfig {
                 "radius.answer_timeout_ms must be between 100 and 60000",
             ));
         }
-        if f.reject_delay_ms + f.reject_jitter_ms >= f.duplicate_ttl_secs.saturating_mul(1000) {
+        if f.access_reject_delay_ms + f.access_reject_jitter_ms
+            >= f.duplicate_ttl_secs.saturating_mul(1000)
+        {
             return Err(invalid(
                 "radius.duplicate_ttl_secs must be longer than the longest reject delay \
                  (a retransmit must find the answer it is waiting for)",
@@ -160,8 +172,8 @@ impl RadiusConfig {
             listen,
             accounting_listen,
             radsec_listen,
-            reject_delay: Duration::from_millis(f.reject_delay_ms),
-            reject_jitter: Duration::from_millis(f.reject_jitter_ms),
+            reject_delay: Duration::from_millis(f.access_reject_delay_ms),
+            reject_jitter: Duration::from_millis(f.access_reject_jitter_ms),
             answer_timeout: Duration::from_millis(f.answer_timeout_ms),
             duplicate_cache_entries: f.duplicate_cache_entries,
             duplicate_ttl: Duration::from_secs(f.duplicate_ttl_secs),
@@ -171,6 +183,23 @@ impl RadiusConfig {
             radsec,
         })
     }
+}
+
+/// A key renamed since: an error that names the new key, never a silently ignored one.
+fn renamed(f: &FileRadius) -> Result<(), ConfigError> {
+    if f.renamed_reject_delay_ms.is_some() {
+        return Err(invalid(
+            "radius.reject_delay_ms is now radius.access_reject_delay_ms (the delay before an \
+             Access-Reject); [verifier] reject_delay_ms is another setting, the delay of every \
+             door's failures",
+        ));
+    }
+    if f.renamed_reject_jitter_ms.is_some() {
+        return Err(invalid(
+            "radius.reject_jitter_ms is now radius.access_reject_jitter_ms",
+        ));
+    }
+    Ok(())
 }
 
 /// Parse a list of socket addresses, duplicates folded.
@@ -209,10 +238,10 @@ accounting_listen = []
 # (repeatable) replaces this list.
 radsec_listen = []
 # Access-Rejects are sent no earlier than this many milliseconds after the request
-# arrived, plus a random 0..reject_jitter_ms (a timer: no thread waits). Slows online
+# arrived, plus a random 0..access_reject_jitter_ms (a timer: no thread waits). Slows online
 # guessing through a NAS (draft-ietf-radext-deprecating-radius asks for about 1 s).
-reject_delay_ms = 1000
-reject_jitter_ms = 500
+access_reject_delay_ms = 1000
+access_reject_jitter_ms = 500
 # A request not answered within this many milliseconds is dropped unanswered, as is one
 # the core refuses as overloaded: the NAS retransmits (or fails over) rather than waiting.
 answer_timeout_ms = 3000
@@ -275,7 +304,12 @@ mod tests {
             ("nas_refresh_secs = 0", "nas_refresh_secs"),
             ("radsec_listen = [\"127.0.0.1:2083\"]", "[radius.radsec]"),
             ("radsec_listen = [\"127.0.0.1\"]", "radius.radsec_listen"),
-            ("reject_delay_ms = 20000", "reject_delay_ms"),
+            ("access_reject_delay_ms = 20000", "access_reject_delay_ms"),
+            (
+                "reject_delay_ms = 1000",
+                "now radius.access_reject_delay_ms",
+            ),
+            ("reject_jitter_ms = 0", "now radius.access_reject_jitter_ms"),
             ("bogus = 1", "bogus"),
         ] {
             let err = parse(text).unwrap_err();

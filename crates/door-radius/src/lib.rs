@@ -30,6 +30,9 @@
 //! dropped unless the NAS is registered with `--no-message-authenticator`, and every reply
 //! carries Message-Authenticator as its first attribute (`portcullis_radius`).
 
+// One unsafe block in all of it (`priority`: per-thread nice); the rest may not add any.
+#![deny(unsafe_code)]
+
 pub mod acct;
 pub mod config;
 mod context;

@@ -27,6 +27,7 @@ pub(crate) fn lower_this_thread(nice: i32, what: &str) {
 }
 
 #[cfg(target_os = "linux")]
+#[allow(unsafe_code)] // the crate's one unsafe block: two system calls on integers
 fn set_nice(nice: i32) -> std::io::Result<()> {
     use nix::libc;
     // SAFETY: plain system calls on integers. `gettid` cannot fail; `setpriority` with

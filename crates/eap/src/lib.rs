@@ -13,6 +13,7 @@
 //! - [`hello`]: TLS 1.2 randoms from the hello messages.
 //! - [`conversation`]: the server's state machine for one conversation; `tunnel`: the
 //!   rustls connection inside it, the TLS 1.2 session digest, inner PAP.
+#![forbid(unsafe_code)]
 
 pub mod avp;
 pub mod conversation;

@@ -359,5 +359,4 @@ impl<'a> AcctRequest<'a> {
 }
 
 #[cfg(test)]
-#[path = "acct_tests.rs"]
 mod tests;

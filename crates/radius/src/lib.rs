@@ -20,6 +20,7 @@
 //! A server's path: [`Packet::parse`] → [`check_request_message_authenticator`] →
 //! [`unhide_user_password`] → (verify) → [`encode_response`]. A client's:
 //! [`hide_user_password`] → [`encode_request`] → [`verify_response`].
+#![forbid(unsafe_code)]
 
 pub mod acct;
 pub mod auth;
