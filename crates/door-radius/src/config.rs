@@ -112,6 +112,7 @@ impl Default for RadiusConfig {
 impl RadiusConfig {
     /// Validate the file layer.
     pub fn from_file(f: FileRadius) -> Result<RadiusConfig, ConfigError> {
+        renamed(&f)?;
         let listen = addresses("radius.listen", &f.listen, 1812)?;
         let accounting_listen = addresses("radius.accounting_listen", &f.accounting_listen, 1813)?;
         if let Some(both) = listen
@@ -129,7 +130,6 @@ impl RadiusConfig {
                 "radius.radsec_listen needs [radius.radsec] cert, key and client_ca",
             ));
         }
-        renamed(&f)?;
         if f.access_reject_delay_ms > 10_000 || f.access_reject_jitter_ms > 10_000 {
             return Err(invalid(
                 "radius.access_reject_delay_ms and radius.access_reject_jitter_ms must be at most 10000",
