@@ -1,10 +1,11 @@
 //! The admin door (issue 27): a JSON REST API under `/admin/v1/` on its own listener
-//! (`[admin] listen`, off by default), over the same [`App`] as the OAuth and RADIUS
-//! doors. It manages clients, users, NAS, signing keys, revocations and RFC 7591 initial
-//! access tokens, and shows and lifts throttle blocks; its OpenAPI 3.1 document is generated from these handlers and
-//! types (`utoipa`) and served at `/admin/v1/openapi.json`.
+//! (`[admin] listen`, off by default), over its [`AdminContext`] (the same verifier,
+//! store and OAuth state as the HTTP door). It manages clients, users, NAS, signing keys,
+//! revocations and RFC 7591 initial access tokens, and shows and lifts throttle blocks;
+//! its OpenAPI 3.1 document is generated from these handlers and types (`utoipa`) and
+//! served at `/admin/v1/openapi.json`.
 //!
-//! Path of one request: the accept loop (`serve::admin_accept`: connection cap, header
+//! Path of one request: the accept loop ([`serve::run`]: connection cap, header
 //! timeout, TLS when `[tls]` is configured) -> request id, metrics, deadline (here) ->
 //! [`auth::require`] (bearer token through the core's failure budgets; scope by method)
 //! -> the resource handler, which reads its JSON body within `admin.body_limit`
