@@ -386,7 +386,7 @@ impl Server {
         &self.parts
     }
 
-    /// The store as opened by [`Server::start`] (`None` after [`Server::spawn`]).
+    /// The store as opened by [`Server::start`] (`None` after [`Server::launch`]).
     pub fn backend(&self) -> Option<&portcullis_store::Backend> {
         self.backend.as_ref()
     }
