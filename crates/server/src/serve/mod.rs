@@ -292,14 +292,6 @@ impl Server {
     /// directory's SQLite, or the shared PostgreSQL), assemble the parts and start every
     /// door. Returns once the server is accepting.
     pub async fn start(config: Config, http: Option<TcpListener>) -> Result<Server, ServerError> {
-        // Config::from_file refuses it already; kept here so no other path starts one.
-        if matches!(config.store, crate::config::StoreBackend::Postgres { .. })
-            && config.issuer.is_none()
-        {
-            return Err(ServerError::Config(
-                crate::config::SHARED_STORE_NEEDS_ISSUER.to_owned(),
-            ));
-        }
         let listeners = Listeners::bind(&config, http).await?;
         let backend = crate::assembly::open_store(&config).await?;
         tracing::info!("identity store: {}", backend.describe());
