@@ -31,6 +31,8 @@
 //! - `conformance` (tests / feature `conformance`): the suite every backend must pass;
 //!   `testing`: PostgreSQL schemas and Redis processes for tests.
 
+#![forbid(unsafe_code)]
+
 pub mod accounting;
 #[cfg(any(test, feature = "conformance"))]
 pub mod acct_conformance;

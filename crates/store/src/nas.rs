@@ -423,7 +423,7 @@ pub(crate) mod postgres {
 }
 
 #[cfg(test)]
-mod certificate_tests {
+mod tests {
     use super::*;
 
     #[test]

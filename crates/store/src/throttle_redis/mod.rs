@@ -621,7 +621,6 @@ fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX).max(1)
 }
 
-#[path = "throttle_redis_kv.rs"]
 mod kv;
 
 impl ThrottleStore for RedisThrottleStore {
@@ -709,9 +708,7 @@ impl ThrottleStore for RedisThrottleStore {
 }
 
 #[cfg(test)]
-#[path = "throttle_redis_tests.rs"]
 mod tests;
 
 #[cfg(test)]
-#[path = "throttle_cluster_tests.rs"]
 mod cluster_tests;
