@@ -40,6 +40,7 @@ pub mod backend;
 #[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
 pub mod datadir;
+mod delegated;
 pub mod error;
 #[cfg(any(test, feature = "conformance"))]
 pub mod keys_conformance;
@@ -85,6 +86,9 @@ pub use registration::{ClientRegistration, InitialAccessToken};
 pub use seal::MasterKey;
 pub use sessions::{MemorySessionStore, SessionStore};
 pub use sqlite::SqliteStore;
-pub use store::{Change, ChangeFeed, Store};
+pub use store::{
+    AccountingStore, Change, ChangeFeed, ClientStore, Health, IdempotencyStore, NasStore,
+    RegistrationStore, RevocationStore, SigningKeyStore, Store, UserStore, VersionedStore,
+};
 pub use throttle_redis::{RedisTarget, RedisThrottleConfig, RedisThrottleStore};
 pub use versioned::{IdempotencyRecord, Resource, Versioned};
