@@ -298,7 +298,7 @@ pub async fn a_large_batch_stores_and_folds_as_one_record_at_a_time(store: &dyn 
     assert_eq!(strip(a), strip(b));
 }
 
-/// [`Store::dedicated`] (the accounting writer's own connection): what it writes, the
+/// [`AccountingStore::dedicated`] (the accounting writer's own connection): what it writes, the
 /// store it came from reads, and a record the original stored is a duplicate through it;
 /// writing through both at once stores it once.
 pub async fn a_dedicated_handle_writes_the_same_database(store: &dyn AccountingStore) {

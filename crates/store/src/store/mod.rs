@@ -25,9 +25,9 @@
 //! Rules every backend follows:
 //! - Times are unix seconds supplied by the caller; a backend never reads a clock.
 //! - Records are validated (`validate()`) before any write; bad input is
-//!   [`StoreError::Invalid`](crate::StoreError::Invalid) and nothing is written.
+//!   [`StoreError::Invalid`] and nothing is written.
 //! - "Not there" is `Ok(None)` / `Ok(false)` for reads and removals, and
-//!   [`StoreError::NotFound`](crate::StoreError::NotFound) for updates of something that
+//!   [`StoreError::NotFound`] for updates of something that
 //!   must exist.
 //! - Stored hash replacement is compare-and-set (see
 //!   [`CredentialSource::replace_hash`]), so rehash-on-login upgrades exactly once.
