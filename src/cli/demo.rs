@@ -94,7 +94,7 @@ mod portcullis_demo {
     use portcullis_lab::LabError;
     use portcullis_lab::demo::{Accounting, BoxFuture, DemoServer, Setup, Started};
     use portcullis_server::{Config, Server};
-    use portcullis_store::{ClientRecord, DataDir, Grant, NasRecord, Store, UserRecord};
+    use portcullis_store::{ClientRecord, DataDir, Grant, NasRecord, NasStore, UserRecord};
 
     #[derive(Debug, Default)]
     pub struct PortcullisServer {

@@ -402,7 +402,7 @@ async fn two_instances(
     redis: bool,
     tweak: impl Fn(usize, &mut portcullis_server::radius::eap::config::FileEap),
 ) -> (tempfile::TempDir, Vec<portcullis_server::Server>) {
-    use portcullis_store::{NasRecord, Store};
+    use portcullis_store::{NasRecord, NasStore};
     let dir = tempfile::tempdir().unwrap();
     let data = portcullis_store::DataDir::open(&dir.path().join("data"))
         .await

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use portcullis_radius::{Code, attr, encode_request, hide_user_password, verify_response};
 use portcullis_server::Config;
-use portcullis_store::{DataDir, NasRecord, Store};
+use portcullis_store::{DataDir, NasRecord, NasStore, UserStore};
 use tokio::net::UdpSocket;
 
 use crate::server_support::{TestServer, start_in};

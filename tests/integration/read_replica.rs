@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use portcullis_hash::pepper::PepperedHmac;
 use portcullis_store::testing::PgSchema;
-use portcullis_store::{ClientAuth, ClientRecord, Grant, PgStore, Store};
+use portcullis_store::{ClientAuth, ClientRecord, ClientStore, Grant, PgStore};
 
 use crate::scale_out::{Cluster, cluster_with};
 

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use portcullis_hash::Policy;
 use portcullis_hash::pbkdf2::Prf;
 use portcullis_hash::pepper::PepperedHmac;
-use portcullis_store::{ClientRecord, DataDir, Grant, Store, UserRecord};
+use portcullis_store::{ClientRecord, ClientStore, DataDir, Grant, UserRecord, UserStore};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpSocket;
 

@@ -342,7 +342,7 @@ impl CredentialSource for ClientCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use portcullis_store::{Grant, SqliteStore};
+    use portcullis_store::{ClientStore, Grant, SqliteStore, UserStore};
 
     async fn store_with_client(dir: &std::path::Path) -> Arc<SqliteStore> {
         let store = Arc::new(SqliteStore::open(&dir.join("db")).await.unwrap());

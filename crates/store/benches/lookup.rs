@@ -9,7 +9,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use portcullis_core::{CredentialSource, PrincipalKind};
 use portcullis_hash::Credential;
 use portcullis_hash::pepper::PepperedHmac;
-use portcullis_store::{ClientRecord, DataDir, Grant, Store};
+use portcullis_store::{ClientRecord, ClientStore, DataDir, Grant, UserStore};
 
 fn lookup(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_current_thread()

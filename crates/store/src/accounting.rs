@@ -3,7 +3,7 @@
 //! of their SQL that both backends run (expanded per pool by `acct_queries!`, as
 //! [`crate::nas`] does).
 //!
-//! Durability is the caller's contract with its NASes: [`append`](sqlite::append) writes a
+//! Durability is the caller's contract with its NASes: `append` writes a
 //! whole batch in one transaction and returns only after the commit (SQLite in WAL mode
 //! with `synchronous = FULL`, so the commit is fsynced; PostgreSQL's commit), so the
 //! server may acknowledge every record of the batch once it returns. Duplicates are decided

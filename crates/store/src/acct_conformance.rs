@@ -1,12 +1,13 @@
 //! The accounting part of the backend conformance suite (issue 28): what every backend's
-//! [`Store::append_accounting`] and the session queries must do. Each check uses its own
-//! NAS names, so it runs on a store that is not empty.
+//! [`AccountingStore::append_accounting`] and the session queries must do. Each check takes
+//! `&dyn AccountingStore` and uses its own NAS names, so it runs on a store that is not
+//! empty.
 
 // Test code: a failed expectation is a panic by design.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::accounting::{AcctRecord, SessionQuery, TERMINATE_NAS_REBOOT, status};
-use crate::store::Store;
+use crate::store::AccountingStore;
 
 /// A record of `nas`/`session` with status `st` at `t`.
 pub fn record(nas: &str, session: &str, st: i64, t: i64) -> AcctRecord {
@@ -40,7 +41,7 @@ fn query(nas: &str) -> SessionQuery {
 }
 
 /// Run every accounting check.
-pub async fn run_all(store: &dyn Store) {
+pub async fn run_all(store: &dyn AccountingStore) {
     duplicates_are_stored_once_and_sessions_fold(store).await;
     out_of_order_records_fold_to_the_same_session(store).await;
     accounting_on_closes_only_its_nas_open_sessions(store).await;
@@ -52,7 +53,7 @@ pub async fn run_all(store: &dyn Store) {
 
 /// Start, its retransmission (same key), Interim, Stop: three records, one closed session
 /// with the Stop's counters; the same batch again: nothing new.
-pub async fn duplicates_are_stored_once_and_sessions_fold(store: &dyn Store) {
+pub async fn duplicates_are_stored_once_and_sessions_fold(store: &dyn AccountingStore) {
     let nas = "acct-dup";
     let start = record(nas, "s1", status::START, 1_000);
     let mut retransmit = start.clone();
@@ -102,7 +103,7 @@ pub async fn duplicates_are_stored_once_and_sessions_fold(store: &dyn Store) {
 
 /// A Stop stored before its Interim and Start: the session ends at the Stop, starts at
 /// the earliest known start, and keeps the Stop's (latest) counters.
-pub async fn out_of_order_records_fold_to_the_same_session(store: &dyn Store) {
+pub async fn out_of_order_records_fold_to_the_same_session(store: &dyn AccountingStore) {
     let nas = "acct-order";
     let mut stop = record(nas, "s2", status::STOP, 2_100);
     stop.session_time = Some(100);
@@ -121,7 +122,7 @@ pub async fn out_of_order_records_fold_to_the_same_session(store: &dyn Store) {
 
 /// Accounting-On at T closes the NAS's sessions open before T (cause NAS-Reboot), not
 /// another NAS's, not a session that started after T, not one already stopped.
-pub async fn accounting_on_closes_only_its_nas_open_sessions(store: &dyn Store) {
+pub async fn accounting_on_closes_only_its_nas_open_sessions(store: &dyn AccountingStore) {
     let (nas, other) = ("acct-on", "acct-on-other");
     let mut stopped = record(nas, "done", status::STOP, 3_010);
     stopped.terminate_cause = Some(1);
@@ -158,7 +159,7 @@ pub async fn accounting_on_closes_only_its_nas_open_sessions(store: &dyn Store) 
 }
 
 /// `--user`, `--active`, `--at`, the address filter, and retention.
-pub async fn session_queries_filter_and_retention_prunes(store: &dyn Store) {
+pub async fn session_queries_filter_and_retention_prunes(store: &dyn AccountingStore) {
     let nas = "acct-query";
     let mut early = record(nas, "e", status::START, 10_000);
     early.framed_ip = Some("10.1.2.3".into());
@@ -215,7 +216,7 @@ pub async fn session_queries_filter_and_retention_prunes(store: &dyn Store) {
 }
 
 /// Two writers appending the same record at once: exactly one stores it.
-pub async fn concurrent_duplicates_store_exactly_one(store: &dyn Store) {
+pub async fn concurrent_duplicates_store_exactly_one(store: &dyn AccountingStore) {
     let r = [record("acct-race", "r", status::START, 20_000)];
     let (a, b) = futures::join!(store.append_accounting(&r), store.append_accounting(&r));
     let (a, b) = (a.unwrap(), b.unwrap());
@@ -231,7 +232,7 @@ pub async fn concurrent_duplicates_store_exactly_one(store: &dyn Store) {
 /// same NAS midway: appended whole under one NAS name and one record at a time under
 /// another, every "new" flag and every folded session are the same (a batched writer must
 /// not change what a record means).
-pub async fn a_large_batch_stores_and_folds_as_one_record_at_a_time(store: &dyn Store) {
+pub async fn a_large_batch_stores_and_folds_as_one_record_at_a_time(store: &dyn AccountingStore) {
     let batch = |nas: &str| {
         let mut out = Vec::new();
         // Stored before the batch: some of the batch repeats these.
@@ -297,10 +298,10 @@ pub async fn a_large_batch_stores_and_folds_as_one_record_at_a_time(store: &dyn 
     assert_eq!(strip(a), strip(b));
 }
 
-/// [`Store::dedicated`] (the accounting writer's own connection): what it writes, the
+/// [`AccountingStore::dedicated`] (the accounting writer's own connection): what it writes, the
 /// store it came from reads, and a record the original stored is a duplicate through it;
 /// writing through both at once stores it once.
-pub async fn a_dedicated_handle_writes_the_same_database(store: &dyn Store) {
+pub async fn a_dedicated_handle_writes_the_same_database(store: &dyn AccountingStore) {
     let own = store.dedicated().await.unwrap();
     let first = [record("acct-dedicated", "d1", status::START, 30_000)];
     assert_eq!(own.append_accounting(&first).await.unwrap(), vec![true]);

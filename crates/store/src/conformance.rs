@@ -1,20 +1,25 @@
-//! The backend conformance suite: generic async checks over `&dyn Store` that every
-//! backend must pass (SQLite here; PostgreSQL reuses it with feature `conformance`).
+//! The backend conformance suite: async checks every backend must pass, on SQLite and
+//! PostgreSQL (`tests.rs`; other crates with feature `conformance`). This module holds the
+//! client and user checks; [`run_all`] runs them and the other capabilities' suites
+//! (`keys_`, `nas_`, `acct_`, `reg_conformance`; `versioned_conformance` runs beside it).
 //!
-//! Each check uses its own principal names, so checks may run against one store in any
-//! order; none assumes the store starts empty. Call [`run_all`] or the checks one by one.
+//! Each check takes the narrowest capability it tests: `&dyn ClientStore`, or, when it
+//! needs two (a trait object names one trait), a generic `&S` over both, which a
+//! `&dyn Store` and a concrete backend satisfy alike. Each check uses its own principal
+//! names, so checks may run against one store in any order; none assumes the store starts
+//! empty. Call [`run_all`] or the checks one by one.
 
 // Test code: a failed expectation is a panic by design.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use futures::future::join_all;
-use portcullis_core::PrincipalKind;
+use portcullis_core::{CredentialSource, PrincipalKind};
 use portcullis_hash::pepper::PepperedHmac;
 use portcullis_hash::{PepperKey, Policy, Prf};
 
 use crate::error::StoreError;
 use crate::record::{ClientAuth, ClientRecord, Grant, UserRecord};
-use crate::store::Store;
+use crate::store::{ClientStore, Store, UserStore};
 
 /// A distinct, valid stored hash for `label` (cheap: peppered HMAC under a test key).
 pub fn test_hash(label: &str) -> String {
@@ -55,7 +60,7 @@ pub fn test_user(name: &str) -> UserRecord {
     }
 }
 
-/// Run every check.
+/// Run every check of every capability but the versioned ones, on a whole store.
 pub async fn run_all(store: &dyn Store) {
     store.ping().await.unwrap();
     clients_round_trip(store).await;
@@ -81,7 +86,9 @@ pub async fn run_all(store: &dyn Store) {
 /// Clients that authenticate with a key or a certificate (issue 14): stored and read back
 /// with their method and key, no hashes; the secret path sees no hash (so answers them as
 /// unknown at no hash cost); secret rotation does not touch them; only their key changes.
-pub async fn issue_14_clients_without_secrets(store: &dyn Store) {
+pub async fn issue_14_clients_without_secrets<S: ClientStore + CredentialSource + ?Sized>(
+    store: &S,
+) {
     let jwks = r#"{"keys":[{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]}"#;
     let methods = [
         ClientAuth::PrivateKeyJwt { jwks: jwks.into() },
@@ -151,7 +158,7 @@ pub async fn issue_14_clients_without_secrets(store: &dyn Store) {
 }
 
 /// Insert, read back, list, duplicate, remove.
-pub async fn clients_round_trip(store: &dyn Store) {
+pub async fn clients_round_trip(store: &dyn ClientStore) {
     let c = test_client("conf-client-a");
     let mut two = test_client("conf-client-b");
     two.secret_hashes.push(test_hash("conf-client-b/s0"));
@@ -187,7 +194,7 @@ pub async fn clients_round_trip(store: &dyn Store) {
 }
 
 /// Invalid records are refused with `Invalid` and nothing is written.
-pub async fn client_validation(store: &dyn Store) {
+pub async fn client_validation(store: &dyn ClientStore) {
     let base = test_client("conf-invalid");
     let mut cases: Vec<ClientRecord> = Vec::new();
     let mut c = base.clone();
@@ -234,7 +241,7 @@ pub async fn client_validation(store: &dyn Store) {
 }
 
 /// Secret rotation through `update_client_secrets`.
-pub async fn client_rotation(store: &dyn Store) {
+pub async fn client_rotation(store: &dyn ClientStore) {
     let c = test_client("conf-rotate");
     store.put_client(&c).await.unwrap();
     let old = c.secret_hashes[0].clone();
@@ -308,7 +315,7 @@ pub async fn client_rotation(store: &dyn Store) {
 /// Concurrent rotations never lose a secret: every new hash is current or previous at
 /// some point in a serial order, so the final pair is two of the new hashes, in the order
 /// of two consecutive rotations.
-pub async fn concurrent_rotations_shift_atomically(store: &dyn Store) {
+pub async fn concurrent_rotations_shift_atomically(store: &dyn ClientStore) {
     let c = test_client("conf-rotate-race");
     store.put_client(&c).await.unwrap();
     let news: Vec<String> = (0..6).map(|i| test_hash(&format!("rr-{i}"))).collect();
@@ -325,7 +332,7 @@ pub async fn concurrent_rotations_shift_atomically(store: &dyn Store) {
 }
 
 /// Changing grants, scopes and lifetime leaves the secrets alone.
-pub async fn client_settings_update(store: &dyn Store) {
+pub async fn client_settings_update(store: &dyn ClientStore) {
     let c = test_client("conf-settings");
     store.put_client(&c).await.unwrap();
     store
@@ -362,7 +369,7 @@ pub async fn client_settings_update(store: &dyn Store) {
 }
 
 /// The credential-source view of clients and compare-and-set on either slot.
-pub async fn client_credential_view_and_cas(store: &dyn Store) {
+pub async fn client_credential_view_and_cas<S: ClientStore + CredentialSource + ?Sized>(store: &S) {
     let mut c = test_client("conf-cas-client");
     let (cur, prev) = (test_hash("cur"), test_hash("prev"));
     c.secret_hashes = vec![cur.clone(), prev.clone()];
@@ -439,7 +446,7 @@ pub async fn client_credential_view_and_cas(store: &dyn Store) {
 
 /// Concurrent rehash of the same user hash: exactly one replacement happens and the stored
 /// hash is the winner's.
-pub async fn cas_race_exactly_one_wins(store: &dyn Store) {
+pub async fn cas_race_exactly_one_wins<S: UserStore + CredentialSource + ?Sized>(store: &S) {
     let u = test_user("conf-race-user");
     store.put_user(&u).await.unwrap();
     let news: Vec<String> = (0..8).map(|i| test_hash(&format!("race-{i}"))).collect();
@@ -462,7 +469,7 @@ pub async fn cas_race_exactly_one_wins(store: &dyn Store) {
 
 /// Concurrent upgrades of a client's two different slots both land; racing upgrades of
 /// one slot land once.
-pub async fn cas_race_on_both_client_slots(store: &dyn Store) {
+pub async fn cas_race_on_both_client_slots<S: ClientStore + CredentialSource + ?Sized>(store: &S) {
     let mut c = test_client("conf-race-client");
     let (cur, prev) = (test_hash("rc-cur"), test_hash("rc-prev"));
     c.secret_hashes = vec![cur.clone(), prev.clone()];
@@ -496,7 +503,7 @@ pub async fn cas_race_on_both_client_slots(store: &dyn Store) {
 }
 
 /// Users: insert, duplicate, disable, password reset, list, remove.
-pub async fn users_round_trip(store: &dyn Store) {
+pub async fn users_round_trip(store: &dyn UserStore) {
     let a = test_user("conf-user-a");
     let mut b = test_user("conf-user-b");
     b.password_hash = test_pbkdf2_hash("pw-b");
@@ -567,7 +574,7 @@ pub async fn users_round_trip(store: &dyn Store) {
 
 /// Bulk insert: existing names are skipped (and left unchanged), invalid input writes
 /// nothing.
-pub async fn users_bulk_insert(store: &dyn Store) {
+pub async fn users_bulk_insert(store: &dyn UserStore) {
     let existing = test_user("conf-bulk-1");
     store.put_user(&existing).await.unwrap();
     let mut replacement = test_user("conf-bulk-1");
@@ -601,7 +608,7 @@ pub async fn users_bulk_insert(store: &dyn Store) {
 }
 
 /// The credential-source view of users (disabled flag) and compare-and-set.
-pub async fn user_credential_view_and_cas(store: &dyn Store) {
+pub async fn user_credential_view_and_cas<S: UserStore + CredentialSource + ?Sized>(store: &S) {
     let mut u = test_user("conf-cas-user");
     u.disabled = true;
     store.put_user(&u).await.unwrap();

@@ -1,6 +1,7 @@
 //! Conformance checks for token signing keys and revocations, part of the backend suite
 //! ([`crate::conformance::run_all`] runs them). Like every check there, they use their own
-//! names and times, so they pass on a shared store that other checks also use.
+//! names and times, so they pass on a shared store that other checks also use. They take
+//! `&dyn SigningKeyStore` or `&dyn RevocationStore`.
 
 // Test code: a failed expectation is a panic by design.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -9,10 +10,10 @@ use futures::future::join_all;
 
 use crate::error::StoreError;
 use crate::record::SigningKeyRecord;
-use crate::store::Store;
+use crate::store::{RevocationStore, SigningKeyStore};
 
 /// Signing keys: insert, order, duplicate, retire once, remove.
-pub async fn signing_keys(store: &dyn Store) {
+pub async fn signing_keys(store: &dyn SigningKeyStore) {
     let key = |kid: &str, created_at: i64| SigningKeyRecord {
         kid: kid.to_owned(),
         alg: "EdDSA".into(),
@@ -63,7 +64,7 @@ pub async fn signing_keys(store: &dyn Store) {
 }
 
 /// Revocations: idempotent, purge by expiry keeps the later expiry.
-pub async fn revocations(store: &dyn Store) {
+pub async fn revocations(store: &dyn RevocationStore) {
     store.revoke_token("conf-jti-1", 100).await.unwrap();
     store.revoke_token("conf-jti-2", 200).await.unwrap();
     store.revoke_token("conf-jti-2", 150).await.unwrap();
@@ -97,7 +98,7 @@ pub async fn revocations(store: &dyn Store) {
 /// that cannot sign at `now` (retired, outside its period, or expiring too soon for a new
 /// token) does not stop a new one. Runs at a time far from every other check's keys, so a
 /// shared store's other keys are never "active" here.
-pub async fn first_signing_key_race(store: &dyn Store) {
+pub async fn first_signing_key_race(store: &dyn SigningKeyStore) {
     const NOW: i64 = 9_000_000_000;
     const ROTATION: i64 = 3_600;
     const LIFETIME: i64 = 600;

@@ -18,7 +18,7 @@
 //!
 //! The statements are written once, with `$n` parameters in ascending order of appearance
 //! (SQLite numbers named parameters by first appearance, PostgreSQL by their digits, so
-//! the two agree), and expanded for each backend's pool by [`nas_queries`].
+//! the two agree), and expanded for each backend's pool by `nas_queries!`.
 
 use std::fmt;
 use std::str::FromStr;
@@ -423,7 +423,7 @@ pub(crate) mod postgres {
 }
 
 #[cfg(test)]
-mod certificate_tests {
+mod tests {
     use super::*;
 
     #[test]

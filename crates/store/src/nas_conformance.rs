@@ -1,5 +1,5 @@
 //! Conformance checks for the NAS table (RADIUS clients and their RadSec certificates),
-//! part of the backend suite ([`crate::conformance::run_all`] runs them).
+//! part of the backend suite ([`crate::conformance::run_all`] runs them), over `&dyn NasStore`.
 
 // Test code: a failed expectation is a panic by design.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -7,12 +7,12 @@
 use crate::error::StoreError;
 use crate::nas::NasRecord;
 use crate::seal::MasterKey;
-use crate::store::Store;
+use crate::store::NasStore;
 
 /// RADIUS clients: insert, read back, list, name and CIDR uniqueness, validation, secret
 /// rotation, the Message-Authenticator flag, removal; sealed secrets open only for their
 /// own NAS.
-pub async fn nas_records(store: &dyn Store) {
+pub async fn nas_records(store: &dyn NasStore) {
     let master = MasterKey::new([3u8; 32]);
     let nas = |name: &str, cidr: &str, secret: &[u8]| NasRecord {
         name: name.to_owned(),
@@ -106,7 +106,7 @@ pub async fn nas_records(store: &dyn Store) {
 
 /// RadSec NAS certificates (issue 28): stored with the NAS, set and cleared, and one
 /// certificate names at most one NAS.
-async fn nas_certificates(store: &dyn Store, nas: &dyn Fn(&str, &str, &[u8]) -> NasRecord) {
+async fn nas_certificates(store: &dyn NasStore, nas: &dyn Fn(&str, &str, &[u8]) -> NasRecord) {
     use crate::nas::NasCertificate;
     let pin = NasCertificate::pin(b"a DER certificate");
     let mut ap = nas("conf-nas-radsec", "203.0.113.9", b"s");

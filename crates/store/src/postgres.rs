@@ -12,10 +12,8 @@
 //! Pepper keys and the master key are not in the database here either: nodes get them
 //! from their own secrets file.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use futures::future::BoxFuture;
 use portcullis_core::{CredentialSource, PrincipalKind, SourceError, StoredCredentials};
 use sqlx::PgPool;
@@ -32,7 +30,6 @@ use crate::rows::{
     CLIENT_COLUMNS, ClientRow, KEY_COLUMNS, KeyRow, USER_COLUMNS, UserRow, backend,
     client_from_row, client_label, insert_error, join, key_from_row, user_from_row, user_label,
 };
-use crate::store::Store;
 
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations/postgres");
 
@@ -54,8 +51,8 @@ const SIGNING_KEY_LOCK: i64 = 0x7063_7369_676e_6b65;
 
 impl PgStore {
     /// Hold, until `tx` ends, the lock under which instances create the first signing key
-    /// ([`Store::insert_first_signing_key`]): under READ COMMITTED two `INSERT ... WHERE
-    /// NOT EXISTS` would both see no key.
+    /// ([`insert_first_signing_key`](crate::store::SigningKeyStore::insert_first_signing_key)):
+    /// under READ COMMITTED two `INSERT ... WHERE NOT EXISTS` would both see no key.
     async fn serialize_key_creation(
         tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
     ) -> Result<(), StoreError> {
@@ -167,3 +164,5 @@ crate::queries::identity_store!(PgStore, postgres, {
         Ok(Some(Box::pin(feed)))
     }
 });
+
+crate::delegated::delegated_capabilities!(PgStore, postgres);

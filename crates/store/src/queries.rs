@@ -1,23 +1,29 @@
-//! The one set of identity-store SQL (issue 13): every statement of the [`Store`] trait and
-//! of the core's [`CredentialSource`], written once and expanded for each backend's pool
-//! by [`identity_store!`], as [`crate::nas`] does for the NAS table. The text is portable:
-//! `$N` parameters (sqlx binds `$N` to the Nth argument on SQLite too), `CAST(... AS
-//! BIGINT)` rather than `::`, `CASE` rather than `GREATEST`/`max`, `ON CONFLICT` upserts.
-//! The conformance suite runs against both expansions.
+//! The one set of identity-store SQL (issue 13): every statement of the capabilities whose
+//! tables are the identities' ([`Health`], [`ClientStore`], [`UserStore`],
+//! [`SigningKeyStore`], [`RevocationStore`]) and of the core's [`CredentialSource`],
+//! written once and expanded for each backend's pool by [`identity_store!`]. The other
+//! capabilities keep their SQL in their own module ([`crate::nas`], [`crate::accounting`],
+//! [`crate::registration`], [`crate::versioned`]) and are wired up by `crate::delegated`.
+//! The text is portable: `$N` parameters (sqlx binds `$N` to the Nth argument on SQLite
+//! too), `CAST(... AS BIGINT)` rather than `::`, `CASE` rather than `GREATEST`/`max`,
+//! `ON CONFLICT` upserts. The conformance suites run against both expansions.
 //!
-//! [`Store`]: crate::store::Store
+//! [`Health`]: crate::store::Health
+//! [`ClientStore`]: crate::store::ClientStore
+//! [`UserStore`]: crate::store::UserStore
+//! [`SigningKeyStore`]: crate::store::SigningKeyStore
+//! [`RevocationStore`]: crate::store::RevocationStore
 //! [`CredentialSource`]: portcullis_core::CredentialSource
 
-/// `impl Store`, the hash compare-and-set and `impl CredentialSource` for `$store` (a
-/// struct with a `pool` field of its backend's pool type); `$nas` names the backend's
-/// module in [`crate::nas`] and [`crate::accounting`]; `{ ... }` holds backend-only `Store` methods (PostgreSQL's
-/// change feed).
+/// The identity capabilities, the hash compare-and-set and `impl CredentialSource` for
+/// `$store` (a struct with a `pool` field of its backend's pool type); `$module` names the
+/// backend's module in [`crate::versioned`] (revocation pages); `{ ... }` holds
+/// backend-only [`Health`](crate::store::Health) methods (PostgreSQL's change feed).
 macro_rules! identity_store {
-    ($store:ty, $nas:ident, { $($extra:tt)* }) => {
-        #[async_trait]
-        impl Store for $store {
-                $($extra)*
-
+    ($store:ty, $module:ident, { $($extra:tt)* }) => {
+        #[async_trait::async_trait]
+        impl crate::store::Health for $store {
+            $($extra)*
 
             async fn ping(&self) -> Result<(), StoreError> {
                 sqlx::query("SELECT 1")
@@ -26,7 +32,10 @@ macro_rules! identity_store {
                     .map(|_| ())
                     .map_err(backend)
             }
+        }
 
+        #[async_trait::async_trait]
+        impl crate::store::ClientStore for $store {
             async fn get_client(&self, id: &str) -> Result<Option<ClientRecord>, StoreError> {
                 let row: Option<ClientRow> = sqlx::query_as(&format!(
                     "SELECT {CLIENT_COLUMNS} FROM clients WHERE id = $1"
@@ -201,7 +210,10 @@ macro_rules! identity_store {
                         .map_err(backend)?;
                 rows.into_iter().map(client_from_row).collect()
             }
+        }
 
+        #[async_trait::async_trait]
+        impl crate::store::UserStore for $store {
             async fn get_user(&self, username: &str) -> Result<Option<UserRecord>, StoreError> {
                 let row: Option<UserRow> = sqlx::query_as(&format!(
                     "SELECT {USER_COLUMNS} FROM users WHERE username = $1"
@@ -298,7 +310,10 @@ macro_rules! identity_store {
                 .map_err(backend)?;
                 Ok(rows.into_iter().map(user_from_row).collect())
             }
+        }
 
+        #[async_trait::async_trait]
+        impl crate::store::SigningKeyStore for $store {
             async fn insert_signing_key(&self, key: &SigningKeyRecord) -> Result<(), StoreError> {
                 key.validate()?;
                 sqlx::query(&format!(
@@ -383,7 +398,10 @@ macro_rules! identity_store {
                     .map_err(backend)?;
                 Ok(done.rows_affected() > 0)
             }
+        }
 
+        #[async_trait::async_trait]
+        impl crate::store::RevocationStore for $store {
             async fn revoke_token(&self, jti: &str, expires_at: i64) -> Result<(), StoreError> {
                 validate_name("token id", jti)?;
                 sqlx::query(
@@ -417,246 +435,12 @@ macro_rules! identity_store {
                 Ok(done.rows_affected())
             }
 
-            async fn put_nas(&self, nas: &NasRecord) -> Result<(), StoreError> {
-                crate::nas::$nas::put(&self.pool, nas).await
-            }
-
-            async fn get_nas(&self, name: &str) -> Result<Option<NasRecord>, StoreError> {
-                crate::nas::$nas::get(&self.pool, name).await
-            }
-
-            async fn list_nas(&self) -> Result<Vec<NasRecord>, StoreError> {
-                crate::nas::$nas::list(&self.pool).await
-            }
-
-            async fn remove_nas(&self, name: &str) -> Result<bool, StoreError> {
-                crate::nas::$nas::remove(&self.pool, name).await
-            }
-
-            async fn set_nas_secret(&self, name: &str, secret_sealed: &[u8]) -> Result<(), StoreError> {
-                crate::nas::$nas::set_secret(&self.pool, name, secret_sealed).await
-            }
-
-            async fn set_nas_require_message_authenticator(
-                &self,
-                name: &str,
-                require: bool,
-            ) -> Result<(), StoreError> {
-                crate::nas::$nas::set_require_message_authenticator(&self.pool, name, require).await
-            }
-
-            async fn set_nas_certificate(
-                &self,
-                name: &str,
-                certificate: Option<&crate::nas::NasCertificate>,
-            ) -> Result<(), StoreError> {
-                crate::nas::$nas::set_certificate(&self.pool, name, certificate).await
-            }
-
-            async fn append_accounting(
-                &self,
-                records: &[crate::accounting::AcctRecord],
-            ) -> Result<Vec<bool>, StoreError> {
-                crate::accounting::$nas::append(&self.pool, records).await
-            }
-
-            async fn dedicated(&self) -> Result<std::sync::Arc<dyn Store>, StoreError> {
-                let options = (*self.pool.connect_options()).clone();
-                // One connection, opened by `connect_with` here (so by the calling
-                // thread), never closed for idling or age: a replacement after an error
-                // is opened by whoever acquires next, which is only the caller.
-                let pool = sqlx::pool::PoolOptions::new()
-                    .max_connections(1)
-                    .min_connections(0)
-                    .idle_timeout(None)
-                    .max_lifetime(None)
-                    .connect_with(options)
-                    .await
-                    .map_err(backend)?;
-                Ok(std::sync::Arc::new(Self { pool }))
-            }
-
-            async fn acct_sessions(
-                &self,
-                query: &crate::accounting::SessionQuery,
-            ) -> Result<Vec<crate::accounting::AcctSession>, StoreError> {
-                crate::accounting::$nas::sessions(&self.pool, query).await
-            }
-
-            async fn acct_records_since(
-                &self,
-                since: i64,
-                limit: u32,
-            ) -> Result<Vec<crate::accounting::AcctRecord>, StoreError> {
-                crate::accounting::$nas::records_since(&self.pool, since, limit).await
-            }
-
-            async fn prune_accounting(&self, before: i64) -> Result<u64, StoreError> {
-                crate::accounting::$nas::prune(&self.pool, before).await
-            }
-
-            async fn acct_sessions_online(&self) -> Result<u64, StoreError> {
-                crate::accounting::$nas::online(&self.pool).await
-            }
-
-            async fn put_initial_access_token(
-                &self,
-                token: &crate::registration::InitialAccessToken,
-            ) -> Result<(), StoreError> {
-                crate::registration::$nas::put_token(&self.pool, token).await
-            }
-
-            async fn get_initial_access_token(
-                &self,
-                id: &str,
-            ) -> Result<Option<crate::registration::InitialAccessToken>, StoreError> {
-                crate::registration::$nas::get_token(&self.pool, id).await
-            }
-
-            async fn list_initial_access_tokens(
-                &self,
-            ) -> Result<Vec<crate::registration::InitialAccessToken>, StoreError> {
-                crate::registration::$nas::list_tokens(&self.pool).await
-            }
-
-            async fn remove_initial_access_token(&self, id: &str) -> Result<bool, StoreError> {
-                crate::registration::$nas::remove_token(&self.pool, id).await
-            }
-
-            async fn register_client(
-                &self,
-                client: &ClientRecord,
-                reg: &crate::registration::ClientRegistration,
-                now: i64,
-            ) -> Result<(), StoreError> {
-                crate::registration::$nas::register(&self.pool, client, reg, now).await
-            }
-
-            async fn get_client_registration(
-                &self,
-                client_id: &str,
-            ) -> Result<Option<crate::registration::ClientRegistration>, StoreError> {
-                crate::registration::$nas::get_registration(&self.pool, client_id).await
-            }
-
-            async fn update_registered_client(
-                &self,
-                client: &ClientRecord,
-                metadata: &str,
-                rotation: &crate::registration::TokenRotation<'_>,
-                now: i64,
-            ) -> Result<(), StoreError> {
-                crate::registration::$nas::update_registered(&self.pool, client, metadata, rotation, now).await
-            }
-
-            async fn rotate_registration_token(
-                &self,
-                client_id: &str,
-                rotation: &crate::registration::TokenRotation<'_>,
-            ) -> Result<bool, StoreError> {
-                crate::registration::$nas::rotate_token(&self.pool, client_id, rotation).await
-            }
-
-            async fn client_versioned(
-                &self,
-                id: &str,
-            ) -> Result<Option<crate::versioned::Versioned<ClientRecord>>, StoreError> {
-                crate::versioned::$nas::client(&self.pool, id).await
-            }
-
-            async fn clients_after(
-                &self,
-                after: Option<&str>,
-                limit: u32,
-            ) -> Result<Vec<crate::versioned::Versioned<ClientRecord>>, StoreError> {
-                crate::versioned::$nas::clients_after(&self.pool, after, limit).await
-            }
-
-            async fn replace_client(&self, client: &ClientRecord, version: i64) -> Result<i64, StoreError> {
-                crate::versioned::$nas::replace_client(&self.pool, client, version).await
-            }
-
-            async fn user_versioned(
-                &self,
-                username: &str,
-            ) -> Result<Option<crate::versioned::Versioned<UserRecord>>, StoreError> {
-                crate::versioned::$nas::user(&self.pool, username).await
-            }
-
-            async fn users_after(
-                &self,
-                after: Option<&str>,
-                limit: u32,
-            ) -> Result<Vec<crate::versioned::Versioned<UserRecord>>, StoreError> {
-                crate::versioned::$nas::users_after(&self.pool, after, limit).await
-            }
-
-            async fn replace_user(&self, user: &UserRecord, version: i64) -> Result<i64, StoreError> {
-                crate::versioned::$nas::replace_user(&self.pool, user, version).await
-            }
-
-            async fn nas_versioned(
-                &self,
-                name: &str,
-            ) -> Result<Option<crate::versioned::Versioned<NasRecord>>, StoreError> {
-                crate::versioned::$nas::nas(&self.pool, name).await
-            }
-
-            async fn nas_after(
-                &self,
-                after: Option<&str>,
-                limit: u32,
-            ) -> Result<Vec<crate::versioned::Versioned<NasRecord>>, StoreError> {
-                crate::versioned::$nas::nas_after(&self.pool, after, limit).await
-            }
-
-            async fn replace_nas(&self, nas: &NasRecord, version: i64) -> Result<i64, StoreError> {
-                crate::versioned::$nas::replace_nas(&self.pool, nas, version).await
-            }
-
-            async fn remove_versioned(
-                &self,
-                resource: crate::versioned::Resource,
-                key: &str,
-                version: i64,
-            ) -> Result<(), StoreError> {
-                crate::versioned::$nas::remove_versioned(&self.pool, resource, key, version).await
-            }
-
             async fn revocations_after(
                 &self,
                 after: Option<&str>,
                 limit: u32,
             ) -> Result<Vec<(String, i64)>, StoreError> {
-                crate::versioned::$nas::revocations_after(&self.pool, after, limit).await
-            }
-
-            async fn claim_idempotency_key(
-                &self,
-                record: &crate::versioned::IdempotencyRecord,
-            ) -> Result<Option<crate::versioned::IdempotencyRecord>, StoreError> {
-                crate::versioned::$nas::claim_idempotency_key(&self.pool, record).await
-            }
-
-            async fn complete_idempotency_key(
-                &self,
-                principal: &str,
-                key: &str,
-                response_sealed: &[u8],
-            ) -> Result<(), StoreError> {
-                crate::versioned::$nas::complete_idempotency_key(&self.pool, principal, key, response_sealed).await
-            }
-
-            async fn release_idempotency_key(&self, principal: &str, key: &str) -> Result<(), StoreError> {
-                crate::versioned::$nas::release_idempotency_key(&self.pool, principal, key).await
-            }
-
-            async fn purge_idempotency_keys(&self, before: i64) -> Result<u64, StoreError> {
-                crate::versioned::$nas::purge_idempotency_keys(&self.pool, before).await
-            }
-
-            fn as_credential_source(self: Arc<Self>) -> Arc<dyn CredentialSource> {
-                self
+                crate::versioned::$module::revocations_after(&self.pool, after, limit).await
             }
         }
 

@@ -1,6 +1,6 @@
 //! Where the shared throttle state lives: one Redis node, a Sentinel-managed primary, or
 //! a Redis Cluster ([`RedisTarget`], validated from `[throttle] redis`), the connection
-//! to it ([`Conn`], one type whatever the target), and the placement of keys in Cluster
+//! to it (`Conn`, one type whatever the target), and the placement of keys in Cluster
 //! slots ([`slot_of_tag`], [`tag_of`]).
 //!
 //! The `redis` crate does the protocol work: a Cluster connection follows MOVED and ASK,

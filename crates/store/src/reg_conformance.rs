@@ -1,6 +1,7 @@
 //! The dynamic-registration part of the backend conformance suite (issue 27): initial
 //! access tokens, registrations that consume them (never beyond their uses, even
-//! concurrently), RFC 7592 updates and removal with the client. Each check uses its own
+//! concurrently), RFC 7592 updates and removal with the client. Each check takes
+//! `&dyn RegistrationStore`, or a store that is also a [`ClientStore`]; each uses its own
 //! names, so it runs on a store that is not empty.
 
 // Test code: a failed expectation is a panic by design.
@@ -11,7 +12,7 @@ use futures::future::join_all;
 use crate::error::StoreError;
 use crate::record::{ClientAuth, ClientRecord, Grant};
 use crate::registration::{ClientRegistration, InitialAccessToken, TokenRotation, hash_token};
-use crate::store::Store;
+use crate::store::{ClientStore, RegistrationStore, Store};
 
 /// A token `id` allowing `max_uses` registrations until `expires_at`.
 pub fn test_token(id: &str, max_uses: u32, expires_at: i64) -> InitialAccessToken {
@@ -66,7 +67,7 @@ pub async fn run_all(store: &dyn Store) {
 }
 
 /// Tokens are stored and read back whole, validated, listed and removed.
-pub async fn tokens_round_trip(store: &dyn Store) {
+pub async fn tokens_round_trip(store: &dyn RegistrationStore) {
     let t = test_token("reg-t1", 3, 1_800_000_000);
     store.put_initial_access_token(&t).await.unwrap();
     assert_eq!(
@@ -107,7 +108,7 @@ pub async fn tokens_round_trip(store: &dyn Store) {
 
 /// Each registration consumes one use, in the transaction that inserts the client; a
 /// used-up or expired token registers nothing.
-pub async fn registration_consumes_uses(store: &dyn Store) {
+pub async fn registration_consumes_uses<S: ClientStore + RegistrationStore + ?Sized>(store: &S) {
     store
         .put_initial_access_token(&test_token("reg-t2", 1, 1_700_001_000))
         .await
@@ -177,7 +178,11 @@ pub async fn registration_consumes_uses(store: &dyn Store) {
 }
 
 /// Ten registrations race on a token allowing three: exactly three clients exist.
-pub async fn concurrent_registrations_never_exceed_uses(store: &dyn Store) {
+pub async fn concurrent_registrations_never_exceed_uses<
+    S: ClientStore + RegistrationStore + ?Sized,
+>(
+    store: &S,
+) {
     store
         .put_initial_access_token(&test_token("reg-race", 3, 1_800_000_000))
         .await
@@ -213,7 +218,9 @@ pub async fn concurrent_registrations_never_exceed_uses(store: &dyn Store) {
 
 /// RFC 7592 update changes settings, key and metadata together and keeps the method;
 /// removing the client removes its registration.
-pub async fn registered_client_update_and_removal(store: &dyn Store) {
+pub async fn registered_client_update_and_removal<S: ClientStore + RegistrationStore + ?Sized>(
+    store: &S,
+) {
     let jwks = r#"{"keys":[{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]}"#;
     let mut c = test_client("reg-u1");
     c.auth = ClientAuth::PrivateKeyJwt { jwks: jwks.into() };

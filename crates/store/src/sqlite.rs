@@ -8,10 +8,8 @@
 //! Every write validates its record first.
 
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use futures::future::BoxFuture;
 use portcullis_core::{CredentialSource, PrincipalKind, SourceError, StoredCredentials};
 use sqlx::SqlitePool;
@@ -28,7 +26,6 @@ use crate::rows::{
     CLIENT_COLUMNS, ClientRow, KEY_COLUMNS, KeyRow, USER_COLUMNS, UserRow, backend,
     client_from_row, client_label, insert_error, join, key_from_row, user_from_row, user_label,
 };
-use crate::store::Store;
 
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
 
@@ -47,8 +44,9 @@ pub struct SqliteStore {
 
 impl SqliteStore {
     /// Nothing to take: SQLite runs one writer at a time, and the single `INSERT ...
-    /// SELECT ... WHERE NOT EXISTS` of [`Store::insert_first_signing_key`] is the
-    /// transaction's first statement, so it takes the write lock before it reads.
+    /// SELECT ... WHERE NOT EXISTS` of
+    /// [`insert_first_signing_key`](crate::store::SigningKeyStore::insert_first_signing_key)
+    /// is the transaction's first statement, so it takes the write lock before it reads.
     async fn serialize_key_creation(
         _tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
     ) -> Result<(), StoreError> {
@@ -129,3 +127,4 @@ fn is_locked(e: &sqlx::Error) -> bool {
 }
 
 crate::queries::identity_store!(SqliteStore, sqlite, {});
+crate::delegated::delegated_capabilities!(SqliteStore, sqlite);

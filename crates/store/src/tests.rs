@@ -13,7 +13,9 @@ use sqlx::Connection;
 use crate::conformance::{self, test_client};
 use crate::datadir::{DB_FILE, SECRETS_FILE};
 use crate::testing::PgSchema;
-use crate::{DataDir, SigningKeyRecord, Store, StoreError};
+use crate::{
+    ClientStore, DataDir, Health, SigningKeyRecord, SigningKeyStore, Store, StoreError, UserStore,
+};
 
 fn mode(p: &Path) -> u32 {
     std::fs::metadata(p).unwrap().permissions().mode() & 0o777

@@ -2,7 +2,7 @@
 //! version, keyset pages, writes that happen only if the version is still the one the
 //! caller saw (compare-and-set, so a stale write is refused and never lost), the
 //! revocation list by page, and the Idempotency-Key table. The SQL is written once and
-//! expanded per backend by [`versioned_queries`], as [`crate::nas`] does.
+//! expanded per backend by `versioned_queries!`, as [`crate::nas`] does.
 //!
 //! Versions start at 1 and grow by one with every change of the row, whoever makes it:
 //! the statements here bump it themselves in the same `UPDATE` that checks it, and a

@@ -2,20 +2,24 @@
 //! change whoever makes it, compare-and-set writes and removals refuse stale versions
 //! (and exactly one of two racing writers wins), keyset pages cover a table once, and
 //! Idempotency-Keys are claimed once. Run beside [`crate::conformance::run_all`] on both
-//! backends (`tests.rs`); each check uses its own names.
+//! backends (`tests.rs`). Each check takes the capabilities it tests ([`VersionedStore`] with
+//! the one that creates the record; revocation pages [`RevocationStore`], Idempotency-Keys
+//! [`IdempotencyStore`]) and uses its own names.
 
 // Test code: a failed expectation is a panic by design.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use futures::future::join_all;
-use portcullis_core::PrincipalKind;
+use portcullis_core::{CredentialSource, PrincipalKind};
 
 use crate::conformance::{test_client, test_hash, test_user};
 use crate::error::StoreError;
 use crate::nas::NasRecord;
 use crate::record::{ClientAuth, Grant};
 use crate::seal::MasterKey;
-use crate::store::Store;
+use crate::store::{
+    ClientStore, IdempotencyStore, NasStore, RevocationStore, Store, UserStore, VersionedStore,
+};
 use crate::versioned::{IdempotencyRecord, Resource};
 
 /// Run every check.
@@ -30,13 +34,17 @@ pub async fn run_all(store: &dyn Store) {
     idempotency_keys_are_claimed_once(store).await;
 }
 
-async fn version(store: &dyn Store, id: &str) -> i64 {
+async fn version<S: VersionedStore + ?Sized>(store: &S, id: &str) -> i64 {
     store.client_versioned(id).await.unwrap().unwrap().version
 }
 
 /// A new record is version 1, and every statement that changes it (the CLI's, rotation,
 /// rehash-on-login) moves the version on, so an ETag taken before it no longer matches.
-pub async fn client_versions_follow_every_write(store: &dyn Store) {
+pub async fn client_versions_follow_every_write<
+    S: ClientStore + VersionedStore + CredentialSource + ?Sized,
+>(
+    store: &S,
+) {
     let c = test_client("vc-writes");
     store.put_client(&c).await.unwrap();
     let got = store.client_versioned("vc-writes").await.unwrap().unwrap();
@@ -73,7 +81,9 @@ pub async fn client_versions_follow_every_write(store: &dyn Store) {
 }
 
 /// `replace_client` writes only over the version it names, and returns the next one.
-pub async fn client_compare_and_set(store: &dyn Store) {
+pub async fn client_compare_and_set<S: ClientStore + VersionedStore + CredentialSource + ?Sized>(
+    store: &S,
+) {
     let c = test_client("vc-cas");
     store.put_client(&c).await.unwrap();
     let mut next = c.clone();
@@ -157,7 +167,7 @@ pub async fn client_compare_and_set(store: &dyn Store) {
 
 /// Eight writers holding the same version: exactly one succeeds, the others are told
 /// of the conflict, and the stored record is the winner's.
-pub async fn racing_writers_one_wins(store: &dyn Store) {
+pub async fn racing_writers_one_wins<S: ClientStore + VersionedStore + ?Sized>(store: &S) {
     let c = test_client("vc-race");
     store.put_client(&c).await.unwrap();
     let attempts: Vec<_> = (0..8u32)
@@ -185,7 +195,7 @@ pub async fn racing_writers_one_wins(store: &dyn Store) {
 
 /// Pages of any size, each starting after the last key of the previous one, cover the
 /// table once in key order, and a change between pages does not repeat or skip keys.
-pub async fn client_pages_cover_each_once(store: &dyn Store) {
+pub async fn client_pages_cover_each_once<S: ClientStore + VersionedStore + ?Sized>(store: &S) {
     let ids: Vec<String> = (0..7).map(|i| format!("vc-page-{i:02}")).collect();
     for id in &ids {
         store.put_client(&test_client(id)).await.unwrap();
@@ -229,7 +239,7 @@ pub async fn client_pages_cover_each_once(store: &dyn Store) {
 }
 
 /// Users: versions, compare-and-set of hash and disabled flag, removal, pages.
-pub async fn user_versions_and_removal(store: &dyn Store) {
+pub async fn user_versions_and_removal<S: UserStore + VersionedStore + ?Sized>(store: &S) {
     for n in ["vc-user-a", "vc-user-b", "vc-user-c"] {
         store.put_user(&test_user(n)).await.unwrap();
     }
@@ -283,7 +293,7 @@ pub async fn user_versions_and_removal(store: &dyn Store) {
 
 /// NAS: versions, compare-and-set of CIDR, secret and Message-Authenticator rule; a
 /// CIDR taken by another NAS is refused as such.
-pub async fn nas_versions_and_cidr_conflicts(store: &dyn Store) {
+pub async fn nas_versions_and_cidr_conflicts<S: NasStore + VersionedStore + ?Sized>(store: &S) {
     let master = MasterKey::new([5u8; 32]);
     let nas = |name: &str, cidr: &str| NasRecord {
         name: name.to_owned(),
@@ -345,7 +355,7 @@ pub async fn nas_versions_and_cidr_conflicts(store: &dyn Store) {
 }
 
 /// Revocations by page, in jti order.
-pub async fn revocation_pages(store: &dyn Store) {
+pub async fn revocation_pages(store: &dyn RevocationStore) {
     for (i, jti) in ["vc-jti-c", "vc-jti-a", "vc-jti-b"].iter().enumerate() {
         store
             .revoke_token(jti, 4_000_000_000 + i as i64)
@@ -366,7 +376,7 @@ pub async fn revocation_pages(store: &dyn Store) {
 
 /// A key is claimed by one request; a retry sees it running, then its sealed answer; a
 /// failed request releases it; keys are per principal; old keys are purged.
-pub async fn idempotency_keys_are_claimed_once(store: &dyn Store) {
+pub async fn idempotency_keys_are_claimed_once(store: &dyn IdempotencyStore) {
     let rec = |principal: &str, key: &str, at: i64| IdempotencyRecord {
         principal: principal.to_owned(),
         key: key.to_owned(),

@@ -7,7 +7,7 @@
 //! own hash tag (a hash of its identity, [`tag_of`]), so in a Cluster the throttle's load
 //! spreads over every shard. An attempt's budgets (principal-and-source, source,
 //! principal) then usually sit in different slots: they are grouped by slot and each
-//! group is checked and charged by one Lua script ([`crate::redis_scripts`]), all sent at
+//! group is checked and charged by one Lua script (`redis_scripts`), all sent at
 //! once on the multiplexed connection (pipelined per node, in parallel across nodes).
 //! The attempt is allowed only if every group allowed; a group that was charged while
 //! another refused is given back (compensated). On one node or a Sentinel primary every
@@ -621,7 +621,6 @@ fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX).max(1)
 }
 
-#[path = "throttle_redis_kv.rs"]
 mod kv;
 
 impl ThrottleStore for RedisThrottleStore {
@@ -709,9 +708,7 @@ impl ThrottleStore for RedisThrottleStore {
 }
 
 #[cfg(test)]
-#[path = "throttle_redis_tests.rs"]
 mod tests;
 
 #[cfg(test)]
-#[path = "throttle_cluster_tests.rs"]
 mod cluster_tests;
