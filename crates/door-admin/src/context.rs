@@ -40,7 +40,10 @@ pub struct AdminContext {
     pub oauth: Arc<OAuth>,
     /// The verification core.
     pub verifier: Verifier,
-    /// Every record the API reads and writes.
+    /// Every record the API reads and writes: the admin door manages every kind the
+    /// store keeps but accounting (clients, users, NAS, signing keys, revocations,
+    /// registrations, versions and pages, Idempotency-Keys), so it holds the whole
+    /// [`Store`] rather than eight capability handles.
     pub store: Arc<dyn Store>,
     /// Seals NAS shared secrets.
     pub master_key: MasterKey,

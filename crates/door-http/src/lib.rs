@@ -36,7 +36,7 @@ use portcullis_door::status::StatusPanel;
 use portcullis_door::tls::TlsServer;
 use portcullis_oauth::OAuth;
 use portcullis_oauth::registration::config::RegistrationConfig;
-use portcullis_store::Store;
+use portcullis_store::{ClientStore, Health, RegistrationStore, RevocationStore};
 
 pub use portcullis_door::http_conn::RequestId;
 
@@ -99,8 +99,14 @@ pub struct HttpContext {
     pub oauth: Arc<OAuth>,
     /// The verification core: every secret is checked through it.
     pub verifier: Verifier,
-    /// Clients, users, registrations and revocations.
-    pub store: Arc<dyn Store>,
+    /// `/readyz`: whether the store answers.
+    pub health: Arc<dyn Health>,
+    /// RFC 7591/7592 registrations and initial access tokens.
+    pub registrations: Arc<dyn RegistrationStore>,
+    /// Client records, read and removed by the RFC 7592 configuration endpoint.
+    pub client_records: Arc<dyn ClientStore>,
+    /// Revoked tokens (`/oauth2/revoke`).
+    pub revocations: Arc<dyn RevocationStore>,
     /// Where every authentication outcome is recorded.
     pub audit: Arc<Audit>,
     /// Renders `/metrics`.

@@ -455,7 +455,7 @@ async fn revoke_inner(ctx: &HttpContext, req: Request) -> Result<Response, OAuth
             ));
         }
         let exp = i64::try_from(claims.exp).unwrap_or(i64::MAX);
-        ctx.store
+        ctx.revocations
             .revoke_token(&claims.jti, exp)
             .await
             .map_err(|e: StoreError| store_failed("revoking a token", &e))?;

@@ -187,7 +187,7 @@ async fn register_inner(ctx: &HttpContext, req: Request) -> Result<Response, OAu
     };
     let now = unix_now();
     let iat: InitialAccessToken = check_token(ctx, &parts, token_id, async |slot: &Mutex<_>| {
-        match ctx.store.get_initial_access_token(token_id).await {
+        match ctx.registrations.get_initial_access_token(token_id).await {
             Err(_) => ProofCheck::Unavailable("store_unavailable"),
             Ok(None) => ProofCheck::Invalid(portcullis_oauth::client_auth::UNKNOWN),
             Ok(Some(t)) if !reg::token_matches(secret, &t.secret_hash) => {
@@ -252,7 +252,11 @@ async fn register_inner(ctx: &HttpContext, req: Request) -> Result<Response, OAu
         created_at: now,
         updated_at: now,
     };
-    match ctx.store.register_client(&client, &registration, now).await {
+    match ctx
+        .registrations
+        .register_client(&client, &registration, now)
+        .await
+    {
         Ok(()) => {}
         // Its last use went to a concurrent registration, or it expired meanwhile.
         Err(StoreError::NotFound(_)) => {
@@ -372,7 +376,7 @@ async fn configuration_inner(
     }
     let registration: ClientRegistration =
         check_token(ctx, &parts, client_id, async |slot: &Mutex<_>| {
-            match ctx.store.get_client_registration(client_id).await {
+            match ctx.registrations.get_client_registration(client_id).await {
                 Err(_) => ProofCheck::Unavailable("store_unavailable"),
                 Ok(None) => ProofCheck::Invalid(portcullis_oauth::client_auth::UNKNOWN),
                 Ok(Some(r)) if !reg::token_matches(&token, &r.access_token_hash) => {
@@ -388,7 +392,7 @@ async fn configuration_inner(
     let source = source_of(ctx, &parts);
     let request_id = request_id_of(&parts);
     let stored = ctx
-        .store
+        .client_records
         .get_client(client_id)
         .await
         .map_err(|e| store_failed("loading a client", &e))?
@@ -411,7 +415,7 @@ async fn configuration_inner(
             let next = next_token()?;
             let next_hash = hash_token(&next);
             let swapped = ctx
-                .store
+                .registrations
                 .rotate_registration_token(
                     client_id,
                     &TokenRotation {
@@ -434,7 +438,7 @@ async fn configuration_inner(
             Ok(json(StatusCode::OK, &body))
         }
         Method::DELETE => {
-            ctx.store
+            ctx.client_records
                 .remove_client(client_id)
                 .await
                 .map_err(|e| store_failed("removing a client", &e))?;
@@ -481,7 +485,7 @@ async fn configuration_inner(
                 new_hash: &next_hash,
             };
             match ctx
-                .store
+                .registrations
                 .update_registered_client(&client, &metadata, &rotation, unix_now())
                 .await
             {
@@ -574,7 +578,7 @@ async fn update_allowance(
     };
     let token = match &registration.initial_token {
         Some(id) => ctx
-            .store
+            .registrations
             .get_initial_access_token(id)
             .await
             .map_err(|e| store_failed("loading an initial access token", &e))?,

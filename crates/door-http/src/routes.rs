@@ -205,7 +205,7 @@ async fn readyz(State(ctx): State<Arc<HttpContext>>) -> Response {
     if ctx.verifier.snapshot().shutting_down {
         return (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response();
     }
-    match ctx.store.ping().await {
+    match ctx.health.ping().await {
         Ok(()) => (StatusCode::OK, "ready\n").into_response(),
         Err(e) => {
             tracing::warn!("readiness: store unavailable: {e}");

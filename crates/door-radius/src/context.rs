@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use portcullis_core::{CredentialSource, Verifier};
 use portcullis_door::reload::Reloads;
-use portcullis_store::{MasterKey, SessionStore, Store};
+use portcullis_store::{AccountingStore, MasterKey, NasStore, SessionStore};
 
 use crate::acct::config::AcctConfig;
 use crate::config::RadiusConfig;
@@ -30,8 +30,10 @@ pub struct RadiusContext {
     /// User records as the core reads them (the server's credential cache: an 802.1X
     /// certificate login checks its user without a database round trip).
     pub credentials: Arc<dyn CredentialSource>,
-    /// NAS records and accounting.
-    pub store: Arc<dyn Store>,
+    /// RADIUS clients (NAS), read into the NAS table.
+    pub nas: Arc<dyn NasStore>,
+    /// Where accounting records are stored (the writer opens its own connection).
+    pub accounting: Arc<dyn AccountingStore>,
     /// Opens the NAS shared secrets the store keeps sealed.
     pub master_key: MasterKey,
     /// 802.1X: identities proven in TTLS sessions, for resumed logins (Redis when the

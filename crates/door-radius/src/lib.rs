@@ -161,7 +161,7 @@ impl Radius {
         stats: Arc<StatsRegistry>,
     ) -> Result<Arc<Radius>, portcullis_door::DoorError> {
         let config = ctx.config.radius.clone();
-        let table = NasTable::load(ctx.store.as_ref(), &ctx.master_key, &stats, None).await?;
+        let table = NasTable::load(ctx.nas.as_ref(), &ctx.master_key, &stats, None).await?;
         if table.is_empty() {
             tracing::warn!(
                 "RADIUS is on but no NAS is registered: every request will be dropped \
@@ -205,7 +205,7 @@ impl Radius {
     async fn refresh(&self) {
         NasTable::refresh(
             &self.nas,
-            self.ctx.store.as_ref(),
+            self.ctx.nas.as_ref(),
             &self.ctx.master_key,
             &self.stats,
         )

@@ -22,7 +22,7 @@ use metrics::Counter;
 use parking_lot::Mutex;
 use portcullis_core::IpPrefix;
 use portcullis_radius::{Code, EncodeError, Packet, Secret, v11};
-use portcullis_store::{MasterKey, NasCertificate, Store, StoreError};
+use portcullis_store::{MasterKey, NasCertificate, NasStore, StoreError};
 
 use super::dedup::RequestKey;
 
@@ -312,7 +312,7 @@ impl NasTable {
     /// force stays (and the failure is counted). Both RADIUS doors refresh this way.
     pub async fn refresh(
         current: &parking_lot::RwLock<Arc<NasTable>>,
-        store: &dyn Store,
+        store: &dyn NasStore,
         master: &MasterKey,
         stats: &StatsRegistry,
     ) {
@@ -324,7 +324,7 @@ impl NasTable {
     }
 
     pub async fn load(
-        store: &dyn Store,
+        store: &dyn NasStore,
         master: &MasterKey,
         stats: &StatsRegistry,
         previous: Option<&NasTable>,

@@ -1,4 +1,4 @@
-//! Token signing keys: created on first start, persisted through the [`Store`] with the
+//! Token signing keys: created on first start, persisted through the [`SigningKeyStore`] with the
 //! private half sealed under the data directory's master key, rotated on a period, and
 //! published in the JWKS until every token they signed has expired.
 //!
@@ -25,7 +25,7 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use ed25519_dalek::VerifyingKey;
 use parking_lot::RwLock;
-use portcullis_store::{MasterKey, SigningKeyRecord, Store, StoreError};
+use portcullis_store::{MasterKey, SigningKeyRecord, SigningKeyStore, StoreError};
 use thiserror::Error;
 use zeroize::Zeroizing;
 
@@ -56,7 +56,7 @@ pub enum KeyError {
 /// Owns the key set and its rotation.
 pub struct KeyManager {
     /// Where keys are persisted.
-    store: Arc<dyn Store>,
+    store: Arc<dyn SigningKeyStore>,
     /// Seals private halves at rest.
     master: MasterKey,
     /// How long a key signs new tokens.
@@ -85,7 +85,7 @@ fn secs(d: Duration) -> i64 {
 impl KeyManager {
     /// Load the stored keys, creating or rotating the signing key if needed.
     pub async fn load(
-        store: Arc<dyn Store>,
+        store: Arc<dyn SigningKeyStore>,
         master: MasterKey,
         rotation: Duration,
         max_lifetime: Duration,
@@ -186,7 +186,7 @@ fn lead(rotation: i64) -> i64 {
 /// A key signs from `created_at` for `rotation`. Instances sharing a store converge on
 /// the same signer: the newest key whose period has begun (ties by kid).
 async fn build(
-    store: &dyn Store,
+    store: &dyn SigningKeyStore,
     master: &MasterKey,
     rotation: i64,
     max_lifetime: i64,
@@ -199,7 +199,7 @@ async fn build(
 /// [`build`] from `records` as listed a moment ago: by the time it acts, another instance
 /// may have changed the store (the tests stand in for that race with a stale listing).
 async fn build_from(
-    store: &dyn Store,
+    store: &dyn SigningKeyStore,
     mut records: Vec<SigningKeyRecord>,
     master: &MasterKey,
     rotation: i64,
@@ -342,7 +342,8 @@ mod tests {
     const LIFE: i64 = 600;
 
     async fn manager(dir: &std::path::Path, master: &MasterKey, now: i64) -> KeyManager {
-        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&dir.join("db")).await.unwrap());
+        let store: Arc<dyn SigningKeyStore> =
+            Arc::new(SqliteStore::open(&dir.join("db")).await.unwrap());
         KeyManager::load(
             store,
             master.clone(),
@@ -431,7 +432,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let master = MasterKey::generate().unwrap();
         let t0 = 1_700_000_000;
-        let store: Arc<dyn Store> =
+        let store: Arc<dyn SigningKeyStore> =
             Arc::new(SqliteStore::open(&dir.path().join("db")).await.unwrap());
         let stale = store.list_signing_keys().await.unwrap();
         assert!(stale.is_empty());
@@ -448,7 +449,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let t0 = 1_700_000_000;
         manager(dir.path(), &MasterKey::generate().unwrap(), t0).await;
-        let store: Arc<dyn Store> =
+        let store: Arc<dyn SigningKeyStore> =
             Arc::new(SqliteStore::open(&dir.path().join("db")).await.unwrap());
         let err = KeyManager::load(
             store,

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use portcullis_door::tls::client_certs::ClientCa;
-use portcullis_store::{NonceStore, Store};
+use portcullis_store::{NonceStore, RevocationStore};
 
 use crate::cache::ClientCache;
 use crate::client_auth::KeyCache;
@@ -54,7 +54,7 @@ pub struct OAuth {
     /// CAs of `tls_client_auth` clients' certificates (`[tls] client_ca`).
     pub client_ca: Option<Arc<ClientCa>>,
     /// Where revocations are kept.
-    pub store: Arc<dyn Store>,
+    pub revocations: Arc<dyn RevocationStore>,
 }
 
 impl std::fmt::Debug for OAuth {
@@ -97,7 +97,7 @@ impl OAuth {
                 }
             },
         };
-        match self.store.is_revoked(&claims.jti).await {
+        match self.revocations.is_revoked(&claims.jti).await {
             Ok(true) => Ok(None),
             Ok(false) => Ok(Some(claims)),
             Err(error) => Err(StoreFailure {

@@ -24,7 +24,10 @@ use portcullis_hash::Peppers;
 use portcullis_oauth::OAuth;
 use portcullis_oauth::cache::ClientCache;
 use portcullis_oauth::keys::{KeyError, KeyManager, unix_now};
-use portcullis_store::{DataDir, MasterKey, SessionStore, Store};
+use portcullis_store::{
+    AccountingStore, ClientStore, DataDir, Health, MasterKey, NasStore, RegistrationStore,
+    RevocationStore, SessionStore, SigningKeyStore, Store,
+};
 use thiserror::Error;
 
 use crate::config::{Config, StoreBackend};
@@ -129,7 +132,7 @@ impl Assembly {
             audience,
             token_lifetime: config.token_lifetime,
             keys: KeyManager::load(
-                Arc::clone(&store),
+                Arc::clone(&store) as Arc<dyn SigningKeyStore>,
                 master_key.clone(),
                 config.key_rotation,
                 config.token_lifetime,
@@ -141,7 +144,7 @@ impl Assembly {
             nonces,
             client_auth: config.client_auth.clone(),
             client_ca: tls.as_ref().and_then(|t| t.client_ca.clone()),
-            store: Arc::clone(&store),
+            revocations: Arc::clone(&store) as Arc<dyn RevocationStore>,
         });
         let source: Arc<dyn CredentialSource> = clients;
         let verifier = Verifier::new(
@@ -158,7 +161,10 @@ impl Assembly {
             config: http_config(&config),
             oauth: Arc::clone(&oauth),
             verifier: verifier.clone(),
-            store: Arc::clone(&store),
+            health: Arc::clone(&store) as Arc<dyn Health>,
+            registrations: Arc::clone(&store) as Arc<dyn RegistrationStore>,
+            client_records: Arc::clone(&store) as Arc<dyn ClientStore>,
+            revocations: Arc::clone(&store) as Arc<dyn RevocationStore>,
             audit: Arc::clone(&audit),
             metrics,
             tls: tls.clone(),
@@ -218,7 +224,8 @@ impl Assembly {
             },
             verifier: self.verifier.clone(),
             credentials: Arc::clone(&self.oauth.clients) as Arc<dyn CredentialSource>,
-            store: Arc::clone(&self.store),
+            nas: Arc::clone(&self.store) as Arc<dyn NasStore>,
+            accounting: Arc::clone(&self.store) as Arc<dyn AccountingStore>,
             master_key: self.master_key.clone(),
             sessions: Arc::clone(&self.sessions),
             reloads: Arc::clone(&self.reloads),

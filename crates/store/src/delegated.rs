@@ -70,7 +70,7 @@ macro_rules! delegated_capabilities {
 
             async fn dedicated(
                 &self,
-            ) -> Result<std::sync::Arc<dyn crate::store::Store>, StoreError> {
+            ) -> Result<std::sync::Arc<dyn crate::store::AccountingStore>, StoreError> {
                 let options = (*self.pool.connect_options()).clone();
                 // One connection, opened by `connect_with` here (so by the calling
                 // thread), never closed for idling or age: a replacement after an error

@@ -137,7 +137,7 @@ impl AcctDoor {
     ) -> Result<(Arc<AcctDoor>, mpsc::Receiver<Pending>), portcullis_door::DoorError> {
         let config = ctx.config.accounting.clone();
         let radius = &ctx.config.radius;
-        let table = NasTable::load(ctx.store.as_ref(), &ctx.master_key, &registry, None).await?;
+        let table = NasTable::load(ctx.nas.as_ref(), &ctx.master_key, &registry, None).await?;
         let stats = Arc::clone(registry.acct.get_or_init(Arc::default));
         let (queue, rx) = mpsc::channel(config.queue);
         let door = AcctDoor {
@@ -311,7 +311,7 @@ impl AcctDoor {
     async fn refresh(&self) {
         NasTable::refresh(
             &self.nas,
-            self.ctx.store.as_ref(),
+            self.ctx.nas.as_ref(),
             &self.ctx.master_key,
             &self.registry,
         )
@@ -324,7 +324,7 @@ impl AcctDoor {
             return;
         };
         let before = unix_now() - i64::try_from(keep.as_secs()).unwrap_or(i64::MAX);
-        match self.ctx.store.prune_accounting(before).await {
+        match self.ctx.accounting.prune_accounting(before).await {
             Ok(0) => {}
             Ok(n) => {
                 tracing::info!("accounting retention: {n} records older than {before} removed")
@@ -335,7 +335,7 @@ impl AcctDoor {
 
     /// Count the open sessions for the status page and `/metrics`.
     async fn count_online(&self) {
-        match self.ctx.store.acct_sessions_online().await {
+        match self.ctx.accounting.acct_sessions_online().await {
             Ok(n) => {
                 self.stats
                     .online

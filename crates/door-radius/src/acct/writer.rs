@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use portcullis_store::{AcctRecord, Store};
+use portcullis_store::{AccountingStore, AcctRecord};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -71,7 +71,7 @@ pub async fn start(
             runtime.block_on(async move {
                 // Opened here, after the priority was lowered: the connection's worker
                 // thread is spawned by this thread and inherits its nice value.
-                let store = match door.ctx.store.dedicated().await {
+                let store = match door.ctx.accounting.dedicated().await {
                     Ok(s) => s,
                     Err(e) => {
                         let _ = ready_tx.send(Err(format!("its store connection: {e}")));
@@ -100,7 +100,7 @@ pub async fn start(
 /// Run until `stop`; then commit and answer what is still queued, and return.
 async fn run(
     door: Arc<AcctDoor>,
-    store: Arc<dyn Store>,
+    store: Arc<dyn AccountingStore>,
     mut rx: mpsc::Receiver<Pending>,
     stop: CancellationToken,
     tracker: TaskTracker,
@@ -143,7 +143,7 @@ fn push(p: Pending, records: &mut Vec<AcctRecord>, replies: &mut Vec<Reply>) {
 /// One transaction for `records`; then the replies, or nothing if it failed.
 async fn commit(
     door: &AcctDoor,
-    store: &dyn Store,
+    store: &dyn AccountingStore,
     records: &mut Vec<AcctRecord>,
     replies: &mut Vec<Reply>,
     tracker: &TaskTracker,

@@ -11,7 +11,6 @@ use async_trait::async_trait;
 
 use crate::accounting::{AcctRecord, AcctSession, SessionQuery};
 use crate::error::StoreError;
-use crate::store::Store;
 
 /// RADIUS accounting records and sessions.
 #[async_trait]
@@ -27,10 +26,7 @@ pub trait AccountingStore: Send + Sync {
     /// CPU priority. SQLite runs each connection on a worker thread that the connect
     /// spawns, and on Linux a new thread inherits its creator's nice value, so the
     /// connection's statements run at the caller's priority too.
-    ///
-    /// The handle is a whole [`Store`] because the writer keeps one today; upcast it
-    /// (`as Arc<dyn AccountingStore>`) to hold only what accounting needs.
-    async fn dedicated(&self) -> Result<Arc<dyn Store>, StoreError>;
+    async fn dedicated(&self) -> Result<Arc<dyn AccountingStore>, StoreError>;
     /// Sessions matching `query`, oldest start first.
     async fn acct_sessions(&self, query: &SessionQuery) -> Result<Vec<AcctSession>, StoreError>;
     /// Records received at or after `since` (unix seconds), oldest first, at most `limit`.
