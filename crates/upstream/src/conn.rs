@@ -119,11 +119,14 @@ impl From<LdapResult> for Reply {
     }
 }
 
+/// An entry's attributes: (type, values).
+pub type Attributes = Vec<(String, Vec<Vec<u8>>)>;
+
 /// A finished search: the entries (DN and attributes) and the result.
 #[derive(Debug)]
 pub struct Found {
     /// Entries, each its DN and its attributes as (type, values).
-    pub entries: Vec<(String, Vec<(String, Vec<Vec<u8>>)>)>,
+    pub entries: Vec<(String, Attributes)>,
     /// The SearchResultDone.
     pub reply: Reply,
 }
@@ -298,42 +301,41 @@ impl Connection {
         Ok(id)
     }
 
+    /// The response to message `id`: the next message on the connection (this client has
+    /// one operation outstanding at a time, and a timed-out connection is dropped, so any
+    /// other id means a confused server).
     async fn receive(&mut self, id: i32) -> Result<LdapMsg, ConnError> {
-        loop {
-            let msg = match self.framed.next().await {
-                None => return Err(ConnError::Closed),
-                Some(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-                    return Err(ConnError::Closed);
-                }
-                Some(Err(e)) if e.kind() == std::io::ErrorKind::Other => {
-                    return Err(ConnError::Protocol(format!("undecodable response: {e}")));
-                }
-                Some(Err(e)) => return Err(ConnError::Io(e)),
-                Some(Ok(msg)) => msg,
-            };
-            if msg.msgid == id {
-                return Ok(msg);
-            }
-            if msg.msgid == 0 {
-                // Unsolicited notification: the Notice of Disconnection or another; either
-                // way this connection is done.
-                if let LdapOp::ExtendedResponse(r) = &msg.op
-                    && r.name.as_deref() != Some(OID_NOTICE_OF_DISCONNECTION)
-                {
-                    return Err(ConnError::Protocol(format!(
-                        "unsolicited notification {:?}",
-                        r.name
-                    )));
-                }
+        let msg = match self.framed.next().await {
+            None => return Err(ConnError::Closed),
+            Some(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
                 return Err(ConnError::Closed);
             }
-            // A late answer to an operation abandoned by a timeout cannot happen (a timed-
-            // out connection is dropped): anything else is a confused server.
-            return Err(ConnError::Protocol(format!(
-                "response to message {} while waiting for {id}",
-                msg.msgid
-            )));
+            Some(Err(e)) if e.kind() == std::io::ErrorKind::Other => {
+                return Err(ConnError::Protocol(format!("undecodable response: {e}")));
+            }
+            Some(Err(e)) => return Err(ConnError::Io(e)),
+            Some(Ok(msg)) => msg,
+        };
+        if msg.msgid == id {
+            return Ok(msg);
         }
+        if msg.msgid == 0 {
+            // Unsolicited notification: the Notice of Disconnection or another; either way
+            // this connection is done.
+            if let LdapOp::ExtendedResponse(r) = &msg.op
+                && r.name.as_deref() != Some(OID_NOTICE_OF_DISCONNECTION)
+            {
+                return Err(ConnError::Protocol(format!(
+                    "unsolicited notification {:?}",
+                    r.name
+                )));
+            }
+            return Err(ConnError::Closed);
+        }
+        Err(ConnError::Protocol(format!(
+            "response to message {} while waiting for {id}",
+            msg.msgid
+        )))
     }
 }
 

@@ -97,7 +97,8 @@ impl Server {
         })
     }
 
-    /// An idle connection, bound as `prefer` if one is, else any, else a new one.
+    /// An idle connection bound as `prefer` if there is one; for the service account any
+    /// idle one (it is rebound); else a new one.
     pub async fn lease(&self, prefer: BoundAs) -> Result<Lease, ConnError> {
         if let Some(lease) = self.take_idle(prefer) {
             return Ok(lease);
@@ -120,10 +121,15 @@ impl Server {
         let mut idle = self.idle.lock();
         let now = Instant::now();
         idle.retain(|i| now.saturating_duration_since(i.since) < self.idle_timeout);
+        // A search may rebind any connection as the service account; a user bind never
+        // takes a service-bound one, so those stay bound and ready.
         let i = idle
             .iter()
             .rposition(|i| i.bound == prefer)
-            .or_else(|| idle.len().checked_sub(1))?;
+            .or_else(|| match prefer {
+                BoundAs::Service => idle.len().checked_sub(1),
+                BoundAs::Other => None,
+            })?;
         let Idle { conn, bound, .. } = idle.swap_remove(i);
         Some(Lease {
             conn,
