@@ -73,7 +73,8 @@ impl ConnError {
     }
 }
 
-trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
+/// What a connection runs over: TCP, TLS over TCP, or (fuzzing) an in-memory pipe.
+pub(crate) trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 
 /// Builds the root store from a PEM file's contents; an error when it holds no certificate.
@@ -194,6 +195,11 @@ impl Connection {
                 })
             }
         }
+    }
+
+    /// A connection over an already open stream (the fuzz targets' in-memory server).
+    pub(crate) fn over_stream(io: Box<dyn Io>) -> Self {
+        Self::over(io)
     }
 
     fn over(io: Box<dyn Io>) -> Self {

@@ -31,6 +31,8 @@ mod clock;
 mod config;
 mod conn;
 mod directory;
+#[doc(hidden)]
+pub mod fuzzing;
 mod outcome;
 mod policy;
 mod server;
