@@ -23,6 +23,23 @@ pub const MAX_USER_LEN: usize = 256;
 /// Longest password sent (bytes); longer ones are answered Rejected.
 pub const MAX_PASSWORD_LEN: usize = 1024;
 
+/// Builds every configured directory; names must be unique (they key metrics, status and
+/// audit events).
+pub fn directories(configs: &[DirectoryConfig]) -> Result<Vec<Arc<Directory>>, ConfigError> {
+    let mut built: Vec<Arc<Directory>> = Vec::with_capacity(configs.len());
+    for config in configs {
+        if built.iter().any(|d| d.name() == config.name) {
+            return Err(ConfigError::Field {
+                directory: config.name.clone(),
+                field: "name".into(),
+                reason: "two directories have this name".into(),
+            });
+        }
+        built.push(Arc::new(Directory::new(config)?));
+    }
+    Ok(built)
+}
+
 /// A client of one upstream directory. Cheap to share (`Arc`); every method takes `&self`.
 #[derive(Debug)]
 pub struct Directory {
@@ -185,7 +202,7 @@ impl Directory {
             };
             let started = Instant::now();
             let result = {
-                let _in_flight = InFlight::new(&server.in_flight);
+                let _in_flight = InFlight::new(server, &self.name, label);
                 self.attempt(server, user, password).await
             };
             probe.armed = false;
@@ -299,5 +316,47 @@ impl Drop for ProbeGuard<'_> {
         if self.armed {
             self.server.breaker.probe_abandoned();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(name: &str) -> DirectoryConfig {
+        toml::from_str(&format!(
+            r#"
+            name = "{name}"
+            servers = ["ldap://127.0.0.1:1"]
+            starttls = false
+            allow_plaintext = true
+            bind_dn_template = "uid={{user}},dc=example,dc=org"
+            "#
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn directory_names_are_unique() {
+        assert_eq!(directories(&[config("a"), config("b")]).unwrap().len(), 2);
+        let err = directories(&[config("a"), config("a")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("two directories"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn what_needs_no_directory_is_settled_without_one() {
+        // Port 1 on loopback: nothing listens, so any attempt would be Unavailable.
+        let dir = Directory::new(&config("a")).unwrap();
+        assert_eq!(dir.check("s", "", b"pw").await.outcome, Outcome::Unknown);
+        let long = "u".repeat(MAX_USER_LEN + 1);
+        assert_eq!(dir.check("s", &long, b"pw").await.outcome, Outcome::Unknown);
+        assert_eq!(dir.check("s", "user", b"").await.outcome, Outcome::Rejected);
+        assert_eq!(
+            dir.check("s", "user", &[0xff, 0xfe]).await.outcome,
+            Outcome::Rejected
+        );
+        assert_eq!(dir.status().servers[0].connects, 0);
     }
 }

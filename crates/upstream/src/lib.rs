@@ -21,7 +21,8 @@
 //! `portcullis_upstream_server_seconds{directory,server}`,
 //! `portcullis_upstream_server_errors_total{directory,server,kind}`,
 //! `portcullis_upstream_breaker_opened_total{directory,server}`,
-//! `portcullis_upstream_overloaded_total{directory}`.
+//! `portcullis_upstream_overloaded_total{directory}`,
+//! `portcullis_upstream_in_flight{directory,server}` (gauge).
 #![forbid(unsafe_code)]
 
 mod admission;
@@ -45,7 +46,9 @@ pub use config::{
     AdmissionConfig, BreakerConfig, ConfigError, DirectoryConfig, PoolConfig, SearchConfig,
     Security, ServerUrl, TimeoutConfig,
 };
-pub use directory::{Directory, DirectoryStatus, MAX_PASSWORD_LEN, MAX_USER_LEN, ServerStatus};
+pub use directory::{
+    Directory, DirectoryStatus, MAX_PASSWORD_LEN, MAX_USER_LEN, ServerStatus, directories,
+};
 pub use outcome::{Answer, Outcome, Unavailable, UnavailableKind};
 pub use policy::{DirectoryPolicy, PolicyKind};
 pub use template::{

@@ -38,6 +38,29 @@ pub struct DirectoryPolicy {
     pub dn: Option<String>,
 }
 
+impl DirectoryPolicy {
+    /// What `doctor` should say when the per-user failure budget for this directory's
+    /// users is `budget` failed guesses: a warning when guesses let through could reach the
+    /// directory's lockout threshold (then guesses through Portcullis could lock the user
+    /// out of the directory), or when the policy could not be read.
+    pub fn budget_warning(&self, budget: u32) -> Option<String> {
+        match (self.kind, self.lockout_threshold) {
+            (PolicyKind::NotFound, _) => Some(format!(
+                "the lockout policy of the directory at {} could not be read: check that the \
+                 per-user failure budget ({budget}) stays below its lockout threshold",
+                self.server
+            )),
+            (_, Some(threshold)) if budget >= threshold => Some(format!(
+                "the per-user failure budget ({budget}) reaches the directory's lockout \
+                 threshold ({threshold}, {}): guesses through Portcullis could lock users out \
+                 of the directory; set the budget below {threshold}",
+                self.dn.as_deref().unwrap_or("?")
+            )),
+            _ => None,
+        }
+    }
+}
+
 impl Directory {
     /// Reads the directory's lockout policy from the first server that answers.
     pub async fn directory_policy(&self) -> Result<DirectoryPolicy, Unavailable> {
@@ -199,4 +222,36 @@ fn values(attrs: &[(String, Vec<Vec<u8>>)], name: &str) -> Vec<String> {
 
 fn first_value(attrs: &[(String, Vec<Vec<u8>>)], name: &str) -> Option<String> {
     values(attrs, name).into_iter().next()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(kind: PolicyKind, threshold: Option<u32>) -> DirectoryPolicy {
+        DirectoryPolicy {
+            server: "ldaps://dc1".into(),
+            kind,
+            lockout_threshold: threshold,
+            dn: Some("cn=default,ou=policies,dc=example,dc=org".into()),
+        }
+    }
+
+    #[test]
+    fn the_budget_must_stay_below_the_lockout_threshold() {
+        let p = policy(PolicyKind::OpenLdapPpolicy, Some(5));
+        assert_eq!(p.budget_warning(4), None);
+        let w = p.budget_warning(5).unwrap();
+        assert!(w.contains("(5)") && w.contains("below 5"), "{w}");
+        // A directory that never locks needs no warning; one we could not read does.
+        assert_eq!(
+            policy(PolicyKind::ActiveDirectory, None).budget_warning(100),
+            None
+        );
+        assert!(
+            policy(PolicyKind::NotFound, None)
+                .budget_warning(3)
+                .is_some()
+        );
+    }
 }

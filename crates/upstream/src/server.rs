@@ -177,19 +177,33 @@ impl Server {
     }
 }
 
-/// Counts an attempt in flight on a server while it lives.
-pub struct InFlight<'a>(&'a AtomicUsize);
+/// Counts an attempt in flight on a server while it lives (status and the
+/// `portcullis_upstream_in_flight{directory,server}` gauge).
+pub struct InFlight<'a> {
+    counter: &'a AtomicUsize,
+    gauge: metrics::Gauge,
+}
 
 impl<'a> InFlight<'a> {
-    /// Counts one more.
-    pub fn new(counter: &'a AtomicUsize) -> Self {
-        counter.fetch_add(1, Ordering::Relaxed);
-        Self(counter)
+    /// Counts one more on `server` of `directory`.
+    pub fn new(server: &'a Server, directory: &str, label: &str) -> Self {
+        server.in_flight.fetch_add(1, Ordering::Relaxed);
+        let gauge = metrics::gauge!(
+            "portcullis_upstream_in_flight",
+            "directory" => directory.to_owned(),
+            "server" => label.to_owned()
+        );
+        gauge.increment(1.0);
+        Self {
+            counter: &server.in_flight,
+            gauge,
+        }
     }
 }
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
+        self.counter.fetch_sub(1, Ordering::Relaxed);
+        self.gauge.decrement(1.0);
     }
 }
