@@ -374,7 +374,7 @@ impl DirectoryConfig {
             Some(path) => {
                 let pem = std::fs::read(path)
                     .map_err(|e| field("ca_file", format!("{}: {e}", path.display())))?;
-                crate::conn::root_store(&pem)
+                crate::tls::root_store(&pem)
                     .map_err(|e| field("ca_file", format!("{}: {e}", path.display())))?;
                 Ok(Some(pem))
             }

@@ -6,7 +6,6 @@
 //! what a result code means for the user: the caller decides.
 
 use std::net::IpAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
@@ -76,31 +75,6 @@ impl ConnError {
 /// What a connection runs over: TCP, TLS over TCP, or (fuzzing) an in-memory pipe.
 pub(crate) trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
-
-/// Builds the root store from a PEM file's contents; an error when it holds no certificate.
-pub fn root_store(pem: &[u8]) -> Result<rustls::RootCertStore, String> {
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls_pemfile::certs(&mut &pem[..]) {
-        let cert = cert.map_err(|e| e.to_string())?;
-        roots.add(cert).map_err(|e| e.to_string())?;
-    }
-    if roots.is_empty() {
-        return Err("no certificate in the file".into());
-    }
-    Ok(roots)
-}
-
-/// The TLS client configuration shared by every connection of a directory.
-pub fn tls_connector(ca_pem: &[u8]) -> Result<tokio_rustls::TlsConnector, String> {
-    let roots = root_store(ca_pem)?;
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
-}
 
 /// An LDAP result: the code and the server's diagnostic message.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -109,7 +109,7 @@ impl Directory {
         let tls = match &cfg.ca_pem {
             Some(pem) => {
                 Some(
-                    crate::conn::tls_connector(pem).map_err(|reason| ConfigError::Field {
+                    crate::tls::tls_connector(pem).map_err(|reason| ConfigError::Field {
                         directory: cfg.name.clone(),
                         field: "ca_file".into(),
                         reason,

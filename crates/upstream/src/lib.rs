@@ -9,6 +9,7 @@
 //! What sits where:
 //! - `config`: the operator's settings and their validation;
 //! - `template`: the user's name in a bind DN (RFC 4514) or a search filter (RFC 4515);
+//! - `tls`: the CA file as the only roots;
 //! - `conn`: one connection (TCP, LDAPS, StartTLS) and its operations with timeouts;
 //! - `server`: one server's connection pool, breaker and counters;
 //! - `breaker`: closed / open / half-open per server;
@@ -38,6 +39,7 @@ mod outcome;
 mod policy;
 mod server;
 mod template;
+mod tls;
 
 pub use admission::AdmissionStatus;
 pub use breaker::BreakerState;
