@@ -59,7 +59,7 @@ pub struct DirectoryConfig {
 }
 
 /// Search-then-bind: how the user's entry is found.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SearchConfig {
     /// Where the search starts (subtree scope), e.g. `ou=people,dc=example,dc=org`.
@@ -225,6 +225,41 @@ impl Default for BreakerConfig {
     }
 }
 
+// By hand: the service account's password is never printed.
+impl std::fmt::Debug for SearchConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SearchConfig")
+            .field("base", &self.base)
+            .field("filter", &self.filter)
+            .field("service_dn", &self.service_dn)
+            .field(
+                "service_password",
+                &self.service_password.as_ref().map(|_| "<redacted>"),
+            )
+            .field("service_password_file", &self.service_password_file)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::DnTemplate(t) => f.debug_tuple("DnTemplate").field(t).finish(),
+            Self::Search {
+                base,
+                filter,
+                service_dn,
+                ..
+            } => f
+                .debug_struct("Search")
+                .field("base", base)
+                .field("filter", filter)
+                .field("service_dn", service_dn)
+                .finish_non_exhaustive(),
+        }
+    }
+}
+
 /// What is wrong with a [`DirectoryConfig`].
 #[derive(Debug, Error)]
 pub enum ConfigError {
@@ -275,7 +310,7 @@ pub struct ServerUrl {
 }
 
 /// How the user's bind DN is found.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub enum Mode {
     /// The DN from a template.
     DnTemplate(DnTemplate),

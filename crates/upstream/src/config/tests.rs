@@ -139,3 +139,26 @@ fn empty_service_password_is_refused() {
     let err = cfg.validate().unwrap_err().to_string();
     assert!(err.contains("service_password"), "{err}");
 }
+
+#[test]
+fn the_service_password_is_never_printed() {
+    let cfg = parse(
+        r#"
+        name = "corp"
+        servers = ["ldap://127.0.0.1"]
+        starttls = false
+        allow_plaintext = true
+        [search]
+        base = "dc=example,dc=org"
+        filter = "(uid={user})"
+        service_dn = "cn=svc"
+        service_password = "hunter2-secret"
+        "#,
+    )
+    .unwrap();
+    let valid = cfg.validate().unwrap();
+    for text in [format!("{cfg:?}"), format!("{valid:?}")] {
+        assert!(!text.contains("hunter2"), "{text}");
+        assert!(text.contains("cn=svc"), "{text}");
+    }
+}
