@@ -299,3 +299,26 @@ async fn the_ppolicy_lockout_threshold_is_read_for_doctor() {
         (PolicyKind::NotFound, None)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_service_account_or_a_missing_base_is_the_directory_s_fault() {
+    let slapd = Slapd::start(&["--users", "2"]);
+    let url = slapd.get("ldap_url").to_owned();
+
+    let mut cfg = search(&slapd, std::slice::from_ref(&url));
+    if let Some(s) = cfg.search.as_mut() {
+        s.service_password = Some("not-the-password".into());
+    }
+    let dir = Directory::new(&cfg).unwrap();
+    let answer = dir.check("s", "user1", b"password1").await;
+    assert_eq!(kind(&answer), UnavailableKind::ServiceAccount, "{answer:?}");
+    assert_eq!(dir.status().servers[0].errors, 1);
+
+    let mut cfg = search(&slapd, std::slice::from_ref(&url));
+    if let Some(s) = cfg.search.as_mut() {
+        s.base = format!("ou=nowhere,{}", slapd.get("base"));
+    }
+    let dir = Directory::new(&cfg).unwrap();
+    let answer = dir.check("s", "user1", b"password1").await;
+    assert_eq!(kind(&answer), UnavailableKind::DirectoryError, "{answer:?}");
+}
