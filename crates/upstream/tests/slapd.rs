@@ -72,6 +72,17 @@ async fn search_then_bind_over_ldaps_tells_unknown_from_wrong() {
             "{name}"
         );
     }
+
+    // A filter that matches several entries for one name binds to none of them.
+    let mut cfg = search(&slapd, &[slapd.get("ldaps_url").to_owned()]);
+    if let Some(s) = cfg.search.as_mut() {
+        s.filter = "(|(uid={user})(objectClass=inetOrgPerson))".into();
+    }
+    let loose = Directory::new(&cfg).unwrap();
+    assert_eq!(
+        loose.check("s", "user7", b"password7").await.outcome,
+        Outcome::Rejected
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
