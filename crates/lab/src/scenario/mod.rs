@@ -241,18 +241,9 @@ pub enum ClientAuth {
     TlsClientAuth,
 }
 
-/// How `private_key_jwt` assertions are made.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AssertionSpec {
-    /// The private key file.
-    pub key: PathBuf,
-    /// `PS256` for RSA-PSS, else after the key.
-    pub alg: Option<String>,
-    /// `aud` (`None`: the token endpoint URL).
-    pub audience: Option<String>,
-    /// Seconds from `iat` to `exp`.
-    pub lifetime_secs: i64,
-}
+/// How `private_key_jwt` assertions are made (defined beside the signer that reads it, so
+/// `assertion` does not import the scenario that validates keys with it).
+pub use crate::assertion::AssertionSpec;
 
 /// Where valid principals come from.
 #[derive(Debug, Clone)]

@@ -36,7 +36,6 @@ use crate::scenario::{
 use crate::schedule::{self, Arrivals, RateCurve};
 use crate::scrape::{self, ServerSecond, Snapshot};
 
-#[path = "runner_clients.rs"]
 mod clients;
 use clients::{ClosedVu, OpenGroup, run_closed_shard};
 
@@ -716,20 +715,4 @@ async fn drive<D: Driver>(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn jwks_uri_path_is_taken_from_discovery() {
-        assert_eq!(
-            url_path("http://127.0.0.1:8080/oauth2/jwks"),
-            "/oauth2/jwks"
-        );
-        assert_eq!(url_path("/keys"), "/keys");
-        assert_eq!(url_path("https://issuer.example"), "/oauth2/jwks");
-    }
-}
-
-#[cfg(test)]
-#[path = "runner_tests.rs"]
-mod end_to_end;
+mod tests;
