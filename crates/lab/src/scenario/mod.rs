@@ -16,8 +16,10 @@ use serde::Serialize;
 use crate::LabError;
 use crate::safety;
 
+pub mod ldap;
 mod raw;
 mod validate;
+pub use ldap::{LdapSpec, UserBind};
 pub use raw::*;
 
 /// Built-in scenarios shipped in `scenarios/`: (name, TOML text).
@@ -171,6 +173,8 @@ pub enum DriverSpec {
     },
     /// RADIUS PAP Access-Requests (RFC 2865) over UDP, or RadSec.
     Radius(RadiusSpec),
+    /// LDAP simple binds (RFC 4511, 4513) and the searches around them.
+    Ldap(LdapSpec),
 }
 
 /// The RADIUS driver's settings.
@@ -367,6 +371,8 @@ pub struct GroupSpec {
     pub size: usize,
     /// First principal index.
     pub principal_offset: usize,
+    /// Principals the clients share (client i uses offset + i mod this; at least 1).
+    pub principal_count: usize,
     /// Load model.
     pub model: Model,
     /// Start offset.
@@ -501,10 +507,20 @@ impl Scenario {
 
     /// Point the scenario at another base URL (`--target`), keeping everything else.
     pub fn with_target_url(mut self, url: &str) -> Result<Scenario, LabError> {
-        let (https, host, port) = match self.driver {
+        let (https, host, port) = match &mut self.driver {
             DriverSpec::Radius(_) => {
                 let (h, p) = safety::parse_url(url, "radius", 1812)?;
                 (false, h, p)
+            }
+            DriverSpec::Ldap(spec) => {
+                let (ldaps, h, p) = ldap::parse_url(url)?;
+                if ldaps && spec.starttls {
+                    return Err(bad(
+                        "driver.ldap.starttls is for ldap:// targets (ldaps:// is TLS already)",
+                    ));
+                }
+                spec.ldaps = ldaps;
+                (spec.tls(), h, p)
             }
             _ => safety::parse_web_url(url)?,
         };
