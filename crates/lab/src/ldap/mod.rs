@@ -4,8 +4,8 @@
 //! One attempt is one login: bind as the user with the password typed, found either from a
 //! DN template (`user_dn`) or, as GitLab, Grafana, SSSD or Keycloak do, by binding as the
 //! service account, searching `base_dn` for the user's entry and binding with the DN found;
-//! then the searches an application makes once the user is in (the user's entry, optionally
-//! its groups). Unknown users end at the search, with no bind, as in those applications.
+//! then the searches an application makes once the user is in (the user's entry as the
+//! user, optionally its groups: as the service account, re-bound, when there is one). Unknown users end at the search, with no bind, as in those applications.
 //!
 //! Each client binds its own source address, so a server that keys budgets or blocks on
 //! the address sees distinct stations. With `connection = "keep-alive"` a client keeps its
@@ -235,13 +235,22 @@ pub fn failed(e: &WireError) -> Outcome {
     }
 }
 
-fn search(base: &str, scope: LdapSearchScope, filter: LdapFilter, attrs: Vec<String>) -> LdapSearchRequest {
+fn search(
+    base: &str,
+    scope: LdapSearchScope,
+    filter: LdapFilter,
+    attrs: Vec<String>,
+) -> LdapSearchRequest {
     LdapSearchRequest {
         base: base.to_owned(),
         scope,
         aliases: LdapDerefAliases::Never,
         // Two entries are enough to tell "one" from "ambiguous".
-        sizelimit: if attrs.first().is_some_and(|a| a == "1.1") { 2 } else { 0 },
+        sizelimit: if attrs.first().is_some_and(|a| a == "1.1") {
+            2
+        } else {
+            0
+        },
         timelimit: 0,
         typesonly: false,
         filter,
@@ -283,7 +292,11 @@ impl LdapDriver {
         a: &mut LdapAttempt,
         phases: &mut Option<Phases>,
     ) -> Result<Result<Conn, Outcome>, WireError> {
-        let ldaps = if self.spec.ldaps { c.tls.as_ref() } else { None };
+        let ldaps = if self.spec.ldaps {
+            c.tls.as_ref()
+        } else {
+            None
+        };
         let (conn, mut p) = Conn::open(self.target, c.source, ldaps).await?;
         let conn = match (&c.tls, self.spec.starttls) {
             (Some(tls), true) => match conn.starttls(tls, &mut p).await? {
@@ -385,6 +398,20 @@ impl LdapDriver {
             }
         }
         if let Some(f) = &self.groups {
+            if let UserBind::Search {
+                service_dn,
+                service_password,
+                ..
+            } = &self.spec.bind
+            {
+                // Applications with a service account look up groups with it (a user may
+                // not read the groups), re-binding on the same connection.
+                let code = conn.bind(service_dn, service_password).await?;
+                if code != 0 {
+                    a.search = Some(code);
+                    return Ok(not_success(code));
+                }
+            }
             let req = search(
                 &self.spec.base_dn,
                 LdapSearchScope::Subtree,

@@ -13,11 +13,11 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
 
 use bytes::BytesMut;
+use ldap3_proto::LdapCodec;
 use ldap3_proto::proto::{
     LdapBindCred, LdapBindRequest, LdapExtendedRequest, LdapMsg, LdapOp, LdapResult,
     LdapSearchRequest,
 };
-use ldap3_proto::LdapCodec;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::codec::{Decoder, Encoder};
 

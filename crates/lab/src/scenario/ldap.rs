@@ -150,7 +150,9 @@ pub fn spec(raw: Option<&RawLdap>, ldaps: bool) -> Result<LdapSpec, LabError> {
             let service_password = match (&raw.service_password, &raw.service_password_env) {
                 (Some(p), None) => p.clone(),
                 (None, Some(var)) => std::env::var(var).map_err(|_| {
-                    bad(format!("driver.ldap.service_password_env: ${var} is not set"))
+                    bad(format!(
+                        "driver.ldap.service_password_env: ${var} is not set"
+                    ))
                 })?,
                 (None, None) => {
                     return Err(bad(
@@ -171,7 +173,11 @@ pub fn spec(raw: Option<&RawLdap>, ldaps: bool) -> Result<LdapSpec, LabError> {
             UserBind::Search {
                 service_dn: template("service_dn", service_dn, false)?,
                 service_password,
-                filter: template("filter", raw.filter.as_deref().unwrap_or("(uid={user})"), true)?,
+                filter: template(
+                    "filter",
+                    raw.filter.as_deref().unwrap_or("(uid={user})"),
+                    true,
+                )?,
             }
         }
         (Some(_), true) => {

@@ -206,7 +206,8 @@ pub struct RawLdap {
     #[serde(default)]
     pub attributes: Option<Vec<String>>,
     /// After the bind, also search `base_dn` for the user's groups with this filter
-    /// (`{dn}`: the user's DN, `{user}`: the name), e.g. `(member={dn})`.
+    /// (`{dn}`: the user's DN, `{user}`: the name), e.g. `(member={dn})`; as the service
+    /// account (bound again) with search-then-bind, else as the user.
     #[serde(default)]
     pub group_filter: Option<String>,
 }

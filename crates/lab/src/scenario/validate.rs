@@ -248,14 +248,14 @@ impl Scenario {
             ldap::target_tls(raw.target.tls.as_ref(), spec, &host, &resolve_str)?
         } else {
             match (&raw.target.tls, https) {
-            (Some(t), true) => Some(crate::tls::TlsSpec::from_raw(t, &host, &resolve_str)?),
-            (None, true) => Some(crate::tls::TlsSpec::from_raw(
-                &crate::tls::RawTls::default(),
-                &host,
-                &resolve_str,
-            )?),
-            (Some(_), false) => return Err(bad("target.tls needs an https:// target url")),
-            (None, false) => None,
+                (Some(t), true) => Some(crate::tls::TlsSpec::from_raw(t, &host, &resolve_str)?),
+                (None, true) => Some(crate::tls::TlsSpec::from_raw(
+                    &crate::tls::RawTls::default(),
+                    &host,
+                    &resolve_str,
+                )?),
+                (Some(_), false) => return Err(bad("target.tls needs an https:// target url")),
+                (None, false) => None,
             }
         };
         if !raw.target.token_path.starts_with('/') {
