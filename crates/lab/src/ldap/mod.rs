@@ -103,35 +103,54 @@ pub fn escape_dn_value(value: &str) -> String {
 }
 
 /// Makes LDAP logins against one server.
-#[derive(Debug)]
 pub struct LdapDriver {
     target: SocketAddr,
     spec: LdapSpec,
     /// Search-then-bind: the parsed user filter.
     lookup: Option<LdapFilter>,
+    /// Search-then-bind: the service account (DN, password).
+    service: Option<(String, String)>,
     /// The parsed group filter.
     groups: Option<LdapFilter>,
 }
 
 impl LdapDriver {
-    /// A driver for `target`; refuses filters that do not parse.
+    /// A driver for `target`; refuses filters that do not parse and a service password
+    /// that cannot be had.
     pub fn new(target: SocketAddr, spec: LdapSpec) -> Result<LdapDriver, LabError> {
-        let lookup = match &spec.bind {
-            UserBind::Search { filter, .. } => Some(parse_filter(filter)?),
-            UserBind::Dn(_) => None,
+        let (lookup, service) = match &spec.bind {
+            UserBind::Search {
+                filter,
+                service_dn,
+                service_password,
+            } => (
+                Some(parse_filter(filter)?),
+                Some((service_dn.clone(), service_password.resolve()?)),
+            ),
+            UserBind::Dn(_) => (None, None),
         };
         let groups = spec.group_filter.as_deref().map(parse_filter).transpose()?;
         Ok(LdapDriver {
             target,
             spec,
             lookup,
+            service,
             groups,
         })
     }
 }
 
+impl std::fmt::Debug for LdapDriver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LdapDriver")
+            .field("target", &self.target)
+            .field("spec", &self.spec)
+            .field("service", &self.service.as_ref().map(|(dn, _)| dn))
+            .finish_non_exhaustive()
+    }
+}
+
 /// A prepared LDAP client: who it is and how it connects.
-#[derive(Debug)]
 pub struct LdapClient {
     source: Option<IpAddr>,
     user: String,
@@ -143,6 +162,17 @@ pub struct LdapClient {
     /// LDAPS or StartTLS: this client's TLS (its own session cache), without ALPN.
     tls: Option<Tls>,
     keep: bool,
+}
+
+impl std::fmt::Debug for LdapClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LdapClient")
+            .field("source", &self.source)
+            .field("user", &self.user)
+            .field("dn", &self.dn)
+            .field("keep", &self.keep)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A client's connection between attempts (keep-alive).
@@ -326,17 +356,9 @@ impl LdapDriver {
         conn: &mut Conn,
         a: &mut LdapAttempt,
     ) -> Result<Outcome, WireError> {
-        let dn = match (&self.spec.bind, &c.dn, &c.lookup) {
+        let dn = match (&self.service, &c.dn, &c.lookup) {
             (_, Some(dn), _) => dn.clone(),
-            (
-                UserBind::Search {
-                    service_dn,
-                    service_password,
-                    ..
-                },
-                None,
-                Some(filter),
-            ) => {
+            (Some((service_dn, service_password)), None, Some(filter)) => {
                 let code = conn.bind(service_dn, service_password).await?;
                 a.service_bind = Some(code);
                 if code != 0 {
@@ -398,12 +420,7 @@ impl LdapDriver {
             }
         }
         if let Some(f) = &self.groups {
-            if let UserBind::Search {
-                service_dn,
-                service_password,
-                ..
-            } = &self.spec.bind
-            {
+            if let Some((service_dn, service_password)) = &self.service {
                 // Applications with a service account look up groups with it (a user may
                 // not read the groups), re-binding on the same connection.
                 let code = conn.bind(service_dn, service_password).await?;

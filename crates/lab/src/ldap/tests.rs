@@ -342,3 +342,39 @@ fn an_empty_password_is_refused_before_the_run() {
     let d = LdapDriver::new("127.0.0.1:389".parse().unwrap(), spec(false)).unwrap();
     assert!(d.client(&who("user1", "")).is_err());
 }
+
+#[test]
+fn a_right_password_refused_after_it_worked_is_a_lockout_of_that_user() {
+    use stats::{LdapAttempt, LdapStats};
+    let bind = |code| LdapAttempt {
+        bind: Some(code),
+        bind_time: Duration::from_millis(2),
+        ..LdapAttempt::default()
+    };
+    // Clients 0 and 2 are both user1 (a shared principal); client 1 is user2, never
+    // accepted; client 3 is user3, fine throughout.
+    let names = ["user1", "user2", "user1", "user3"]
+        .map(String::from)
+        .to_vec();
+    let s = LdapStats::with_names(names);
+    s.record(0, &bind(0), true);
+    s.record(2, &bind(49), true);
+    s.record(1, &bind(49), true);
+    s.record(3, &bind(0), true);
+    s.record(3, &bind(0), true);
+    let l = s.summary(Duration::from_secs(2)).unwrap();
+    assert_eq!(l.locked_out, ["user1"]);
+    assert_eq!(l.never_accepted, ["user2"]);
+    assert_eq!(l.right_password_refused, 2);
+    assert_eq!(l.binds, 5);
+    assert_eq!(l.bind_codes.get(&0), Some(&3));
+    assert_eq!(l.bind_codes.get(&49), Some(&2));
+    assert!((l.binds_per_s - 2.5).abs() < 1e-9);
+    assert!((l.accepted_per_s - 1.5).abs() < 1e-9);
+    // Guessers' refusals are no lockout: they never had the right password.
+    let g = LdapStats::with_names(vec!["user1".into()]);
+    g.record(0, &bind(0), false);
+    g.record(0, &bind(49), false);
+    let l = g.summary(Duration::from_secs(1)).unwrap();
+    assert!(l.locked_out.is_empty() && l.never_accepted.is_empty());
+}

@@ -76,6 +76,17 @@ pub fn decode(buf: &mut BytesMut) -> Result<Option<LdapMsg>, WireError> {
         .map_err(|e| WireError::Malformed(e.to_string()))
 }
 
+/// Decode every message in `data` (the fuzz target's entry): how many came out whole
+/// before the end or the first error.
+pub fn decode_all(data: &[u8]) -> Result<usize, WireError> {
+    let mut buf = BytesMut::from(data);
+    let mut n = 0;
+    while decode(&mut buf)?.is_some() {
+        n += 1;
+    }
+    Ok(n)
+}
+
 fn op_name(op: &LdapOp) -> &'static str {
     match op {
         LdapOp::BindResponse(_) => "BindResponse",

@@ -27,7 +27,7 @@ pub enum UserBind {
         /// The service account's DN.
         service_dn: String,
         /// Its password.
-        service_password: String,
+        service_password: ServicePassword,
         /// The filter template.
         filter: String,
     },
@@ -46,6 +46,35 @@ impl std::fmt::Debug for UserBind {
                 .field("filter", filter)
                 .finish(),
         }
+    }
+}
+
+/// Where the service account's password comes from.
+#[derive(Clone, PartialEq, Eq)]
+pub enum ServicePassword {
+    /// Written in the scenario.
+    Given(String),
+    /// This environment variable, read when the run starts (so a scenario that names one
+    /// can be listed and checked without it).
+    Env(String),
+}
+
+impl ServicePassword {
+    /// The password (an environment variable must be set and not empty).
+    pub fn resolve(&self) -> Result<String, LabError> {
+        let p = match self {
+            ServicePassword::Given(p) => p.clone(),
+            ServicePassword::Env(var) => std::env::var(var).map_err(|_| {
+                bad(format!(
+                    "driver.ldap.service_password_env: ${var} is not set"
+                ))
+            })?,
+        };
+        if p.is_empty() {
+            // An empty password makes a simple bind anonymous (RFC 4513 §5.1.2).
+            return Err(bad("driver.ldap: the service password must not be empty"));
+        }
+        Ok(p)
     }
 }
 
@@ -148,12 +177,12 @@ pub fn spec(raw: Option<&RawLdap>, ldaps: bool) -> Result<LdapSpec, LabError> {
                 .as_deref()
                 .ok_or_else(|| bad("driver.ldap: search-then-bind needs service_dn"))?;
             let service_password = match (&raw.service_password, &raw.service_password_env) {
-                (Some(p), None) => p.clone(),
-                (None, Some(var)) => std::env::var(var).map_err(|_| {
-                    bad(format!(
-                        "driver.ldap.service_password_env: ${var} is not set"
-                    ))
-                })?,
+                (Some(p), None) if p.is_empty() => {
+                    // An empty password makes a simple bind anonymous (RFC 4513 §5.1.2).
+                    return Err(bad("driver.ldap: the service password must not be empty"));
+                }
+                (Some(p), None) => ServicePassword::Given(p.clone()),
+                (None, Some(var)) => ServicePassword::Env(var.clone()),
                 (None, None) => {
                     return Err(bad(
                         "driver.ldap: search-then-bind needs service_password or \
@@ -166,10 +195,6 @@ pub fn spec(raw: Option<&RawLdap>, ldaps: bool) -> Result<LdapSpec, LabError> {
                     ));
                 }
             };
-            if service_password.is_empty() {
-                // An empty password makes a simple bind anonymous (RFC 4513 §5.1.2).
-                return Err(bad("driver.ldap: the service password must not be empty"));
-            }
             UserBind::Search {
                 service_dn: template("service_dn", service_dn, false)?,
                 service_password,

@@ -19,7 +19,7 @@ use crate::safety;
 pub mod ldap;
 mod raw;
 mod validate;
-pub use ldap::{LdapSpec, UserBind};
+pub use ldap::{LdapSpec, ServicePassword, UserBind};
 pub use raw::*;
 
 /// Built-in scenarios shipped in `scenarios/`: (name, TOML text).
@@ -75,6 +75,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
     (
         "healthz-peak",
         include_str!("../../../../scenarios/healthz-peak.toml"),
+    ),
+    (
+        "ldap-guessing-wave",
+        include_str!("../../../../scenarios/ldap-guessing-wave.toml"),
     ),
 ];
 
