@@ -378,3 +378,31 @@ fn a_right_password_refused_after_it_worked_is_a_lockout_of_that_user() {
     let l = g.summary(Duration::from_secs(1)).unwrap();
     assert!(l.locked_out.is_empty() && l.never_accepted.is_empty());
 }
+
+#[tokio::test]
+async fn each_station_connects_from_its_own_source_address() {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok((mut s, peer)) = l.accept().await {
+            let _ = tx.send(peer.ip());
+            tokio::spawn(async move {
+                while let Some((id, _)) = read_request(&mut s).await {
+                    if s.write_all(&bind_response(id, 49)).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let d = LdapDriver::new(addr, spec(false)).unwrap();
+    for source in ["127.0.0.2", "127.0.0.3"] {
+        let mut w = who("user1", "guess");
+        w.source = Some(source.parse().unwrap());
+        let c = d.client(&w).unwrap();
+        let r = d.attempt(&c, &mut d.session()).await;
+        assert_eq!(r.outcome, Outcome::AuthFailure);
+        assert_eq!(rx.recv().await.unwrap().to_string(), source);
+    }
+}
