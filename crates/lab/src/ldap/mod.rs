@@ -265,22 +265,18 @@ pub fn failed(e: &WireError) -> Outcome {
     }
 }
 
+/// A search request (`sizelimit` 0: the server's limit).
 fn search(
     base: &str,
     scope: LdapSearchScope,
     filter: LdapFilter,
-    attrs: Vec<String>,
+    (attrs, sizelimit): (Vec<String>, i32),
 ) -> LdapSearchRequest {
     LdapSearchRequest {
         base: base.to_owned(),
         scope,
         aliases: LdapDerefAliases::Never,
-        // Two entries are enough to tell "one" from "ambiguous".
-        sizelimit: if attrs.first().is_some_and(|a| a == "1.1") {
-            2
-        } else {
-            0
-        },
+        sizelimit,
         timelimit: 0,
         typesonly: false,
         filter,
@@ -372,7 +368,9 @@ impl LdapDriver {
                     &self.spec.base_dn,
                     LdapSearchScope::Subtree,
                     filter.clone(),
-                    vec!["1.1".into()],
+                    // RFC 4511 §4.5.1.8: "1.1", no attributes; two entries are enough to
+                    // tell "one" from "ambiguous".
+                    (vec!["1.1".into()], 2),
                 );
                 let found = conn.search(req).await?;
                 a.lookup = Some((found.code, found.entries));
@@ -408,7 +406,7 @@ impl LdapDriver {
                 dn,
                 LdapSearchScope::Base,
                 LdapFilter::Present("objectClass".into()),
-                self.spec.attributes.clone(),
+                (self.spec.attributes.clone(), 0),
             );
             let got = conn.search(req).await?;
             a.search = Some(got.code);
@@ -433,7 +431,7 @@ impl LdapDriver {
                 &self.spec.base_dn,
                 LdapSearchScope::Subtree,
                 fill_filter(f, &c.user, dn),
-                vec!["cn".into()],
+                (vec!["cn".into()], 0),
             );
             let got = conn.search(req).await?;
             a.search = Some(got.code);
