@@ -211,7 +211,10 @@ async fn a_guessing_station_locks_its_victim_out_of_slapd_ppolicy_and_the_lab_sa
         s.get("base"),
         s.get("user_dn_template")
     );
-    // Ten guessing stations, each from its own address, all against user1, from 0.5 s on.
+    // Ten guessing stations, each from its own address, all against user1, from 1 s on
+    // (after user1's right password has been accepted): 50 guesses/s, about ten between two
+    // of user1's own logins, so pwdMaxFailure (5) is reached although each success clears
+    // ppolicy's failure count.
     let guessers = r#"
 [[group]]
 name = "guessers"
@@ -220,8 +223,8 @@ size = 10
 principal_offset = 1
 principal_count = 1
 model = "open"
-rate = 20.0
-start = "500ms"
+rate = 50.0
+start = "1s"
 sources = "127.0.1.1-127.0.1.10"
 honour_retry_after = false
 "#;
