@@ -3,7 +3,7 @@
 //! token endpoint) with the scenario's private key, as a real client would, so the
 //! client-side signing cost is part of what the lab measures.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use aws_lc_rs::rand::{SecureRandom, SystemRandom};
 use aws_lc_rs::signature::{self, EcdsaKeyPair, Ed25519KeyPair, RsaKeyPair};
@@ -138,6 +138,19 @@ impl AssertionKey {
     }
 }
 
+/// How `private_key_jwt` assertions are made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AssertionSpec {
+    /// The private key file.
+    pub key: PathBuf,
+    /// `PS256` for RSA-PSS, else after the key.
+    pub alg: Option<String>,
+    /// `aud` (`None`: the token endpoint URL).
+    pub audience: Option<String>,
+    /// Seconds from `iat` to `exp`.
+    pub lifetime_secs: i64,
+}
+
 /// What a client needs to make assertions: its key, the audience and the lifetime.
 #[derive(Debug)]
 pub struct Signer {
@@ -151,10 +164,7 @@ pub struct Signer {
 
 impl Signer {
     /// Load the key of `spec`; `token_url` is the default audience.
-    pub fn load(
-        spec: &crate::scenario::AssertionSpec,
-        token_url: &str,
-    ) -> Result<Signer, LabError> {
+    pub fn load(spec: &AssertionSpec, token_url: &str) -> Result<Signer, LabError> {
         Ok(Signer {
             key: AssertionKey::load(&spec.key, spec.alg.as_deref())?,
             audience: spec

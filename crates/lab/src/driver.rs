@@ -5,7 +5,7 @@
 //! bytes), keeps a per-connection [`Driver::Session`], and calls [`Driver::attempt`]. The
 //! OAuth 2.0 and `http-get` drivers share the HTTP transport; the RADIUS driver
 //! (`crate::radius`) prepares each client's attributes and keeps a UDP socket as its
-//! session.
+//! session; the LDAP driver (`crate::ldap`) keeps an LDAP connection.
 
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
@@ -74,6 +74,8 @@ pub struct AttemptResult {
     pub conn: Option<conn::Phases>,
     /// The attempt was an 802.1X login: its round trips, resumption and key check.
     pub eap: Option<crate::eap::station::EapLogin>,
+    /// The attempt was an LDAP login: its operations' result codes and bind time.
+    pub ldap: Option<crate::ldap::stats::LdapAttempt>,
 }
 
 impl AttemptResult {
@@ -86,6 +88,7 @@ impl AttemptResult {
             retransmits: 0,
             conn: None,
             eap: None,
+            ldap: None,
         }
     }
 }

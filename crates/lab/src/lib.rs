@@ -1,4 +1,4 @@
-//! Load lab: drives an OAuth 2.0 token endpoint from scenario files and reports what
+//! Load lab: drives an OAuth 2.0 token endpoint (or a RADIUS or LDAP server) from scenario files and reports what
 //! legitimate and attacking clients experienced, without coordinated omission.
 //!
 //! Module map:
@@ -10,6 +10,8 @@
 //!   success = a verified Accounting-Response).
 //! - [`radius`]: the RADIUS driver (PAP over UDP, NAS-like retransmits, every reply
 //!   verified against its own request).
+//! - [`ldap`]: the LDAP driver (binds as applications make them: by DN, or search-then-bind
+//!   through a service account, then the searches after; over LDAPS or StartTLS too).
 //! - [`eap`]: the 802.1X driver (whole EAP-TLS and EAP-TTLS/PAP logins inside RADIUS,
 //!   each client a station with its own TLS session cache; keys of every accept checked).
 //! - [`jwt`]: JWKS parsing and RFC 9068 token checks (Ed25519), bound to the asking client.
@@ -32,6 +34,7 @@ pub mod driver;
 pub mod eap;
 pub mod fingerprint;
 pub mod jwt;
+pub mod ldap;
 pub mod outcome;
 pub mod radius;
 pub mod radius_acct;

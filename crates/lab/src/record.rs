@@ -187,6 +187,8 @@ pub struct GroupRecorder {
     pub conns: ConnStats,
     /// 802.1X logins: full and resumed, round trips, key checks (RADIUS EAP driver).
     pub eap: crate::eap::stats::EapStats,
+    /// LDAP logins: result codes per operation, bind times, lockouts (LDAP driver).
+    pub ldap: crate::ldap::stats::LdapStats,
     /// Requests in flight sampled at the end of each second.
     outstanding_series: Mutex<Vec<i64>>,
     shards: Vec<Mutex<Data>>,
@@ -206,6 +208,7 @@ impl GroupRecorder {
             skipped: AtomicU64::new(0),
             conns: ConnStats::default(),
             eap: crate::eap::stats::EapStats::default(),
+            ldap: crate::ldap::stats::LdapStats::default(),
             outstanding_series: Mutex::new(Vec::new()),
             shards: (0..SHARDS).map(|_| Mutex::new(Data::new())).collect(),
         }
@@ -299,6 +302,7 @@ impl GroupRecorder {
         r.series = series;
         r.connections = self.conns.summary(r.mean_ms * r.completed as f64);
         r.eap = self.eap.summary(self.active);
+        r.ldap = self.ldap.summary(self.active);
         r
     }
 
@@ -363,6 +367,7 @@ pub fn summarize(
         series: Vec::new(),
         connections: None,
         eap: None,
+        ldap: None,
     }
 }
 
@@ -444,6 +449,9 @@ pub struct GroupResult {
     /// 802.1X logins (RADIUS EAP driver; `None` for other groups).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eap: Option<crate::eap::stats::EapSummary>,
+    /// LDAP logins (LDAP driver; `None` for other drivers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ldap: Option<crate::ldap::stats::LdapSummary>,
 }
 
 /// The run's clock: second index of an instant.

@@ -389,6 +389,64 @@ fn connections(o: &mut String, rep: &RepeatResult) {
     o.push_str("</table>");
 }
 
+/// LDAP groups: binds per second, the user's bind p50/p99, every operation's outcomes by
+/// result code, and the honest users locked out.
+fn ldap(o: &mut String, rep: &RepeatResult) {
+    let groups: Vec<_> = rep
+        .groups
+        .iter()
+        .filter_map(|g| g.ldap.as_ref().map(|l| (g, l)))
+        .collect();
+    if groups.is_empty() {
+        return;
+    }
+    let codes = |m: &std::collections::BTreeMap<u16, u64>| {
+        m.iter()
+            .map(|(c, n)| format!("{c} {}: {n}", crate::ldap::stats::code_name(*c)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    o.push_str("<table><tr><th>group</th><th>binds/s</th><th>accepted/s</th><th>bind p50</th><th>bind p99</th><th>binds by result code</th><th>other operations</th><th>locked out</th></tr>");
+    for (g, l) in groups {
+        let mut other = Vec::new();
+        for (what, m) in [
+            ("StartTLS", &l.starttls_codes),
+            ("service bind", &l.service_bind_codes),
+            ("user search", &l.lookup_codes),
+            ("search after bind", &l.search_codes),
+        ] {
+            if !m.is_empty() {
+                other.push(format!("{what}: {}", codes(m)));
+            }
+        }
+        if l.no_entry > 0 {
+            other.push(format!("no entry: {}", l.no_entry));
+        }
+        let _ = write!(
+            o,
+            "<tr><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td{}>{}</td></tr>",
+            esc(&g.name),
+            l.binds_per_s,
+            l.accepted_per_s,
+            ms(l.bind_p50_ms),
+            ms(l.bind_p99_ms),
+            esc(&codes(&l.bind_codes)),
+            esc(&other.join("; ")),
+            if l.locked_out.is_empty() {
+                ""
+            } else {
+                r#" class="fail""#
+            },
+            if l.locked_out.is_empty() {
+                "none".to_string()
+            } else {
+                esc(&l.locked_out.join(", "))
+            }
+        );
+    }
+    o.push_str("</table>");
+}
+
 fn column(o: &mut String, res: &ScenarioResult, sc: &Scales) {
     let _ = write!(
         o,
@@ -403,6 +461,7 @@ fn column(o: &mut String, res: &ScenarioResult, sc: &Scales) {
     };
     group_table(o, rep);
     connections(o, rep);
+    ldap(o, rep);
     if res.repeats.len() > 1 {
         o.push_str(
             "<table><tr><th>repeat</th><th>legit success</th><th>tokens/s</th><th>p99</th></tr>",

@@ -171,13 +171,16 @@ impl Report {
 }
 
 impl Report {
-    /// One row per scenario, target, repeat and group: the group's summary figures and
-    /// its connection set-up (empty for groups that opened no connection).
+    /// One row per scenario, target, repeat and group: the group's summary figures, its
+    /// connection set-up (empty for groups that opened no connection) and its LDAP figures
+    /// (binds/s, the bind's p50/p99, binds by result code as `code=count` words, locked-out
+    /// users; empty for other drivers).
     pub fn groups_csv(&self) -> String {
         let mut out = String::from(
             "scenario,target,repeat,group,expects_success,completed,success_rate,completed_per_s,\
              throughput,mean_ms,p50_ms,p99_ms,max_ms,connections,connect_ms_mean,tls_handshakes,\
-             tls_ms_mean,resumed,resumed_share,connect_share,tls_share\n",
+             tls_ms_mean,resumed,resumed_share,connect_share,tls_share,ldap_binds_per_s,\
+             ldap_bind_p50_ms,ldap_bind_p99_ms,ldap_bind_codes,ldap_locked_out\n",
         );
         for s in &self.sections {
             for r in &s.results {
@@ -201,7 +204,7 @@ impl Report {
                         ));
                         match &g.connections {
                             Some(c) => out.push_str(&format!(
-                                ",{},{:.3},{},{:.3},{},{:.4},{:.4},{:.4}\n",
+                                ",{},{:.3},{},{:.3},{},{:.4},{:.4},{:.4}",
                                 c.opened,
                                 c.connect_ms_mean,
                                 c.tls_handshakes,
@@ -211,7 +214,22 @@ impl Report {
                                 c.connect_share,
                                 c.tls_share
                             )),
-                            None => out.push_str(",,,,,,,,\n"),
+                            None => out.push_str(",,,,,,,,"),
+                        }
+                        match &g.ldap {
+                            Some(l) => out.push_str(&format!(
+                                ",{:.3},{:.3},{:.3},{},{}\n",
+                                l.binds_per_s,
+                                l.bind_p50_ms,
+                                l.bind_p99_ms,
+                                l.bind_codes
+                                    .iter()
+                                    .map(|(c, n)| format!("{c}={n}"))
+                                    .collect::<Vec<_>>()
+                                    .join(" "),
+                                csv_field(&l.locked_out.join(" "))
+                            )),
+                            None => out.push_str(",,,,,\n"),
                         }
                     }
                 }

@@ -271,3 +271,40 @@ fn issue_14_connection_phases_reach_groups_csv_and_html() {
     );
     assert!(html.contains("50.0%"));
 }
+
+#[test]
+fn issue_39_ldap_figures_reach_groups_csv_and_html() {
+    use crate::ldap::stats::{LdapAttempt, LdapStats};
+    let mut g = GroupRecorder::new("honest", true, Duration::from_secs(2));
+    g.ldap = LdapStats::with_names(vec!["user1".into(), "user2".into()]);
+    let bind = |code| LdapAttempt {
+        bind: Some(code),
+        bind_time: Duration::from_millis(4),
+        ..LdapAttempt::default()
+    };
+    for (client, code) in [(0, 0), (1, 0), (0, 49), (1, 0)] {
+        g.record(0, Outcome::Success, Duration::from_millis(5));
+        g.ldap.record(client, &bind(code), true);
+    }
+    let r = g.finish();
+    let mut rep = report();
+    rep.sections[0].results[0].repeats[0].groups.push(r);
+    let csv = rep.groups_csv();
+    let header = split_csv(csv.lines().next().unwrap());
+    let cells = split_csv(csv.lines().find(|l| l.contains(",honest,")).unwrap());
+    let col = |n: &str| &cells[header.iter().position(|h| h == n).unwrap()];
+    assert_eq!(col("ldap_binds_per_s"), "2.000");
+    assert_eq!(col("ldap_bind_codes"), "0=3 49=1");
+    assert_eq!(col("ldap_locked_out"), "user1");
+    let legit = csv.lines().find(|l| l.contains(",legit,")).unwrap();
+    assert!(legit.ends_with(",,,,,"), "no LDAP figures: {legit}");
+    let html = crate::report::html::render(&rep);
+    assert!(
+        html.contains("0 success: 3, 49 invalidCredentials: 1"),
+        "codes named"
+    );
+    assert!(
+        html.contains(r#"<td class="fail">user1</td>"#),
+        "lockout shown"
+    );
+}

@@ -16,8 +16,10 @@ use serde::Serialize;
 use crate::LabError;
 use crate::safety;
 
+pub mod ldap;
 mod raw;
 mod validate;
+pub use ldap::{LdapSpec, ServicePassword, UserBind};
 pub use raw::*;
 
 /// Built-in scenarios shipped in `scenarios/`: (name, TOML text).
@@ -73,6 +75,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
     (
         "healthz-peak",
         include_str!("../../../../scenarios/healthz-peak.toml"),
+    ),
+    (
+        "ldap-guessing-wave",
+        include_str!("../../../../scenarios/ldap-guessing-wave.toml"),
     ),
 ];
 
@@ -171,6 +177,8 @@ pub enum DriverSpec {
     },
     /// RADIUS PAP Access-Requests (RFC 2865) over UDP, or RadSec.
     Radius(RadiusSpec),
+    /// LDAP simple binds (RFC 4511, 4513) and the searches around them.
+    Ldap(LdapSpec),
 }
 
 /// The RADIUS driver's settings.
@@ -241,18 +249,9 @@ pub enum ClientAuth {
     TlsClientAuth,
 }
 
-/// How `private_key_jwt` assertions are made.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AssertionSpec {
-    /// The private key file.
-    pub key: PathBuf,
-    /// `PS256` for RSA-PSS, else after the key.
-    pub alg: Option<String>,
-    /// `aud` (`None`: the token endpoint URL).
-    pub audience: Option<String>,
-    /// Seconds from `iat` to `exp`.
-    pub lifetime_secs: i64,
-}
+/// How `private_key_jwt` assertions are made (defined beside the signer that reads it, so
+/// `assertion` does not import the scenario that validates keys with it).
+pub use crate::assertion::AssertionSpec;
 
 /// Where valid principals come from.
 #[derive(Debug, Clone)]
@@ -376,6 +375,8 @@ pub struct GroupSpec {
     pub size: usize,
     /// First principal index.
     pub principal_offset: usize,
+    /// Principals the clients share (client i uses offset + i mod this; at least 1).
+    pub principal_count: usize,
     /// Load model.
     pub model: Model,
     /// Start offset.
@@ -510,10 +511,20 @@ impl Scenario {
 
     /// Point the scenario at another base URL (`--target`), keeping everything else.
     pub fn with_target_url(mut self, url: &str) -> Result<Scenario, LabError> {
-        let (https, host, port) = match self.driver {
+        let (https, host, port) = match &mut self.driver {
             DriverSpec::Radius(_) => {
                 let (h, p) = safety::parse_url(url, "radius", 1812)?;
                 (false, h, p)
+            }
+            DriverSpec::Ldap(spec) => {
+                let (ldaps, h, p) = ldap::parse_url(url)?;
+                if ldaps && spec.starttls {
+                    return Err(bad(
+                        "driver.ldap.starttls is for ldap:// targets (ldaps:// is TLS already)",
+                    ));
+                }
+                spec.ldaps = ldaps;
+                (spec.tls(), h, p)
             }
             _ => safety::parse_web_url(url)?,
         };

@@ -166,6 +166,50 @@ pub struct RawDriver {
     /// every group (a group's own `eap` overrides it key by key).
     #[serde(default)]
     pub eap: Option<RawEap>,
+    /// `ldap`: the directory's layout, how users are found and what is read after the
+    /// bind (`[driver.ldap]`).
+    #[serde(default)]
+    pub ldap: Option<RawLdap>,
+}
+
+/// `[driver.ldap]` (with `kind = "ldap"`).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct RawLdap {
+    /// Base DN of the directory (where users are searched for).
+    pub base_dn: String,
+    /// Bind with this DN, `{user}` standing for the user name (e.g.
+    /// `uid={user},ou=people,dc=example,dc=org`). Give this, or `service_dn` and `filter`.
+    #[serde(default)]
+    pub user_dn: Option<String>,
+    /// Search-then-bind: the service account's DN.
+    #[serde(default)]
+    pub service_dn: Option<String>,
+    /// Search-then-bind: the service account's password (or `service_password_env`).
+    #[serde(default)]
+    pub service_password: Option<String>,
+    /// Search-then-bind: the environment variable holding the service account's password.
+    #[serde(default)]
+    pub service_password_env: Option<String>,
+    /// Search-then-bind: the filter that finds the user's entry under `base_dn`, `{user}`
+    /// standing for the user name (default `(uid={user})`).
+    #[serde(default)]
+    pub filter: Option<String>,
+    /// StartTLS (RFC 4511 §4.14) on an `ldap://` target before anything else.
+    #[serde(default)]
+    pub starttls: Option<bool>,
+    /// After the bind, read the user's own entry (base search), as applications do to
+    /// get the name and mail (default true).
+    #[serde(default)]
+    pub read_entry: Option<bool>,
+    /// Attributes asked for when reading the entry (default cn, mail, memberOf).
+    #[serde(default)]
+    pub attributes: Option<Vec<String>>,
+    /// After the bind, also search `base_dn` for the user's groups with this filter
+    /// (`{dn}`: the user's DN, `{user}`: the name), e.g. `(member={dn})`; as the service
+    /// account (bound again) with search-then-bind, else as the user.
+    #[serde(default)]
+    pub group_filter: Option<String>,
 }
 
 /// `eap = { ... }` on `[driver]` (every group) or on a group (its own, key by key over the
@@ -313,6 +357,11 @@ pub struct RawGroup {
     /// Index of this group's first principal (default: after the previous groups').
     #[serde(default)]
     pub principal_offset: Option<usize>,
+    /// How many principals the group's clients share, from `principal_offset`: client i
+    /// uses principal offset + (i mod this). `1` makes every client of a guessing group try
+    /// the same user (default: `size`, each client its own).
+    #[serde(default)]
+    pub principal_count: Option<usize>,
     /// `"closed"` (each client waits for its answer, thinks, sends again) or `"open"`
     /// (arrivals at `rate` per second regardless of answers). Default `"closed"`.
     #[serde(default = "default_closed")]

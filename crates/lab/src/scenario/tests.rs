@@ -469,3 +469,114 @@ fn issue_25_the_demo_fills_in_the_eap_certificates() {
     let s = s.with_target_url("radius://127.0.0.1:1999").unwrap();
     assert!(s.groups[0].eap.as_ref().unwrap().tls.is_some());
 }
+
+const LDAP: &str = r#"
+name = "l"
+[target]
+url = "ldap://127.0.0.1:3389"
+[driver]
+kind = "ldap"
+[driver.ldap]
+base_dn = "dc=example,dc=org"
+user_dn = "uid={user},ou=people,dc=example,dc=org"
+[principals]
+prefix = "user"
+secret_prefix = "password"
+count = 4
+[[group]]
+name = "g"
+size = 3
+principal_offset = 1
+"#;
+
+#[test]
+fn an_ldap_scenario_parses_with_its_defaults() {
+    let s = Scenario::parse(LDAP, None).unwrap();
+    assert_eq!((s.target.host.as_str(), s.target.port), ("127.0.0.1", 3389));
+    assert!(s.target.tls.is_none());
+    assert_eq!(
+        s.target.metrics, None,
+        "an ldap:// target is scraped only from a URL"
+    );
+    let DriverSpec::Ldap(l) = &s.driver else {
+        panic!("{:?}", s.driver)
+    };
+    assert!(!l.ldaps && !l.starttls && l.read_entry);
+    assert_eq!(l.attributes, ["cn", "mail", "memberOf"]);
+    assert_eq!(s.groups[0].principal_count, 3);
+    let s = Scenario::parse(
+        &LDAP.replace("ldap://127.0.0.1:3389", "ldaps://127.0.0.1"),
+        None,
+    );
+    let s = s.unwrap();
+    assert_eq!(s.target.port, 636);
+    assert!(s.target.tls.is_some(), "ldaps:// is TLS");
+}
+
+#[test]
+fn search_then_bind_reads_its_service_password_from_the_environment_at_run_time() {
+    let text = LDAP.replace(
+        "user_dn = \"uid={user},ou=people,dc=example,dc=org\"",
+        "service_dn = \"cn=s,dc=example,dc=org\"\nservice_password_env = \"LAB_TEST_UNSET_VAR_39\"",
+    );
+    let s = Scenario::parse(&text, None).unwrap();
+    let DriverSpec::Ldap(l) = s.driver else {
+        panic!()
+    };
+    let UserBind::Search { filter, .. } = &l.bind else {
+        panic!("{:?}", l.bind)
+    };
+    assert_eq!(filter, "(uid={user})");
+    let e = crate::ldap::LdapDriver::new("127.0.0.1:389".parse().unwrap(), l).unwrap_err();
+    assert!(e.to_string().contains("LAB_TEST_UNSET_VAR_39"), "{e}");
+}
+
+#[test]
+fn ldap_settings_are_checked_with_the_key_named() {
+    let dn = "user_dn = \"uid={user},ou=people,dc=example,dc=org\"";
+    for (from, to, want) in [
+        (
+            &*format!("[driver.ldap]\nbase_dn = \"dc=example,dc=org\"\n{dn}"),
+            "",
+            "needs a [driver.ldap]",
+        ),
+        ("uid={user},ou", "uid=x,ou", "must contain {user}"),
+        (dn, "", "needs user_dn"),
+        (dn, &format!("{dn}\nservice_dn = \"cn=s\""), "not both"),
+        ("ldap://127.0.0.1:3389", "ldaps://127.0.0.1", "ldaps"),
+        ("ldap://127.0.0.1:3389", "http://127.0.0.1", "ldap://"),
+        (
+            "size = 3",
+            "size = 3\nprincipal_count = 4",
+            "principal_count",
+        ),
+        (
+            "principal_offset = 1",
+            "principal_offset = 2",
+            "needs principals 2..5",
+        ),
+    ] {
+        let mut text = LDAP.replacen(from, to, 1);
+        if from.starts_with("ldap://") && to.starts_with("ldaps") {
+            text = text.replace(dn, &format!("{dn}\nstarttls = true"));
+        }
+        let e = err(&text);
+        assert!(e.contains(want), "{from} -> {to}: {e}");
+    }
+    let e = err(&LDAP.replace("[principals]", "[target.tls]\nca = \"x\"\n[principals]"));
+    assert!(e.contains("target.tls needs an ldaps://"), "{e}");
+    let e = err(&MINIMAL.replace("[target]", "[driver.ldap]\nbase_dn = \"x\"\n[target]"));
+    assert!(e.contains("driver.ldap"), "{e}");
+}
+
+#[test]
+fn a_group_sharing_one_principal_gives_every_client_that_user() {
+    let text = LDAP.replace(
+        "principal_offset = 1",
+        "principal_offset = 2\nprincipal_count = 1\ncredentials = \"wrong_secret\"",
+    );
+    let s = Scenario::parse(&text, None).unwrap();
+    let who = crate::runner::identities(&s, 0, &s.groups[0]).unwrap();
+    assert!(who.iter().all(|w| w.id == "user2"), "{who:?}");
+    assert!(who.iter().all(|w| w.secret != "password2"));
+}

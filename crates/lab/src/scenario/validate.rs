@@ -226,22 +226,37 @@ impl Scenario {
             None => PathBuf::from(p),
         };
         let radius = raw.driver.kind == "radius";
+        let is_ldap = raw.driver.kind == "ldap";
+        let mut ldap_spec = None;
         let (https, host, port) = if radius {
             let (h, p) = safety::parse_url(&raw.target.url, "radius", 1812)?;
             (false, h, p)
+        } else if is_ldap {
+            let (ldaps, h, p) = ldap::parse_url(&raw.target.url)?;
+            let spec = ldap::spec(raw.driver.ldap.as_ref(), ldaps)?;
+            let tls = spec.tls();
+            ldap_spec = Some(spec);
+            (tls, h, p)
         } else {
+            if raw.driver.ldap.is_some() {
+                return Err(bad("driver.ldap is only for kind = \"ldap\""));
+            }
             safety::parse_web_url(&raw.target.url)?
         };
         let resolve_str = |p: &str| resolve(p);
-        let target_tls = match (&raw.target.tls, https) {
-            (Some(t), true) => Some(crate::tls::TlsSpec::from_raw(t, &host, &resolve_str)?),
-            (None, true) => Some(crate::tls::TlsSpec::from_raw(
-                &crate::tls::RawTls::default(),
-                &host,
-                &resolve_str,
-            )?),
-            (Some(_), false) => return Err(bad("target.tls needs an https:// target url")),
-            (None, false) => None,
+        let target_tls = if let Some(spec) = &ldap_spec {
+            ldap::target_tls(raw.target.tls.as_ref(), spec, &host, &resolve_str)?
+        } else {
+            match (&raw.target.tls, https) {
+                (Some(t), true) => Some(crate::tls::TlsSpec::from_raw(t, &host, &resolve_str)?),
+                (None, true) => Some(crate::tls::TlsSpec::from_raw(
+                    &crate::tls::RawTls::default(),
+                    &host,
+                    &resolve_str,
+                )?),
+                (Some(_), false) => return Err(bad("target.tls needs an https:// target url")),
+                (None, false) => None,
+            }
         };
         if !raw.target.token_path.starts_with('/') {
             return Err(bad("target.token_path must start with '/'"));
@@ -259,10 +274,10 @@ impl Scenario {
             "off" => None,
             // A RADIUS target has no HTTP side of its own to take a path against; its
             // metrics are scraped only from an explicit URL (default: off).
-            "/metrics" if radius => None,
-            p if radius && !p.starts_with("http://") => {
+            "/metrics" if radius || is_ldap => None,
+            p if (radius || is_ldap) && !p.starts_with("http://") => {
                 return Err(bad(format!(
-                    "with a radius:// target, target.metrics must be \"off\" or an http:// URL, \
+                    "with a radius:// or ldap:// target, target.metrics must be \"off\" or an http:// URL, \
                      not {p:?}"
                 )));
             }
@@ -396,6 +411,13 @@ impl Scenario {
                 DriverSpec::HttpGet { path }
             }
             "radius" => DriverSpec::Radius(radius_spec(d, &target.host, &resolve_str)?),
+            "ldap" => {
+                ldap::refuse_other_keys(d)?;
+                match ldap_spec {
+                    Some(spec) => DriverSpec::Ldap(spec),
+                    None => return Err(bad("driver.ldap: no LDAP target")),
+                }
+            }
             k => return Err(bad(format!("driver.kind: unknown driver {k:?}"))),
         };
 
@@ -509,18 +531,21 @@ impl Scenario {
                 c => return Err(ctx(format!("unknown credentials {c:?}"))),
             };
             let principal_offset = g.principal_offset.unwrap_or(next_principal);
+            let principal_count = g.principal_count.unwrap_or(g.size);
+            if principal_count == 0 || principal_count > g.size {
+                return Err(ctx("principal_count must be 1..=size".into()));
+            }
             if matches!(credentials, Credentials::Valid | Credentials::WrongSecret)
-                && matches!(driver, DriverSpec::OAuth2 { .. } | DriverSpec::Radius(_))
+                && !matches!(driver, DriverSpec::HttpGet { .. })
             {
-                if principal_offset + g.size > principals.len() {
+                let end = principal_offset + principal_count;
+                if end > principals.len() {
                     return Err(ctx(format!(
-                        "needs principals {}..{} but [principals] has {}",
-                        principal_offset,
-                        principal_offset + g.size,
+                        "needs principals {principal_offset}..{end} but [principals] has {}",
                         principals.len()
                     )));
                 }
-                next_principal = next_principal.max(principal_offset + g.size);
+                next_principal = next_principal.max(end);
             }
             let start = match &g.start {
                 Some(s) => parse_duration(s)?,
@@ -676,6 +701,7 @@ impl Scenario {
                 credentials,
                 size: g.size,
                 principal_offset,
+                principal_count,
                 model,
                 start,
                 duration,

@@ -130,6 +130,9 @@ impl<D: Driver> ClosedVu<D> {
             if let Some(e) = &res.eap {
                 g.eap.record(e, res.outcome, done - sent);
             }
+            if let Some(l) = &res.ldap {
+                g.ldap.record(self.index, l, g.expects_success);
+            }
             let mut pause = self.think;
             if self.honour
                 && let Some(ra) = res.retry_after
@@ -237,6 +240,9 @@ impl<D: Driver> OpenGroup<D> {
                     .fetch_add(u64::from(res.retransmits), Ordering::Relaxed);
                 if let Some(e) = &res.eap {
                     g.eap.record(e, res.outcome, done - intended);
+                }
+                if let Some(l) = &res.ldap {
+                    g.ldap.record(ci, l, g.expects_success);
                 }
                 if honour && let Some(ra) = res.retry_after {
                     let until = (done + ra - start).as_micros() as u64;

@@ -36,7 +36,6 @@ use crate::scenario::{
 use crate::schedule::{self, Arrivals, RateCurve};
 use crate::scrape::{self, ServerSecond, Snapshot};
 
-#[path = "runner_clients.rs"]
 mod clients;
 use clients::{ClosedVu, OpenGroup, run_closed_shard};
 
@@ -155,6 +154,7 @@ pub async fn run_scenario(scn: &Scenario, opts: &RunOptions) -> Result<ScenarioR
             "{wrong_keys} Access-Accept(s) carried MS-MPPE keys other than the station's own"
         ));
     }
+    failures.extend(lockouts(&repeats));
     let br: u64 = repeats.iter().map(|r| r.breaches).sum();
     if br > 0 {
         failures.push(format!("{br} token(s) issued for wrong credentials"));
@@ -169,6 +169,9 @@ pub async fn run_scenario(scn: &Scenario, opts: &RunOptions) -> Result<ScenarioR
             opts.label.clone()
         },
         driver: match &scn.target.tls {
+            Some(t) if matches!(scn.driver, DriverSpec::Ldap(_)) => {
+                format!("{} (TLS {})", driver_summary(scn), t.versions)
+            }
             Some(t) => format!(
                 "{} over https (TLS {}{})",
                 driver_summary(scn),
@@ -188,6 +191,28 @@ pub async fn run_scenario(scn: &Scenario, opts: &RunOptions) -> Result<ScenarioR
         thresholds,
         failures,
     })
+}
+
+/// The honest users an LDAP run locked out, one failure per group and repeat: the failure
+/// this project exists to prevent (a guessing wave denying the real user).
+fn lockouts(repeats: &[RepeatResult]) -> Vec<String> {
+    let mut out = Vec::new();
+    for r in repeats {
+        for g in &r.groups {
+            let Some(l) = &g.ldap else { continue };
+            if !l.locked_out.is_empty() {
+                out.push(format!(
+                    "repeat {}: {} honest user(s) of group {:?} locked out (their right password \
+                     refused with invalidCredentials after it had been accepted): {}",
+                    r.repeat + 1,
+                    l.locked_out.len(),
+                    g.name,
+                    l.locked_out.join(", ")
+                ));
+            }
+        }
+    }
+    out
 }
 
 fn driver_summary(scn: &Scenario) -> String {
@@ -220,6 +245,7 @@ fn driver_summary(scn: &Scenario) -> String {
         }
         DriverSpec::Radius(spec) if spec.accounting => "radius accounting".to_string(),
         DriverSpec::Radius(_) => "radius pap".to_string(),
+        DriverSpec::Ldap(spec) => spec.summary(),
     }
 }
 
@@ -388,6 +414,10 @@ async fn run_once(
             let d = crate::radius::RadiusDriver::new(addr, spec.clone()).with_seed(scn.run.seed);
             drive(scn, Arc::new(d), addr, repeat, opts).await
         }
+        DriverSpec::Ldap(spec) => {
+            let d = crate::ldap::LdapDriver::new(addr, spec.clone())?;
+            drive(scn, Arc::new(d), addr, repeat, opts).await
+        }
     }
 }
 
@@ -421,12 +451,12 @@ pub fn identities(scn: &Scenario, gi: usize, g: &GroupSpec) -> Result<Vec<Identi
             let (id, secret) = match &g.credentials {
                 Credentials::Valid => scn
                     .principals
-                    .get(g.principal_offset + i)
+                    .get(g.principal_offset + i % g.principal_count.max(1))
                     .unwrap_or_else(|| (format!("{}-{i}", g.name), String::new())),
                 Credentials::WrongSecret => {
                     let (id, real) = scn
                         .principals
-                        .get(g.principal_offset + i)
+                        .get(g.principal_offset + i % g.principal_count.max(1))
                         .unwrap_or_else(|| (format!("{}-{i}", g.name), String::new()));
                     (
                         id,
@@ -478,17 +508,25 @@ async fn drive<D: Driver>(
     opts: &RunOptions,
 ) -> Result<RepeatResult, LabError> {
     let mut prepared = Vec::new();
+    let mut names = Vec::new();
     for (gi, g) in scn.groups.iter().enumerate() {
-        let clients: Result<Vec<D::Client>, LabError> = identities(scn, gi, g)?
-            .iter()
-            .map(|w| d.client(w))
-            .collect();
+        let who = identities(scn, gi, g)?;
+        let clients: Result<Vec<D::Client>, LabError> = who.iter().map(|w| d.client(w)).collect();
         prepared.push(Arc::new(clients?));
+        names.push(who.into_iter().map(|w| w.id).collect::<Vec<_>>());
     }
     let recs: Arc<Vec<GroupRecorder>> = Arc::new(
         scn.groups
             .iter()
-            .map(|g| GroupRecorder::new(&g.name, g.expects_success(), g.duration))
+            .zip(names)
+            .map(|(g, names)| {
+                let mut r = GroupRecorder::new(&g.name, g.expects_success(), g.duration);
+                if matches!(scn.driver, DriverSpec::Ldap(_)) {
+                    // Locked-out users are named in the report.
+                    r.ldap = crate::ldap::stats::LdapStats::with_names(names);
+                }
+                r
+            })
             .collect(),
     );
     let budget = Arc::new(Budget {
@@ -716,20 +754,4 @@ async fn drive<D: Driver>(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn jwks_uri_path_is_taken_from_discovery() {
-        assert_eq!(
-            url_path("http://127.0.0.1:8080/oauth2/jwks"),
-            "/oauth2/jwks"
-        );
-        assert_eq!(url_path("/keys"), "/keys");
-        assert_eq!(url_path("https://issuer.example"), "/oauth2/jwks");
-    }
-}
-
-#[cfg(test)]
-#[path = "runner_tests.rs"]
-mod end_to_end;
+mod tests;

@@ -1,5 +1,6 @@
-//! The runner against servers that misbehave on purpose: one that hands every client the
-//! same (correctly signed) token, one whose tokens are signed by a key it does not publish.
+//! The runner's tests: the discovery URL's path, and the runner against servers that
+//! misbehave on purpose (one that hands every client the same correctly signed token, one
+//! whose tokens are signed by a key it does not publish).
 
 use std::convert::Infallible;
 
@@ -208,4 +209,14 @@ connection = "keep-alive"
         "{g:?}"
     );
     assert!(g.max_ms >= 299.0, "{g:?}");
+}
+
+#[test]
+fn jwks_uri_path_is_taken_from_discovery() {
+    assert_eq!(
+        url_path("http://127.0.0.1:8080/oauth2/jwks"),
+        "/oauth2/jwks"
+    );
+    assert_eq!(url_path("/keys"), "/keys");
+    assert_eq!(url_path("https://issuer.example"), "/oauth2/jwks");
 }

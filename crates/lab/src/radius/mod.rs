@@ -546,5 +546,4 @@ enum Judged {
 }
 
 #[cfg(test)]
-#[path = "radius_tests.rs"]
 mod tests;
