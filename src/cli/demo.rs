@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use portcullis_lab::demo::{self, BaselineServer, DemoOptions, DemoServer, FreeRadiusServer};
+use portcullis_demo::{self as demo, BaselineServer, DemoOptions, DemoServer, FreeRadiusServer};
 
 /// Arguments of `portcullis demo`.
 #[derive(Debug, clap::Args)]
@@ -36,7 +36,7 @@ pub fn run(args: DemoArgs) -> ExitCode {
         Err(e) => return super::fail(format_args!("cannot start the async runtime: {e}")),
     };
     let baseline = BaselineServer { workers: 16 };
-    let portcullis = portcullis_demo::PortcullisServer::default();
+    let portcullis = ours::PortcullisServer::default();
     // FreeRADIUS joins the RADIUS sections when it is installed (issue 12's comparison);
     // the demo never installs anything itself.
     let freeradius = if args.no_freeradius {
@@ -86,13 +86,13 @@ pub fn run(args: DemoArgs) -> ExitCode {
 
 /// Portcullis as a demo server: the real token server, started in-process on a loopback
 /// port with a temporary data directory and the demo's clients.
-mod portcullis_demo {
+mod ours {
     use std::path::PathBuf;
     use std::sync::atomic::{AtomicU32, Ordering};
 
+    use portcullis_demo::{Accounting, BoxFuture, DemoServer, Setup, Started};
     use portcullis_hash::{Policy, Prf};
     use portcullis_lab::LabError;
-    use portcullis_lab::demo::{Accounting, BoxFuture, DemoServer, Setup, Started};
     use portcullis_server::{Config, Server};
     use portcullis_store::{ClientRecord, DataDir, Grant, NasRecord, NasStore, UserRecord};
 

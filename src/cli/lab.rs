@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use portcullis_lab::baseline::{Baseline, BaselineConfig};
+use portcullis_demo::baseline::{Baseline, BaselineConfig};
 use portcullis_lab::report::{Report, Section};
 use portcullis_lab::scenario::{BUILTIN, Scenario, parse_duration};
 use portcullis_lab::{RunOptions, fingerprint};

@@ -470,7 +470,7 @@ async fn issue_28_accounting_on_off_and_refused_classes_are_audited() {
 /// the lab saw.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_28_demo_storm_beside_logins_stores_every_acknowledged_record() {
-    use portcullis_lab::demo::acct_storm::{self, Durations, LOGIN_USERS};
+    use portcullis_demo::acct_storm::{self, Durations, LOGIN_USERS};
     use portcullis_store::AccountingStore;
 
     let _heavy = crate::server_support::exclusive();

@@ -9,7 +9,7 @@ use std::net::TcpListener;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use portcullis_lab::baseline::{Baseline, BaselineConfig};
+use portcullis_demo::baseline::{Baseline, BaselineConfig};
 use portcullis_lab::record::Outcome;
 use portcullis_lab::{RunOptions, Scenario};
 

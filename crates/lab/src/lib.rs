@@ -19,17 +19,16 @@
 //! - [`scrape`]: the server's Prometheus `/metrics`, as per-second figures.
 //! - [`runner`]: executes a scenario (groups, ticker, caps, repeats, thresholds).
 //! - [`report`]: `summary.json`, `timeseries.csv`, self-contained `report.html` (inline SVG).
-//! - [`baseline`]: the deliberately naive token server used for contrast; [`demo`] runs
-//!   the built-in scenarios against it and Portcullis side by side.
+//! - The demo (`portcullis demo`) and the naive baseline servers it shows for contrast
+//!   are the crate `portcullis-demo`, built on this one.
 //! - [`trivial`]: a minimal `GET /healthz` server for tool comparisons and stall tests.
 //! - [`safety`]: loopback-only targets and hard ceilings.
+#![forbid(unsafe_code)]
 
 pub mod assertion;
-pub mod baseline;
 pub mod certs;
 pub mod clock;
 pub mod conn;
-pub mod demo;
 pub mod driver;
 pub mod eap;
 pub mod fingerprint;

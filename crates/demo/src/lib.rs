@@ -1,10 +1,13 @@
 //! `portcullis demo`: the same built-in scenarios against the naive baseline and against
 //! Portcullis, each started fresh in-process on loopback with the same clients, reported
-//! side by side. The lab crate does not depend on the server crate: servers come in through
-//! the [`DemoServer`] trait (the binary supplies Portcullis; [`BaselineServer`] and
-//! [`FreeRadiusServer`] are here).
+//! side by side. Built on the lab (`portcullis-lab`: scenarios, drivers, runner, reports);
+//! it does not depend on the server crate: servers come in through the [`DemoServer`]
+//! trait (the binary supplies Portcullis; [`BaselineServer`] and [`FreeRadiusServer`] are
+//! here), and [`baseline`] holds the deliberately naive servers shown for contrast.
+#![forbid(unsafe_code)]
 
 pub mod acct_storm;
+pub mod baseline;
 mod eap;
 mod fr_files;
 mod freeradius;
@@ -22,12 +25,12 @@ use std::time::{Duration, Instant};
 use portcullis_hash::Prf;
 use portcullis_hash::pbkdf2::pbkdf2_hmac;
 
-use crate::LabError;
 use crate::baseline::{Baseline, BaselineConfig};
-use crate::fingerprint::Fingerprint;
-use crate::report::{Report, Section, Table};
-use crate::runner::{RunOptions, run_scenario};
-use crate::scenario::{BUILTIN, DriverSpec, Model, Principals, Scenario};
+use portcullis_lab::LabError;
+use portcullis_lab::fingerprint::Fingerprint;
+use portcullis_lab::report::{Report, Section, Table};
+use portcullis_lab::runner::{RunOptions, run_scenario};
+use portcullis_lab::scenario::{BUILTIN, DriverSpec, Model, Principals, Scenario};
 
 /// What every demo server is started with.
 #[derive(Debug, Clone)]
@@ -42,7 +45,7 @@ pub struct Setup {
     /// secret, with the `clients` as its users (name, password).
     pub radius_secret: Option<Vec<u8>>,
     /// HTTPS scenarios: serve TLS with this certificate and key (a throwaway CA's).
-    pub tls: Option<crate::certs::Pair>,
+    pub tls: Option<portcullis_lab::certs::Pair>,
     /// Store the clients' secrets as generated secrets are (peppered HMAC) instead of
     /// with PBKDF2.
     pub generated_secrets: bool,
@@ -296,7 +299,7 @@ pub async fn run(servers: &[&dyn DemoServer], opts: &DemoOptions) -> Result<Repo
     let pki = if scns.iter().any(|s| s.demo.tls || s.demo.eap_pki) {
         std::fs::create_dir_all(&pki_dir)
             .map_err(|e| LabError::Output(format!("{}: {e}", pki_dir.display())))?;
-        let ca = crate::certs::TestCa::new(&pki_dir, "demo-ca")?;
+        let ca = portcullis_lab::certs::TestCa::new(&pki_dir, "demo-ca")?;
         let server = ca.server("demo-server", &["127.0.0.1", "localhost"])?;
         // 802.1X stations: one client certificate all EAP-TLS stations present.
         let station = ca.client("demo-station", "lab-client-0")?;
@@ -583,8 +586,8 @@ pub fn radius_table(sections: &[Section]) -> Option<Table> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{GroupRecorder, Outcome, merge};
-    use crate::runner::{RepeatResult, ScenarioResult};
+    use portcullis_lab::record::{GroupRecorder, Outcome, merge};
+    use portcullis_lab::runner::{RepeatResult, ScenarioResult};
 
     /// A result whose legitimate group made `accepts` successes in 2 s (the slowest at
     /// `slow_ms`) and `timeouts` timeouts.

@@ -5,8 +5,8 @@
 
 use std::path::PathBuf;
 
-use crate::record::{GroupResult, Outcome};
-use crate::report::{Section, Table};
+use portcullis_lab::record::{GroupResult, Outcome};
+use portcullis_lab::report::{Section, Table};
 
 /// What a demo server needs to serve EAP-TLS and EAP-TTLS/PAP.
 #[derive(Debug, Clone)]
@@ -15,7 +15,7 @@ pub struct EapSetup {
     /// client certificates must chain to.
     pub ca: PathBuf,
     /// The server certificate and key the stations verify.
-    pub server: crate::certs::Pair,
+    pub server: portcullis_lab::certs::Pair,
 }
 
 /// The section this table reads.
@@ -163,9 +163,9 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::eap::EapLogin;
-    use crate::record::GroupRecorder;
-    use crate::runner::{RepeatResult, ScenarioResult};
+    use portcullis_lab::eap::EapLogin;
+    use portcullis_lab::record::GroupRecorder;
+    use portcullis_lab::runner::{RepeatResult, ScenarioResult};
 
     /// A group that accepted `full` full and `resumed` resumed logins in 2 s.
     fn group(name: &str, full: u32, resumed: u32, legit: bool) -> GroupResult {

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use super::EapSetup;
 use super::fr_files::{fr_err, write};
-use crate::LabError;
+use portcullis_lab::LabError;
 
 /// The EAP edits of `mods-available/eap` and the two virtual servers, in `dir` (a copy of
 /// the packaged configuration); the site listens on `port`.

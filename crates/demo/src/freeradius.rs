@@ -25,7 +25,7 @@ use portcullis_hash::pbkdf2::pbkdf2_hmac;
 
 use super::fr_files::{fr_err, write};
 use super::{BoxFuture, DemoServer, Setup, Started};
-use crate::LabError;
+use portcullis_lab::LabError;
 
 /// Where Debian's package keeps the configuration the demo copies.
 const PACKAGED_CONFIG: &str = "/etc/freeradius/3.0";

@@ -15,11 +15,11 @@
 
 use std::time::Duration;
 
-use crate::LabError;
-use crate::outcome::Outcome;
-use crate::report::{Section, Table};
-use crate::runner::{RunOptions, ScenarioResult, run_scenario};
-use crate::scenario::Scenario;
+use portcullis_lab::LabError;
+use portcullis_lab::outcome::Outcome;
+use portcullis_lab::report::{Section, Table};
+use portcullis_lab::runner::{RunOptions, ScenarioResult, run_scenario};
+use portcullis_lab::scenario::Scenario;
 
 use super::{BoxFuture, DemoServer, Setup};
 
@@ -451,7 +451,9 @@ mod tests {
             Some(300.0),
         )
         .unwrap();
-        assert!(matches!(&a.driver, crate::scenario::DriverSpec::Radius(r) if r.accounting));
+        assert!(
+            matches!(&a.driver, portcullis_lab::scenario::DriverSpec::Radius(r) if r.accounting)
+        );
         assert!(logins("x", "radius://127.0.0.1:1", "é".as_bytes(), &d).is_err());
     }
 }

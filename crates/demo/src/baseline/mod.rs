@@ -31,7 +31,7 @@ use parking_lot::Mutex;
 use portcullis_hash::Prf;
 use portcullis_hash::pbkdf2::pbkdf2_hmac;
 
-use crate::LabError;
+use portcullis_lab::LabError;
 
 /// What the baseline serves and how it behaves.
 #[derive(Debug, Clone)]
@@ -477,7 +477,7 @@ fn token(st: &State, req: &http::Request) -> Reply {
         _ => return oauth_error(400, "unsupported_grant_type"),
     };
     st.ok.fetch_add(1, Ordering::Relaxed);
-    let now = crate::clock::unix_now();
+    let now = portcullis_lab::clock::unix_now();
     let header = serde_json::json!({"alg": "EdDSA", "typ": "at+jwt", "kid": st.kid}).to_string();
     let mut claims = serde_json::json!({
         "iss": st.issuer,

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::LabError;
+use portcullis_lab::LabError;
 
 /// A FreeRADIUS set-up or start failure.
 pub(super) fn fr_err(msg: impl std::fmt::Display) -> LabError {

@@ -22,7 +22,7 @@ use portcullis_radius::{
 };
 use subtle::ConstantTimeEq;
 
-use crate::LabError;
+use portcullis_lab::LabError;
 
 /// A running naive RADIUS server.
 #[derive(Debug)]
