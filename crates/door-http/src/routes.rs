@@ -68,8 +68,8 @@ pub fn router(ctx: Arc<HttpContext>) -> Router {
         .with_state(ctx)
 }
 
-/// `Strict-Transport-Security` on every answer of an HTTPS door (RFC 6797 7.1: only over
-/// a secure transport; the router of a plain HTTP door has `None`). Outermost, so the
+/// `Strict-Transport-Security` on every answer of an HTTPS door (RFC 6797 7.2: never over
+/// a non-secure transport; the router of a plain HTTP door has `None`). Outermost, so the
 /// deadline's 503 and the fallback's 404 carry it too.
 async fn hsts(State(value): State<Option<HeaderValue>>, req: Request, next: Next) -> Response {
     let mut resp = next.run(req).await;
