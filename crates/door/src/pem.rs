@@ -6,6 +6,7 @@
 pub use rustls::pki_types::pem::SectionKind;
 use rustls::pki_types::pem::{self, PemObject};
 use rustls::pki_types::{CertificateDer, CertificateRevocationListDer, PrivateKeyDer};
+use zeroize::Zeroizing;
 
 /// A PEM text is malformed (the message says where), or lacks what was asked for.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -54,10 +55,17 @@ pub fn crls(text: &[u8]) -> Result<Vec<CertificateRevocationListDer<'static>>, P
     Ok(CertificateRevocationListDer::pem_slice_iter(text).collect::<Result<_, _>>()?)
 }
 
+/// One PEM block: its kind and DER, wiped when dropped.
+pub type Section = (SectionKind, Zeroizing<Vec<u8>>);
+
 /// Every block of a kind the parser knows, with its DER (blocks of unknown labels are
-/// skipped, as are lines outside blocks).
-pub fn sections(text: &[u8]) -> Result<Vec<(SectionKind, Vec<u8>)>, PemError> {
-    Ok(<(SectionKind, Vec<u8>)>::pem_slice_iter(text).collect::<Result<_, _>>()?)
+/// skipped, as are lines outside blocks). The DER is wiped when dropped: a block may be a
+/// private key pasted where a public one belongs.
+pub fn sections(text: &[u8]) -> Result<Vec<Section>, PemError> {
+    <(SectionKind, Vec<u8>)>::pem_slice_iter(text)
+        .map(|s| s.map(|(kind, der)| (kind, Zeroizing::new(der))))
+        .collect::<Result<_, _>>()
+        .map_err(PemError::from)
 }
 
 #[cfg(test)]
