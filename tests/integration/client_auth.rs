@@ -344,7 +344,7 @@ async fn issue_14_certificate_clients_get_tokens_bound_to_their_certificate() {
         assert_eq!(a.status, 200, "{id}: {}", String::from_utf8_lossy(&a.body));
         let token = a.json()["access_token"].as_str().unwrap().to_owned();
         let pem = std::fs::read(&pair.cert).unwrap();
-        let der = rustls_pemfile_der(&pem);
+        let der = first_cert_der(&pem);
         let want = portcullis_server::client_auth::mtls::thumbprint(&der);
         assert_eq!(
             jwt_part(&token, 1)["cnf"]["x5t#S256"],
@@ -368,7 +368,7 @@ async fn issue_14_certificate_clients_get_tokens_bound_to_their_certificate() {
     assert!(!first.resumed && again.resumed);
     assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
     let bound = jwt_part(a.json()["access_token"].as_str().unwrap(), 1);
-    let der = rustls_pemfile_der(&std::fs::read(&h.client.cert).unwrap());
+    let der = first_cert_der(&std::fs::read(&h.client.cert).unwrap());
     assert_eq!(
         bound["cnf"]["x5t#S256"],
         portcullis_server::client_auth::mtls::thumbprint(&der).as_str()
@@ -395,7 +395,7 @@ async fn issue_14_certificate_clients_get_tokens_bound_to_their_certificate() {
 }
 
 /// The DER of the first certificate in a PEM file.
-pub fn rustls_pemfile_der(pem: &[u8]) -> Vec<u8> {
+pub fn first_cert_der(pem: &[u8]) -> Vec<u8> {
     let text = std::str::from_utf8(pem).unwrap();
     let b64: String = text
         .lines()

@@ -297,7 +297,9 @@ pub async fn login(nas: &Nas, peer: &mut Peer, station: &str, salt: &mut u64) ->
 pub fn client_config(pki: &Pki, cert: Option<&Pair>) -> std::sync::Arc<rustls::ClientConfig> {
     let read = |p: &Path| std::fs::read(p).unwrap();
     let mut roots = rustls::RootCertStore::empty();
-    for c in rustls_pemfile::certs(&mut &read(&pki.ca)[..]) {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    for c in CertificateDer::pem_slice_iter(&read(&pki.ca)) {
         roots.add(c.unwrap()).unwrap();
     }
     let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
@@ -307,12 +309,10 @@ pub fn client_config(pki: &Pki, cert: Option<&Pair>) -> std::sync::Arc<rustls::C
         .with_root_certificates(roots);
     let c = match cert {
         Some(p) => {
-            let chain: Vec<_> = rustls_pemfile::certs(&mut &read(&p.cert)[..])
+            let chain: Vec<_> = CertificateDer::pem_slice_iter(&read(&p.cert))
                 .map(Result::unwrap)
                 .collect();
-            let key = rustls_pemfile::private_key(&mut &read(&p.key)[..])
-                .unwrap()
-                .unwrap();
+            let key = PrivateKeyDer::from_pem_slice(&read(&p.key)).unwrap();
             b.with_client_auth_cert(chain, key).unwrap()
         }
         None => b.with_no_client_auth(),

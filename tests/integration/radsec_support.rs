@@ -150,7 +150,9 @@ fn add_nas(data: &Path, name: &str, cidr: &str, extra: &[&str]) {
 pub fn client_config(ca: &Path, cert: Option<&Pair>, alpn: &[&[u8]]) -> Arc<rustls::ClientConfig> {
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let mut roots = rustls::RootCertStore::empty();
-    for c in rustls_pemfile::certs(&mut &std::fs::read(ca).unwrap()[..]) {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    for c in CertificateDer::pem_slice_iter(&std::fs::read(ca).unwrap()) {
         roots.add(c.unwrap()).unwrap();
     }
     let b = rustls::ClientConfig::builder_with_provider(provider)
@@ -159,12 +161,10 @@ pub fn client_config(ca: &Path, cert: Option<&Pair>, alpn: &[&[u8]]) -> Arc<rust
         .with_root_certificates(roots);
     let mut config = match cert {
         Some(p) => {
-            let chain = rustls_pemfile::certs(&mut &std::fs::read(&p.cert).unwrap()[..])
+            let chain = CertificateDer::pem_slice_iter(&std::fs::read(&p.cert).unwrap())
                 .collect::<Result<Vec<_>, _>>()
                 .unwrap();
-            let key = rustls_pemfile::private_key(&mut &std::fs::read(&p.key).unwrap()[..])
-                .unwrap()
-                .unwrap();
+            let key = PrivateKeyDer::from_pem_slice(&std::fs::read(&p.key).unwrap()).unwrap();
             b.with_client_auth_cert(chain, key).unwrap()
         }
         None => b.with_no_client_auth(),

@@ -12,7 +12,7 @@ use portcullis_server::registration::config::FileRegistration;
 use portcullis_store::ClientAuth;
 use serde_json::{Value, json};
 
-use crate::client_auth::{Https, https_server_with, rustls_pemfile_der};
+use crate::client_auth::{Https, first_cert_der, https_server_with};
 use crate::registration::cli_token;
 use crate::server_support::{Answer, form, jwt_part};
 
@@ -97,7 +97,7 @@ async fn issue_27_rfc_8705_clients_register_and_get_tokens_over_mtls() {
     ));
 
     // self_signed_tls_client_auth: its certificate as the x5c of a JWK.
-    let der = rustls_pemfile_der(&std::fs::read(&h.self_signed.cert).unwrap());
+    let der = first_cert_der(&std::fs::read(&h.self_signed.cert).unwrap());
     let x5c = base64::engine::general_purpose::STANDARD.encode(&der);
     let a = register(
         &h,
@@ -116,7 +116,7 @@ async fn issue_27_rfc_8705_clients_register_and_get_tokens_over_mtls() {
     for (id, pair) in [(&ca_client, &h.client), (&own_client, &h.self_signed)] {
         let a = token_with(&h, id, pair).await;
         assert_eq!(a.status, 200, "{id}: {}", String::from_utf8_lossy(&a.body));
-        let der = rustls_pemfile_der(&std::fs::read(&pair.cert).unwrap());
+        let der = first_cert_der(&std::fs::read(&pair.cert).unwrap());
         let token = a.json()["access_token"].as_str().unwrap().to_owned();
         assert_eq!(
             jwt_part(&token, 1)["cnf"]["x5t#S256"],

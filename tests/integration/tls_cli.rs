@@ -133,7 +133,7 @@ fn served_cert(s: &Stream) -> Vec<u8> {
 }
 
 fn pem_der(path: &Path) -> Vec<u8> {
-    crate::client_auth::rustls_pemfile_der(&std::fs::read(path).unwrap())
+    crate::client_auth::first_cert_der(&std::fs::read(path).unwrap())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

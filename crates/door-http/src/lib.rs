@@ -76,6 +76,10 @@ pub struct HttpConfig {
     pub proxy_protocol: bool,
     /// `[tls] client_certificates`: clients may present certificates (RFC 8705).
     pub client_certificates: bool,
+    /// The `Strict-Transport-Security` value of every answer (`[tls] hsts_max_age_secs`);
+    /// `None`: plain HTTP, or turned off. The door serves HTTPS or plain HTTP, never
+    /// both, so with `[tls]` every answer it gives goes over TLS.
+    pub hsts: Option<String>,
     /// `[registration]`: dynamic client registration.
     pub registration: RegistrationConfig,
     /// The store and throttle backends, as the status page shows them.

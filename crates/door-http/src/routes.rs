@@ -58,7 +58,26 @@ pub fn router(ctx: Arc<HttpContext>) -> Router {
             Arc::clone(&ctx),
             track,
         ))
+        .layer(axum::middleware::from_fn_with_state(
+            ctx.config
+                .hsts
+                .as_deref()
+                .and_then(|v| HeaderValue::from_str(v).ok()),
+            hsts,
+        ))
         .with_state(ctx)
+}
+
+/// `Strict-Transport-Security` on every answer of an HTTPS door (RFC 6797 7.2: never over
+/// a non-secure transport; the router of a plain HTTP door has `None`). Outermost, so the
+/// deadline's 503 and the fallback's 404 carry it too.
+async fn hsts(State(value): State<Option<HeaderValue>>, req: Request, next: Next) -> Response {
+    let mut resp = next.run(req).await;
+    if let Some(v) = value {
+        resp.headers_mut()
+            .insert(header::STRICT_TRANSPORT_SECURITY, v);
+    }
+    resp
 }
 
 /// OAuth endpoints answer a wrong method with an OAuth error body too.

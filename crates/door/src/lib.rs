@@ -6,6 +6,7 @@
 //! - [`metrics`]: the Prometheus recorder, the metric names doors share, HTTP middleware.
 //! - [`tls`]: rustls settings and the certificate / cipher-suite start-up check; what a
 //!   TLS peer presented ([`tls::peer`]).
+//! - [`pem`]: PEM certificates, keys and CRLs, with errors that say what is wrong.
 //! - [`http_conn`]: one HTTP/1.1 connection served by an axum router, with header limits
 //!   and graceful shutdown (the HTTP and admin doors' connections).
 //! - [`conn_limit`]: per-source connection limits of TCP doors.
@@ -24,6 +25,7 @@ pub mod forwarded;
 pub mod history;
 pub mod http_conn;
 pub mod metrics;
+pub mod pem;
 pub mod proxy_protocol;
 pub mod reload;
 pub mod status;

@@ -43,29 +43,24 @@ impl AssertionKey {
     /// Load a PEM private key (PKCS#8, or PKCS#1 for RSA, SEC1 for P-256). The algorithm
     /// follows the key (EdDSA, ES256, RS256), or `alg` when given (PS256 for RSA).
     pub fn load(path: &Path, alg: Option<&str>) -> Result<AssertionKey, LabError> {
-        use rustls_pemfile::Item;
         let pem = crate::safety::read_file(path, 1 << 20)
             .map_err(|e| bad(format!("driver.private_key: {e}")))?;
-        let item = rustls_pemfile::read_one(&mut &pem[..])
-            .map_err(|e| bad(format!("driver.private_key: {}: {e}", path.display())))?;
-        let der: Vec<u8> = match item {
-            Some(Item::Pkcs8Key(k)) => k.secret_pkcs8_der().to_vec(),
-            Some(Item::Pkcs1Key(k)) => k.secret_pkcs1_der().to_vec(),
-            Some(Item::Sec1Key(k)) => k.secret_sec1_der().to_vec(),
-            _ => {
-                return Err(bad(format!(
+        let secret = crate::tls::private_key(&pem)
+            .map_err(|e| bad(format!("driver.private_key: {}: {e}", path.display())))?
+            .ok_or_else(|| {
+                bad(format!(
                     "driver.private_key: {} holds no private key",
                     path.display()
-                )));
-            }
-        };
-        let key = if let Ok(k) = Ed25519KeyPair::from_pkcs8_maybe_unchecked(&der) {
+                ))
+            })?;
+        let der: &[u8] = secret.secret_der();
+        let key = if let Ok(k) = Ed25519KeyPair::from_pkcs8_maybe_unchecked(der) {
             Key::Ed(k)
         } else if let Ok(k) =
-            EcdsaKeyPair::from_private_key_der(&signature::ECDSA_P256_SHA256_FIXED_SIGNING, &der)
+            EcdsaKeyPair::from_private_key_der(&signature::ECDSA_P256_SHA256_FIXED_SIGNING, der)
         {
             Key::Ec(k)
-        } else if let Ok(k) = RsaKeyPair::from_pkcs8(&der).or_else(|_| RsaKeyPair::from_der(&der)) {
+        } else if let Ok(k) = RsaKeyPair::from_pkcs8(der).or_else(|_| RsaKeyPair::from_der(der)) {
             match alg {
                 Some("PS256") => Key::Rsa(k, &signature::RSA_PSS_SHA256),
                 _ => Key::Rsa(k, &signature::RSA_PKCS1_SHA256),

@@ -129,10 +129,11 @@ impl TestCa {
         let mut certs = Vec::new();
         for pair in revoked {
             let pem = std::fs::read(&pair.cert).map_err(err)?;
-            let der = rustls_pemfile::certs(&mut &pem[..])
+            let der = crate::tls::pem_certs(&pem)
+                .map_err(err)?
+                .into_iter()
                 .next()
-                .ok_or_else(|| err("no certificate to revoke"))?
-                .map_err(err)?;
+                .ok_or_else(|| err("no certificate to revoke"))?;
             let serial = serial_of(&der).ok_or_else(|| err("unreadable certificate serial"))?;
             certs.push(rcgen::RevokedCertParams {
                 serial_number: rcgen::SerialNumber::from_slice(serial),

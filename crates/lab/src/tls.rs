@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rustls::client::{ClientSessionMemoryCache, Resumption};
+use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::{ClientConfig, RootCertStore};
 use serde::{Deserialize, Serialize};
@@ -96,14 +97,43 @@ const SYSTEM_BUNDLES: [&str; 4] = [
     "/etc/ssl/ca-bundle.pem",
 ];
 
+/// A PEM parse error in words, a bad line quoted as text (the parser prints it as bytes).
+pub(crate) fn pem_error(e: &rustls::pki_types::pem::Error) -> String {
+    use rustls::pki_types::pem::Error;
+    match e {
+        Error::MissingSectionEnd { end_marker } => format!(
+            "\"-----END {}-----\" missing: a block is cut short",
+            String::from_utf8_lossy(end_marker)
+        ),
+        Error::IllegalSectionStart { line } => {
+            format!("illegal section start: {:?}", String::from_utf8_lossy(line))
+        }
+        other => other.to_string(),
+    }
+}
+
+/// The first private key of a PEM text (PKCS#8, PKCS#1 or SEC1); `Ok(None)`: none.
+pub(crate) fn private_key(pem: &[u8]) -> Result<Option<PrivateKeyDer<'static>>, String> {
+    match PrivateKeyDer::from_pem_slice(pem) {
+        Ok(k) => Ok(Some(k)),
+        Err(rustls::pki_types::pem::Error::NoItemsFound) => Ok(None),
+        Err(e) => Err(pem_error(&e)),
+    }
+}
+
+/// Every CERTIFICATE block of a PEM text.
+pub(crate) fn pem_certs(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, String> {
+    CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<_, _>>()
+        .map_err(|e| pem_error(&e))
+}
+
 fn read_pem(path: &Path, what: &str) -> Result<Vec<u8>, LabError> {
     crate::safety::read_file(path, 16 << 20).map_err(|e| bad(format!("tls.{what}: {e}")))
 }
 
 fn certs(pem: &[u8], path: &Path, what: &str) -> Result<Vec<CertificateDer<'static>>, LabError> {
-    let c: Vec<CertificateDer<'static>> = rustls_pemfile::certs(&mut &pem[..])
-        .collect::<Result<_, _>>()
-        .map_err(|e| bad(format!("tls.{what}: {}: {e}", path.display())))?;
+    let c = pem_certs(pem).map_err(|e| bad(format!("tls.{what}: {}: {e}", path.display())))?;
     if c.is_empty() {
         return Err(bad(format!(
             "tls.{what}: {} holds no CERTIFICATE",
@@ -167,10 +197,9 @@ impl TlsSpec {
             (Some(c), Some(k)) => {
                 let (cp, kp) = (resolve(c), resolve(k));
                 let chain = certs(&read_pem(&cp, "cert")?, &cp, "cert")?;
-                let key: PrivateKeyDer<'static> =
-                    rustls_pemfile::private_key(&mut &read_pem(&kp, "key")?[..])
-                        .map_err(|e| bad(format!("tls.key: {}: {e}", kp.display())))?
-                        .ok_or_else(|| bad(format!("tls.key: {} holds no key", kp.display())))?;
+                let key = private_key(&read_pem(&kp, "key")?)
+                    .map_err(|e| bad(format!("tls.key: {}: {e}", kp.display())))?
+                    .ok_or_else(|| bad(format!("tls.key: {} holds no key", kp.display())))?;
                 let cfg = builder
                     .with_client_auth_cert(chain, key)
                     .map_err(|e| bad(format!("tls.cert/key: {e}")))?;

@@ -15,8 +15,8 @@ use portcullis_core::{
 };
 use portcullis_door::audit::Audit;
 use portcullis_door::reload::Reloads;
-use portcullis_door::tls::TlsServer;
 use portcullis_door::tls::client_certs::ClientCa;
+use portcullis_door::tls::{TlsServer, TlsSettings};
 use portcullis_door_admin::{AdminContext, AdminDoorConfig};
 use portcullis_door_http::{Deployment, HttpConfig, HttpContext};
 use portcullis_door_radius::{RadiusContext, RadiusDoorConfig};
@@ -305,6 +305,7 @@ fn http_config(c: &Config) -> HttpConfig {
         trusted_proxies: c.trusted_proxies.clone(),
         proxy_protocol: c.proxy_protocol,
         client_certificates: c.tls.as_ref().is_some_and(|t| t.client_certificates),
+        hsts: c.tls.as_ref().and_then(TlsSettings::hsts),
         registration: c.registration.clone(),
         deployment: Deployment {
             store: match &c.store {

@@ -161,10 +161,11 @@ async fn get<S: AsyncRead + AsyncWrite + Unpin>(
 fn pinned_connector(tls: &TlsSettings) -> Result<tokio_rustls::TlsConnector, HealthError> {
     let pem = std::fs::read(&tls.cert)
         .map_err(|e| HealthError::Tls(format!("{}: {e}", tls.cert.display())))?;
-    let leaf = rustls_pemfile::certs(&mut &pem[..])
+    let leaf = portcullis_door::pem::certs(&pem)
+        .map_err(|e| HealthError::Tls(format!("{}: {e}", tls.cert.display())))?
+        .into_iter()
         .next()
-        .ok_or_else(|| HealthError::Tls(format!("{}: no certificate", tls.cert.display())))?
-        .map_err(|e| HealthError::Tls(format!("{}: {e}", tls.cert.display())))?;
+        .ok_or_else(|| HealthError::Tls(format!("{}: no certificate", tls.cert.display())))?;
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let verifier = Arc::new(Pinned::new(leaf, Arc::clone(&provider)));
     let config = rustls::ClientConfig::builder_with_provider(provider)

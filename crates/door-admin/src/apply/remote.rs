@@ -110,6 +110,7 @@ async fn target(url: &str) -> Result<Target, RemoteError> {
 }
 
 fn connector(ep: &Endpoint) -> Result<tokio_rustls::TlsConnector, RemoteError> {
+    use portcullis_door::pem;
     let setup = |e: String| RemoteError::Setup(e);
     let Some(ca) = &ep.ca else {
         return Err(setup(
@@ -118,8 +119,8 @@ fn connector(ep: &Endpoint) -> Result<tokio_rustls::TlsConnector, RemoteError> {
     };
     let pem = std::fs::read(ca).map_err(|e| setup(format!("{}: {e}", ca.display())))?;
     let mut roots = rustls::RootCertStore::empty();
-    for c in rustls_pemfile::certs(&mut &pem[..]) {
-        let c = c.map_err(|e| setup(format!("{}: {e}", ca.display())))?;
+    let certs = pem::certs(&pem).map_err(|e| setup(format!("{}: {e}", ca.display())))?;
+    for c in certs {
         roots
             .add(c)
             .map_err(|e| setup(format!("{}: {e}", ca.display())))?;
@@ -136,13 +137,11 @@ fn connector(ep: &Endpoint) -> Result<tokio_rustls::TlsConnector, RemoteError> {
         None => builder.with_no_client_auth(),
         Some((cert, key)) => {
             let pem = std::fs::read(cert).map_err(|e| setup(format!("{}: {e}", cert.display())))?;
-            let chain = rustls_pemfile::certs(&mut &pem[..])
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| setup(format!("{}: {e}", cert.display())))?;
+            let chain = pem::certs(&pem).map_err(|e| setup(format!("{}: {e}", cert.display())))?;
             let pem = Zeroizing::new(
                 std::fs::read(key).map_err(|e| setup(format!("{}: {e}", key.display())))?,
             );
-            let key_der = rustls_pemfile::private_key(&mut &pem[..])
+            let key_der = pem::private_key(&pem)
                 .map_err(|e| setup(format!("{}: {e}", key.display())))?
                 .ok_or_else(|| setup(format!("{}: no private key", key.display())))?;
             builder

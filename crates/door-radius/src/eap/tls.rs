@@ -20,7 +20,7 @@ use x509_cert::der::Decode;
 
 use super::chain::ChainFacts;
 use super::config::{EapConfig, TlsIdentity};
-use portcullis_door::tls::{TlsError, TlsSettings};
+use portcullis_door::tls::{TlsError, TlsSettings, order};
 
 /// What the EAP door checks client certificates with, after the handshake.
 pub struct ClientCheck {
@@ -81,12 +81,18 @@ pub fn build(
     let mut s = TlsSettings::new(c.cert.clone(), c.key.clone());
     s.versions.clone_from(&c.versions);
     s.cipher_suites.clone_from(&c.cipher_suites);
-    let mut suites = portcullis_door::tls::enabled_suites(&s, loaded.key_alg)?;
-    // With the default suites, prefer those whose hash the CPU computes in hardware.
-    let server_order = c.cipher_suites.is_empty() && sha256_in_hardware();
-    if server_order {
-        suites.sort_by_key(|suite| hash_of(suite) != rustls::crypto::hash::HashAlgorithm::SHA256);
-    }
+    let configured = !c.cipher_suites.is_empty();
+    let suites = order::server_order(
+        portcullis_door::tls::enabled_suites(&s, loaded.key_alg)?,
+        configured,
+    );
+    // With the default suites, the server's order prefers those whose hash the CPU
+    // computes in hardware. Supplicants (OpenSSL's defaults) put AES-256-GCM-SHA384
+    // first, whose TLS 1.2 PRF and TLS 1.3 key schedule run SHA-384 in software: with
+    // SHA-NI, AES-128-GCM-SHA256 does the same handshake for less CPU (a resumed EAP-TLS
+    // login is mostly PRF and HMAC), and both suites are strong. Without the
+    // instructions, or with an explicit list, the client's order is kept.
+    let server_order = !configured && order::sha256_in_hardware();
     let provider = Arc::new(CryptoProvider {
         cipher_suites: suites,
         ..rustls::crypto::aws_lc_rs::default_provider()
@@ -205,33 +211,6 @@ pub fn build(
     ))
 }
 
-/// Whether SHA-256 runs in hardware here (x86 SHA-NI, the ARMv8 SHA-2 instructions).
-/// Supplicants (OpenSSL's defaults) put AES-256-GCM-SHA384 first, whose TLS 1.2 PRF and
-/// TLS 1.3 key schedule run SHA-384 in software: with SHA-NI, AES-128-GCM-SHA256 does the
-/// same handshake for less CPU (a resumed EAP-TLS login is mostly PRF and HMAC), and
-/// both suites are strong. Without the instructions the client's order is kept.
-fn sha256_in_hardware() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("sha")
-    }
-    #[cfg(target_arch = "aarch64")]
-    {
-        std::arch::is_aarch64_feature_detected!("sha2")
-    }
-    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    {
-        false
-    }
-}
-
-fn hash_of(suite: &rustls::SupportedCipherSuite) -> rustls::crypto::hash::HashAlgorithm {
-    match suite {
-        rustls::SupportedCipherSuite::Tls12(s) => s.common.hash_provider.algorithm(),
-        rustls::SupportedCipherSuite::Tls13(s) => s.common.hash_provider.algorithm(),
-    }
-}
-
 /// Serves the one EAP certificate.
 #[derive(Debug)]
 struct Fixed(Arc<rustls::sign::CertifiedKey>);
@@ -251,8 +230,9 @@ pub(crate) fn load_roots(
     let pem = portcullis_door::tls::read(path)?;
     let mut roots = rustls::RootCertStore::empty();
     let mut n = 0;
-    for cert in rustls_pemfile::certs(&mut &pem[..]) {
-        let cert = cert.map_err(|e| TlsError::Pem(format!("{}: {e}", path.display())))?;
+    let certs = portcullis_door::pem::certs(&pem)
+        .map_err(|e| TlsError::Pem(format!("{}: {e}", path.display())))?;
+    for cert in certs {
         roots
             .add(cert)
             .map_err(|e| TlsError::Pem(format!("{}: {e}", path.display())))?;
@@ -265,8 +245,7 @@ pub(crate) fn read_crls(
     path: &std::path::Path,
 ) -> Result<Vec<CertificateRevocationListDer<'static>>, TlsError> {
     let pem = portcullis_door::tls::read(path)?;
-    let crls: Vec<_> = rustls_pemfile::crls(&mut &pem[..])
-        .collect::<Result<_, _>>()
+    let crls = portcullis_door::pem::crls(&pem)
         .map_err(|e| TlsError::Pem(format!("{}: {e}", path.display())))?;
     if crls.is_empty() {
         return Err(TlsError::Pem(format!(

@@ -82,7 +82,7 @@ pub fn server_config(c: &RadsecConfig) -> Result<Arc<rustls::ServerConfig>, TlsE
 
 fn key_der(path: &std::path::Path) -> Result<rustls::pki_types::PrivateKeyDer<'static>, TlsError> {
     let pem = portcullis_door::tls::read(path)?;
-    rustls_pemfile::private_key(&mut &pem[..])
+    portcullis_door::pem::private_key(&pem)
         .map_err(|e| TlsError::Pem(format!("{}: {e}", path.display())))?
         .ok_or_else(|| TlsError::Pem(format!("{}: no PRIVATE KEY block", path.display())))
 }

@@ -119,8 +119,9 @@ impl ClientCa {
         let pem = super::read(path)?;
         let mut roots = rustls::RootCertStore::empty();
         let mut n = 0;
-        for c in rustls_pemfile::certs(&mut &pem[..]) {
-            let c = c.map_err(|e| TlsError::Pem(format!("{}: {e}", path.display())))?;
+        let certs = crate::pem::certs(&pem)
+            .map_err(|e| TlsError::Pem(format!("{}: {e}", path.display())))?;
+        for c in certs {
             roots
                 .add(c)
                 .map_err(|e| TlsError::Pem(format!("{}: {e}", path.display())))?;

@@ -5,7 +5,10 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use super::{DEFAULT_SESSION_CACHE, DEFAULT_TICKET_ROTATION_SECS, TlsSettings, TlsVersion};
+use super::{
+    DEFAULT_HSTS_MAX_AGE_SECS, DEFAULT_SESSION_CACHE, DEFAULT_TICKET_ROTATION_SECS, TlsSettings,
+    TlsVersion,
+};
 use crate::config_error::{ConfigError, invalid};
 
 /// `[tls]`
@@ -40,6 +43,12 @@ pub struct FileTls {
     /// CAs for `tls_client_auth` clients.
     #[serde(default)]
     pub client_ca: Option<PathBuf>,
+    /// `Strict-Transport-Security` max-age of HTTPS answers (0: none).
+    #[serde(default = "default_hsts")]
+    pub hsts_max_age_secs: u32,
+    /// `includeSubDomains` in that header.
+    #[serde(default)]
+    pub hsts_include_subdomains: bool,
 }
 
 fn default_versions() -> Vec<String> {
@@ -50,6 +59,9 @@ fn yes() -> bool {
 }
 fn default_rotation() -> u32 {
     DEFAULT_TICKET_ROTATION_SECS
+}
+fn default_hsts() -> u32 {
+    DEFAULT_HSTS_MAX_AGE_SECS
 }
 fn default_cache() -> usize {
     DEFAULT_SESSION_CACHE
@@ -88,6 +100,12 @@ pub fn validate(t: FileTls) -> Result<TlsSettings, ConfigError> {
             "tls.session_cache_entries must be at most 10000000",
         ));
     }
+    if t.hsts_include_subdomains && t.hsts_max_age_secs == 0 {
+        return Err(invalid(
+            "tls.hsts_include_subdomains needs tls.hsts_max_age_secs > 0 (0 sends no \
+             Strict-Transport-Security header)",
+        ));
+    }
     if t.client_ca.is_some() && !t.client_certificates {
         return Err(invalid(
             "tls.client_ca needs tls.client_certificates = true (tls_client_auth clients \
@@ -105,6 +123,8 @@ pub fn validate(t: FileTls) -> Result<TlsSettings, ConfigError> {
         session_cache_entries: t.session_cache_entries,
         client_certificates: t.client_certificates,
         client_ca: t.client_ca,
+        hsts_max_age_secs: t.hsts_max_age_secs,
+        hsts_include_subdomains: t.hsts_include_subdomains,
     })
 }
 
@@ -119,7 +139,11 @@ pub const EXAMPLE: &str = r#"# [tls]
 # key = "/etc/portcullis/key.pem"
 # Protocol versions to enable: "1.2", "1.3". Default: both.
 # versions = ["1.2", "1.3"]
-# Cipher suites by IANA name. Default (empty): every suite compatible with the key. At
+# Cipher suites by IANA name, in the server's order of preference: the server picks the
+# first one the client also offers, whatever the client's own order. Default (empty):
+# every suite compatible with the key, strongest first (AES-256-GCM, AES-128-GCM,
+# ChaCha20-Poly1305; TLS 1.3 before 1.2), the SHA-256 suites first on a CPU with SHA
+# instructions (x86 SHA-NI, ARMv8 SHA-2: their handshakes cost less there). At
 # start-up the certificate's key type, key usage and extended key usage are checked
 # against the enabled suites; a mismatch is a start-up error, not sporadic handshake
 # failures. TLS 1.3: TLS13_AES_256_GCM_SHA384, TLS13_AES_128_GCM_SHA256,
@@ -151,6 +175,12 @@ pub const EXAMPLE: &str = r#"# [tls]
 # `portcullis client add --auth-method tls_client_auth --tls-subject-dn DN`). Absent: only
 # self-signed certificates registered per client authenticate.
 # client_ca = "/etc/portcullis/client-ca.pem"
+# Strict-Transport-Security on every HTTPS answer of the HTTP door (RFC 6797): browsers
+# that saw it use only https:// for this host for max-age seconds. Default: one year;
+# 0: no header. Never sent over plain HTTP (without [tls]).
+# hsts_max_age_secs = 31536000
+# Add includeSubDomains: every subdomain of this host must serve HTTPS too.
+# hsts_include_subdomains = false
 
 "#;
 
@@ -160,6 +190,27 @@ mod tests {
 
     fn list(names: &[&str]) -> Vec<String> {
         names.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    fn tls(extra: &str) -> Result<TlsSettings, String> {
+        let text = format!("cert = \"c.pem\"\nkey = \"k.pem\"\n{extra}");
+        let file: FileTls = toml::from_str(&text).map_err(|e| e.to_string())?;
+        validate(file).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn hsts_is_one_year_by_default_configurable_and_off_at_zero() {
+        assert_eq!(tls("").unwrap().hsts().as_deref(), Some("max-age=31536000"));
+        let with_subdomains = "hsts_max_age_secs = 600\nhsts_include_subdomains = true\n";
+        assert_eq!(
+            tls(with_subdomains).unwrap().hsts().as_deref(),
+            Some("max-age=600; includeSubDomains")
+        );
+        assert_eq!(tls("hsts_max_age_secs = 0\n").unwrap().hsts(), None);
+        let e = tls("hsts_max_age_secs = 0\nhsts_include_subdomains = true\n").unwrap_err();
+        assert!(e.contains("tls.hsts_include_subdomains"), "{e}");
+        let e = tls("hsts_max_age = 5\n").unwrap_err();
+        assert!(e.contains("unknown field `hsts_max_age`"), "{e}");
     }
 
     #[test]

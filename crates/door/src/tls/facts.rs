@@ -43,8 +43,7 @@ impl CertFacts {
     /// Facts of the first certificate of a PEM chain file.
     pub fn of_pem_file(path: &std::path::Path) -> Result<CertFacts, TlsError> {
         let pem = super::read(path)?;
-        let chain: Vec<CertificateDer<'static>> = rustls_pemfile::certs(&mut &pem[..])
-            .collect::<Result<_, _>>()
+        let chain = crate::pem::certs(&pem)
             .map_err(|e| TlsError::Pem(format!("{}: {e}", path.display())))?;
         CertFacts::of(&chain)
     }

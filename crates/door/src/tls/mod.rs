@@ -13,6 +13,7 @@
 pub mod client_certs;
 pub mod config;
 pub mod facts;
+pub mod order;
 pub mod peer;
 pub mod pin;
 #[cfg(test)]
@@ -27,7 +28,7 @@ use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 
 use rustls::crypto::CryptoProvider;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::pki_types::CertificateDer;
 use rustls::{SignatureAlgorithm, SupportedCipherSuite};
 use thiserror::Error;
 use x509_cert::Certificate;
@@ -64,7 +65,8 @@ pub struct TlsSettings {
     pub key: PathBuf,
     /// Enabled versions (non-empty, no duplicates).
     pub versions: Vec<TlsVersion>,
-    /// Enabled suites by IANA name; empty: every suite fit for the key.
+    /// Enabled suites by IANA name, in the server's order of preference; empty: every
+    /// suite fit for the key, in [`order::server_order`].
     pub cipher_suites: Vec<String>,
     /// Issue session tickets (TLS 1.3 and TLS 1.2) so clients resume without a full
     /// handshake.
@@ -82,6 +84,11 @@ pub struct TlsSettings {
     pub client_certificates: bool,
     /// PEM bundle of CAs that issue `tls_client_auth` certificates.
     pub client_ca: Option<PathBuf>,
+    /// `Strict-Transport-Security: max-age` of the HTTP door's HTTPS answers, in seconds;
+    /// 0: no header.
+    pub hsts_max_age_secs: u32,
+    /// Add `includeSubDomains` to that header.
+    pub hsts_include_subdomains: bool,
 }
 
 impl TlsSettings {
@@ -98,12 +105,26 @@ impl TlsSettings {
             session_cache_entries: DEFAULT_SESSION_CACHE,
             client_certificates: true,
             client_ca: None,
+            hsts_max_age_secs: DEFAULT_HSTS_MAX_AGE_SECS,
+            hsts_include_subdomains: false,
+        }
+    }
+
+    /// The `Strict-Transport-Security` value of the HTTP door's HTTPS answers (RFC 6797
+    /// 6.1); `None` when turned off (`hsts_max_age_secs = 0`).
+    pub fn hsts(&self) -> Option<String> {
+        match (self.hsts_max_age_secs, self.hsts_include_subdomains) {
+            (0, _) => None,
+            (age, false) => Some(format!("max-age={age}")),
+            (age, true) => Some(format!("max-age={age}; includeSubDomains")),
         }
     }
 }
 
 /// Default ticket key rotation: six hours (tickets resume for up to twelve).
 pub const DEFAULT_TICKET_ROTATION_SECS: u32 = 6 * 3600;
+/// Default HSTS max-age: one year, what browsers' preload lists ask for.
+pub const DEFAULT_HSTS_MAX_AGE_SECS: u32 = 365 * 24 * 3600;
 /// Default TLS 1.2 session cache size.
 pub const DEFAULT_SESSION_CACHE: usize = 16_384;
 
@@ -171,13 +192,12 @@ pub struct Loaded {
 pub fn load_certified(cert: &Path, key: &Path) -> Result<Loaded, TlsError> {
     let cert_pem = read(cert)?;
     let key_pem = read(key)?;
-    let chain: Vec<CertificateDer<'static>> = rustls_pemfile::certs(&mut &cert_pem[..])
-        .collect::<Result<_, _>>()
+    let chain = crate::pem::certs(&cert_pem)
         .map_err(|e| TlsError::Pem(format!("{}: {e}", cert.display())))?;
     let leaf = chain
         .first()
         .ok_or_else(|| TlsError::Pem(format!("{}: no CERTIFICATE block", cert.display())))?;
-    let key_der: PrivateKeyDer<'static> = rustls_pemfile::private_key(&mut &key_pem[..])
+    let key_der = crate::pem::private_key(&key_pem)
         .map_err(|e| TlsError::Pem(format!("{}: {e}", key.display())))?
         .ok_or_else(|| TlsError::Pem(format!("{}: no PRIVATE KEY block", key.display())))?;
     let base = rustls::crypto::aws_lc_rs::default_provider();
@@ -255,7 +275,13 @@ pub fn server_config(
     ticket_secret: Option<zeroize::Zeroizing<[u8; 32]>>,
 ) -> Result<TlsServer, TlsError> {
     let loaded = load_certified(&s.cert, &s.key)?;
-    let suites = enabled_suites(s, loaded.key_alg)?;
+    // The server picks the suite by its own order (`ignore_client_order` below): a client
+    // that lists a weaker suite first (testssl.sh flags "no server cipher order") gets
+    // the strongest both support, or the SHA-256 suite where the CPU hashes in hardware.
+    let suites = order::server_order(
+        enabled_suites(s, loaded.key_alg)?,
+        !s.cipher_suites.is_empty(),
+    );
     let versions: Vec<&'static rustls::SupportedProtocolVersion> = s
         .versions
         .iter()
@@ -291,6 +317,7 @@ pub fn server_config(
     };
     let mut config = builder.with_cert_resolver(Arc::clone(&certs) as Arc<dyn ResolvesServerCert>);
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.ignore_client_order = true;
     config.session_storage =
         rustls::server::ServerSessionMemoryCache::new(s.session_cache_entries.max(1));
     if s.session_tickets {

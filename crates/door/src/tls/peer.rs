@@ -50,8 +50,9 @@ pub struct CertError(pub String);
 /// client.
 pub fn registered_thumbprints(pem: &str, max: usize) -> Result<Vec<String>, CertError> {
     let mut out = Vec::new();
-    for c in rustls_pemfile::certs(&mut pem.as_bytes()) {
-        let c = c.map_err(|e| CertError(format!("malformed PEM: {e}")))?;
+    let certs =
+        crate::pem::certs(pem.as_bytes()).map_err(|e| CertError(format!("malformed PEM: {e}")))?;
+    for c in certs {
         Certificate::from_der(c.as_ref())
             .map_err(|e| CertError(format!("not an X.509 certificate: {e}")))?;
         out.push(thumbprint(c.as_ref()));

@@ -75,11 +75,10 @@ pub fn pin_file(path: &std::path::Path) -> Result<portcullis_store::NasCertifica
 /// names their origin in errors (the admin API's `certificate_pem`, a file).
 pub fn pin_bytes(bytes: Vec<u8>, what: &str) -> Result<portcullis_store::NasCertificate, TlsError> {
     let der = if bytes.starts_with(b"-----") || bytes.iter().take(64).all(u8::is_ascii) {
-        rustls_pemfile::certs(&mut &bytes[..])
-            .next()
-            .ok_or_else(|| TlsError::Pem(format!("{what}: no CERTIFICATE block")))?
+        crate::pem::certs(&bytes)
             .map_err(|e| TlsError::Pem(format!("{what}: {e}")))?
-            .as_ref()
+            .first()
+            .ok_or_else(|| TlsError::Pem(format!("{what}: no CERTIFICATE block")))?
             .to_vec()
     } else {
         bytes

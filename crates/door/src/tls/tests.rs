@@ -112,3 +112,25 @@ fn mismatched_key_and_missing_files() {
 fn server_config_of(s: &TlsSettings) -> Result<TlsServer, TlsError> {
     server_config(s, None)
 }
+
+#[test]
+fn a_key_file_without_a_key_and_a_cut_certificate_are_named_errors() {
+    let mut s = settings("ec_server", BOTH, &[]);
+    s.key = s.cert.clone();
+    let e = err(&s);
+    assert!(e.contains("ec_server.crt: no PRIVATE KEY block"), "{e}");
+    let dir = tempfile::tempdir().unwrap();
+    let cut = dir.path().join("cut.crt");
+    let mut pem = std::fs::read(settings("ec_server", BOTH, &[]).cert).unwrap();
+    pem.truncate(pem.len() / 2);
+    std::fs::write(&cut, pem).unwrap();
+    let s = TlsSettings {
+        cert: cut,
+        ..settings("ec_server", BOTH, &[])
+    };
+    let e = err(&s);
+    assert!(
+        e.contains("cut.crt: \"-----END CERTIFICATE-----\" missing"),
+        "{e}"
+    );
+}

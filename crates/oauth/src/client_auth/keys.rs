@@ -198,20 +198,21 @@ pub fn to_jwks(text: &str) -> Result<String, KeyError> {
 }
 
 fn parse_pem(text: &str) -> Result<Vec<VerifyKey>, KeyError> {
-    use rustls_pemfile::Item;
+    use portcullis_door::pem::SectionKind;
     let mut out = Vec::new();
-    for item in rustls_pemfile::read_all(&mut text.as_bytes()) {
-        let item = item.map_err(|e| bad(format!("malformed PEM: {e}")))?;
-        let spki = match item {
-            Item::SubjectPublicKeyInfo(der) => SubjectPublicKeyInfoOwned::from_der(der.as_ref())
+    let sections = portcullis_door::pem::sections(text.as_bytes())
+        .map_err(|e| bad(format!("malformed PEM: {e}")))?;
+    for (kind, der) in sections {
+        let spki = match kind {
+            SectionKind::PublicKey => SubjectPublicKeyInfoOwned::from_der(&der)
                 .map_err(|e| bad(format!("malformed PUBLIC KEY: {e}")))?,
-            Item::X509Certificate(der) => {
-                Certificate::from_der(der.as_ref())
+            SectionKind::Certificate => {
+                Certificate::from_der(&der)
                     .map_err(|e| bad(format!("malformed CERTIFICATE: {e}")))?
                     .tbs_certificate
                     .subject_public_key_info
             }
-            Item::Pkcs1Key(_) | Item::Pkcs8Key(_) | Item::Sec1Key(_) => {
+            SectionKind::RsaPrivateKey | SectionKind::PrivateKey | SectionKind::EcPrivateKey => {
                 return Err(bad(
                     "this is a PRIVATE key; register the public key (openssl pkey -pubout)",
                 ));

@@ -48,10 +48,7 @@ async fn issue_5_serves_https_with_both_configured_versions() {
     assert!(server.issuer().starts_with("https://"));
 
     let pem = std::fs::read(fixtures.join("ec_server.crt")).unwrap();
-    let cert = rustls_pemfile::certs(&mut &pem[..])
-        .next()
-        .unwrap()
-        .unwrap();
+    let cert = portcullis_door::pem::certs(&pem).unwrap().remove(0);
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     for version in [&rustls::version::TLS13, &rustls::version::TLS12] {
         let client = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
@@ -93,3 +90,5 @@ async fn issue_5_certificate_unfit_for_the_suites_stops_startup() {
         .unwrap_err();
     assert!(err.to_string().contains("digitalSignature"), "{err}");
 }
+
+mod https;
