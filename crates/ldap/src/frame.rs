@@ -41,6 +41,9 @@ impl Default for Limits {
 }
 
 /// What the decoder found at the front of the buffer.
+// Returned once per message and destructured at once: boxing the message would cost an
+// allocation per message for nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Frame {
     /// Not a whole message yet: read more bytes and call again with the longer buffer.

@@ -50,7 +50,7 @@ impl Selection {
             return true;
         }
         let key = schema::canonical_key(&attribute.name);
-        self.names.iter().any(|n| *n == key)
+        self.names.contains(&key)
     }
 
     /// The selected attributes of `entry` as a SearchResultEntry carries them; with

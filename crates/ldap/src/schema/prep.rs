@@ -141,7 +141,7 @@ mod tests {
     #[test]
     fn substrings_do_not_overlap() {
         let v = prepare("abc", false);
-        assert!(substrings_match(&v, Some(" ab"), &[], Some("bc ")) == false);
+        assert!(!substrings_match(&v, Some(" ab"), &[], Some("bc ")));
         assert!(substrings_match(
             &v,
             Some(" a"),
