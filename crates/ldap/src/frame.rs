@@ -6,7 +6,7 @@
 //!
 //! Nothing proportional to what a peer *declares* is allocated: the outer length is read from
 //! the first bytes and refused over [`Limits::max_message_bytes`] before any wait for the rest;
-//! then the whole TLV tree is walked **iteratively** ([`prescan`]) to refuse indefinite lengths,
+//! then the whole TLV tree is walked **iteratively** (`prescan`) to refuse indefinite lengths,
 //! long-form lengths over 4 octets, high tag numbers, elements overrunning their parent and
 //! nesting deeper than [`Limits::max_depth`]. Only bytes that pass are handed to
 //! `ldap3_lber`/`ldap3_proto`, whose tag parser and filter decoder recurse, and whose lenient
@@ -364,7 +364,7 @@ fn read_length(buf: &[u8], at: usize) -> Result<Option<Header>, FrameError> {
 
 /// Walks the TLV tree of one whole message without recursion, checking every tag and length
 /// and the nesting depth, and reads its messageID and protocolOp.
-pub fn prescan(message: &[u8], max_depth: usize, requests: bool) -> Result<Envelope, FrameError> {
+fn prescan(message: &[u8], max_depth: usize, requests: bool) -> Result<Envelope, FrameError> {
     // End offsets of the open constructed elements: at most max_depth of them.
     let mut open: Vec<usize> = Vec::with_capacity(max_depth.min(64));
     let mut scan = EnvelopeScan::default();

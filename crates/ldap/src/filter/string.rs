@@ -234,7 +234,8 @@ impl Parser<'_> {
         let pieces = self.value_pieces()?;
         match (op, pieces.as_slice()) {
             (b'=', [single]) => Ok(LdapFilter::Equality(attr, single.clone())),
-            (b'=', [initial, final_]) if initial.is_empty() && final_.is_empty() => {
+            // `*` alone, or only stars (`**`): no substring to match, so presence.
+            (b'=', [_, _, ..]) if pieces.iter().all(String::is_empty) => {
                 Ok(LdapFilter::Present(attr))
             }
             (b'=', _) => Ok(LdapFilter::Substring(attr, substring(pieces))),

@@ -1,0 +1,39 @@
+//! Fuzz the RFC 4515 filter parser and the filter evaluator (issue 39): a configured or
+//! hostile filter string parsed, bounded, evaluated against a fixed entry, printed and
+//! parsed again. Any panic is a bug; so is a printed filter that does not read back as the
+//! same filter, or an evaluation that changes when the filter is printed and read back.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use portcullis_ldap::filter::{self, Limits};
+use portcullis_ldap::{Dn, Entry};
+use std::sync::OnceLock;
+
+fn entry() -> &'static Entry {
+    static ENTRY: OnceLock<Entry> = OnceLock::new();
+    ENTRY.get_or_init(|| {
+        let dn = Dn::parse("uid=alice,ou=people,dc=example,dc=com").unwrap_or_default();
+        Entry::new(dn)
+            .with("objectClass", ["top", "inetOrgPerson", "posixAccount"])
+            .with("uid", ["alice"])
+            .with("cn", ["Alice  Liddell", "Ally"])
+            .with("mail", ["alice@example.com"])
+            .with("uidNumber", ["1000"])
+            .with("memberUid", ["alice"])
+            .with("member", ["uid=bob,ou=people,dc=example,dc=com"])
+            .with("entryUUID", ["597ae2f6-16a6-1027-98f4-d28b5365dc14"])
+    })
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let _ = portcullis_ldap::dn::Dn::parse(text);
+    let Ok(parsed) = filter::parse(text) else { return };
+    let Ok(checked) = filter::check(&parsed, &Limits::default()) else { return };
+    let value = checked.evaluate(entry());
+    let printed = filter::to_string(&parsed);
+    let again = filter::parse(&printed).unwrap_or_else(|e| panic!("{printed:?} does not read back: {e}"));
+    assert_eq!(again, parsed, "{printed:?}");
+    let checked_again = filter::check(&again, &Limits::default()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(checked_again.evaluate(entry()), value);
+});

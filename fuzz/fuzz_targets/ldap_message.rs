@@ -1,0 +1,51 @@
+//! Fuzz the LDAP framing and message decoder (issue 39) as the LDAP door and the LDAP
+//! clients use it: an untrusted stream cut into LDAPMessages under small limits, each
+//! decoded by ldap3_proto after the pre-scan. Any panic is a bug; so is a frame longer than
+//! the limit, a consumed count past the buffer, an error whose action would skip bytes
+//! that are not there, or a decoded request that does not survive encoding and decoding.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use portcullis_ldap::frame::{decode_request, decode_response, Action, Frame, Limits};
+use portcullis_ldap::response;
+
+const LIMITS: Limits = Limits { max_message_bytes: 4096, max_depth: 16 };
+
+fn run(stream: &[u8], requests: bool) {
+    let mut rest = stream;
+    // At most as many messages as the stream has pairs of bytes (the smallest is 2).
+    for _ in 0..=stream.len() / 2 {
+        let decoded = if requests { decode_request(rest, &LIMITS) } else { decode_response(rest, &LIMITS) };
+        match decoded {
+            Ok(Frame::Incomplete) => return,
+            Ok(Frame::Message { message, consumed }) => {
+                assert!(consumed <= rest.len() && consumed <= LIMITS.max_message_bytes);
+                let encoded = response::encode(message.clone());
+                let again = if requests {
+                    decode_request(&encoded, &Limits { max_message_bytes: usize::MAX, max_depth: 64 })
+                } else {
+                    decode_response(&encoded, &Limits { max_message_bytes: usize::MAX, max_depth: 64 })
+                };
+                if let Ok(Frame::Message { message: again, .. }) = again {
+                    assert_eq!(again, message, "re-encoding changed the message");
+                }
+                rest = &rest[consumed..];
+            }
+            Err(error) => {
+                let _ = error.server_reply().map(response::encode);
+                match error.action() {
+                    Action::Respond { consumed, .. } | Action::Discard { consumed } => {
+                        assert!(consumed <= rest.len());
+                        rest = &rest[consumed..];
+                    }
+                    Action::Disconnect(_) | Action::Close => return,
+                }
+            }
+        }
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    run(data, true);
+    run(data, false);
+});
