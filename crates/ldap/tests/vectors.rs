@@ -1,6 +1,8 @@
 //! Interoperability with python ldap3's encoder (tests/vectors/generate.py wrote
 //! tests/vectors/ldap3.tsv): its requests decode to what it was asked to send, and the
-//! responses our builders encode are byte for byte the ones it encodes.
+//! responses our builders encode are byte for byte the ones it encodes. And with OpenLDAP's
+//! clients (tests/vectors/capture_openldap.py recorded ldap-utils' requests in
+//! tests/vectors/openldap.tsv).
 
 use portcullis_ldap::frame::{Frame, Limits, decode_request, decode_response};
 use portcullis_ldap::proto::control::LdapControl;
@@ -14,7 +16,10 @@ use portcullis_ldap::{Dn, Entry, ResultCode, Selection};
 const ALICE: &str = "uid=alice,ou=people,dc=example,dc=com";
 
 fn vector(name: &str) -> Vec<u8> {
-    let tsv = include_str!("vectors/ldap3.tsv");
+    vector_in(include_str!("vectors/ldap3.tsv"), name)
+}
+
+fn vector_in(tsv: &str, name: &str) -> Vec<u8> {
     let line = tsv
         .lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix('\t'));
@@ -27,7 +32,14 @@ fn vector(name: &str) -> Vec<u8> {
 }
 
 fn request(name: &str) -> LdapMsg {
-    let bytes = vector(name);
+    decode_whole(name, vector(name))
+}
+
+fn openldap(name: &str) -> LdapMsg {
+    decode_whole(name, vector_in(include_str!("vectors/openldap.tsv"), name))
+}
+
+fn decode_whole(name: &str, bytes: Vec<u8>) -> LdapMsg {
     match decode_request(&bytes, &Limits::default()) {
         Ok(Frame::Message { message, consumed }) => {
             assert_eq!(consumed, bytes.len(), "{name}");
@@ -355,4 +367,70 @@ fn responses_decode_on_the_client_side() {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[test]
+fn openldap_clients_requests_decode() {
+    let LdapOp::BindRequest(bind) = openldap("whoami_0").op else {
+        panic!()
+    };
+    assert_eq!(
+        (bind.dn.as_str(), bind.cred),
+        (ALICE, LdapBindCred::Simple("secret".into()))
+    );
+    let LdapOp::ExtendedRequest(x) = openldap("whoami_1").op else {
+        panic!()
+    };
+    assert_eq!((x.name.as_str(), x.value), (response::OID_WHOAMI, None));
+    assert_eq!(openldap("whoami_2").op, LdapOp::UnbindRequest);
+    let LdapOp::BindRequest(bind) = openldap("rootdse_0").op else {
+        panic!()
+    };
+    assert_eq!(
+        (bind.dn.as_str(), bind.cred),
+        ("", LdapBindCred::Simple(String::new()))
+    );
+    let LdapOp::SearchRequest(s) = openldap("rootdse_1").op else {
+        panic!()
+    };
+    assert_eq!(
+        (s.base.as_str(), s.scope, s.attrs),
+        (
+            "",
+            LdapSearchScope::Base,
+            vec!["namingContexts".to_string()]
+        )
+    );
+    let LdapOp::ExtendedRequest(x) = openldap("starttls_0").op else {
+        panic!()
+    };
+    assert_eq!((x.name.as_str(), x.value), (response::OID_START_TLS, None));
+}
+
+#[test]
+fn ldapsearch_paged_search_decodes() {
+    let msg = openldap("search_1");
+    assert_eq!(response::paged_request(&msg.ctrl), Some((50, &b""[..])));
+    let LdapOp::SearchRequest(s) = msg.op else {
+        panic!()
+    };
+    assert_eq!(
+        (s.scope, s.sizelimit, s.timelimit),
+        (LdapSearchScope::OneLevel, 10, 30)
+    );
+    assert_eq!(s.attrs, ["cn", "uid", "+"]);
+    let text = "(&(objectClass=posixAccount)(|(uid=alice)(cn=Al*ce*))(!(uidNumber>=5000)))";
+    assert_eq!(Ok(s.filter), portcullis_ldap::filter::parse(text));
+}
+
+#[test]
+fn ldappasswd_password_modify_decodes() {
+    let LdapOp::ExtendedRequest(x) = openldap("passwd_1").op else {
+        panic!()
+    };
+    let pm = LdapPasswordModifyRequest::try_from(&x).unwrap_or_else(|e| panic!("{e}"));
+    // No userIdentity: the bound user changes their own password (RFC 3062 section 2.1).
+    assert_eq!(pm.user_identity, None);
+    assert_eq!(pm.old_password.as_deref(), Some("old secret"));
+    assert_eq!(pm.new_password.as_deref(), Some("new secret"));
 }
