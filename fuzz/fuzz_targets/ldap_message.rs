@@ -9,7 +9,8 @@ use libfuzzer_sys::fuzz_target;
 use portcullis_ldap::frame::{decode_request, decode_response, Action, Frame, Limits};
 use portcullis_ldap::response;
 
-const LIMITS: Limits = Limits { max_message_bytes: 4096, max_depth: 16 };
+const LIMITS: Limits = Limits { max_message_bytes: 4096, max_depth: 16, max_elements: 256 };
+const UNBOUNDED: Limits = Limits { max_message_bytes: usize::MAX, max_depth: 64, max_elements: usize::MAX };
 
 fn run(stream: &[u8], requests: bool) {
     let mut rest = stream;
@@ -22,9 +23,9 @@ fn run(stream: &[u8], requests: bool) {
                 assert!(consumed <= rest.len() && consumed <= LIMITS.max_message_bytes);
                 let encoded = response::encode(message.clone());
                 let again = if requests {
-                    decode_request(&encoded, &Limits { max_message_bytes: usize::MAX, max_depth: 64 })
+                    decode_request(&encoded, &UNBOUNDED)
                 } else {
-                    decode_response(&encoded, &Limits { max_message_bytes: usize::MAX, max_depth: 64 })
+                    decode_response(&encoded, &UNBOUNDED)
                 };
                 if let Ok(Frame::Message { message: again, .. }) = again {
                     assert_eq!(again, message, "re-encoding changed the message");

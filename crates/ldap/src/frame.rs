@@ -12,6 +12,14 @@
 //! `ldap3_lber`/`ldap3_proto`, whose tag parser and filter decoder recurse, and whose lenient
 //! corners (an indefinite length read as zero, a truncated child dropped silently, an unknown
 //! protocolOp printed to stdout) are then unreachable.
+//!
+//! Decoding a message that passed costs memory per element as well as per byte: `ldap3_lber`
+//! builds a tag tree and `ldap3_proto` its message, about 200 bytes per element at the peak
+//! (an OR of 4,080 two-byte items, 16 KB on the wire, peaked at 0.8 MB). Hence
+//! [`Limits::max_elements`]: under the default limits one decode peaks near 1 MB, where 256
+//! KB of empty elements would have cost 12 MB. `ldap3_proto` reports decoding failures
+//! through `tracing` at `error` level (target `ldap3_proto`): a server should filter that
+//! target, or a peer's garbage becomes its log volume.
 
 use crate::response;
 use crate::result::ResultCode;
@@ -27,15 +35,22 @@ pub struct Limits {
     /// Deepest nesting of constructed elements, counting the LDAPMessage SEQUENCE as 1. A
     /// search request's filter starts at depth 3; each AND/OR/NOT adds one.
     pub max_depth: usize,
+    /// Most elements (TLVs) in one message. Decoding costs memory per element, about 200
+    /// bytes each at the peak, so this bounds a message's decoded size more tightly than its length
+    /// does. A bind has 6, a search with a filter of n items about 3n + 15; a client reading
+    /// the entries of large groups raises it.
+    pub max_elements: usize,
 }
 
 impl Default for Limits {
-    /// 256 KiB (OpenLDAP's `sockbuf_max_incoming` for anonymous sessions is the same) and
-    /// depth 32: filters that real clients send (SSSD's, Keycloak's) nest under 10.
+    /// 256 KiB (OpenLDAP's default `sockbuf_max_incoming` for anonymous sessions is
+    /// 262,143 bytes), depth 32 (the filters clients send nest a few levels) and 4096
+    /// elements (a filter of over a thousand items).
     fn default() -> Self {
         Limits {
             max_message_bytes: 256 * 1024,
             max_depth: 32,
+            max_elements: 4096,
         }
     }
 }
@@ -183,6 +198,12 @@ pub enum FrameError {
         envelope: Option<Envelope>,
         consumed: usize,
     },
+    #[error("message has more than {max} elements")]
+    TooManyElements {
+        max: usize,
+        envelope: Option<Envelope>,
+        consumed: usize,
+    },
     #[error("LDAPMessage is not a messageID, a protocolOp and optional controls")]
     BadEnvelope,
     #[error("messageID is not an INTEGER in 1..2^31-1 (0 for a server's notice)")]
@@ -225,6 +246,11 @@ impl FrameError {
     pub fn action(&self) -> Action {
         match self {
             FrameError::TooDeep {
+                envelope: Some(envelope),
+                consumed,
+                ..
+            }
+            | FrameError::TooManyElements {
                 envelope: Some(envelope),
                 consumed,
                 ..
@@ -295,7 +321,7 @@ fn decode(buf: &[u8], limits: &Limits, requests: bool) -> Result<Frame, FrameErr
         return Ok(Frame::Incomplete);
     };
     let consumed = message.len();
-    let envelope = prescan(message, limits.max_depth, requests)?;
+    let envelope = prescan(message, limits, requests)?;
     if envelope.kind.is_request() != requests {
         let expected = if requests { "request" } else { "response" };
         return Err(FrameError::UnexpectedOperation { envelope, expected });
@@ -363,12 +389,14 @@ fn read_length(buf: &[u8], at: usize) -> Result<Option<Header>, FrameError> {
 }
 
 /// Walks the TLV tree of one whole message without recursion, checking every tag and length
-/// and the nesting depth, and reads its messageID and protocolOp.
-fn prescan(message: &[u8], max_depth: usize, requests: bool) -> Result<Envelope, FrameError> {
+/// and the nesting depth and element count, and reads its messageID and protocolOp.
+fn prescan(message: &[u8], limits: &Limits, requests: bool) -> Result<Envelope, FrameError> {
+    let max_depth = limits.max_depth;
     // End offsets of the open constructed elements: at most max_depth of them.
     let mut open: Vec<usize> = Vec::with_capacity(max_depth.min(64));
     let mut scan = EnvelopeScan::default();
     let mut pos = 0usize;
+    let mut elements = 0usize;
     loop {
         while open.last() == Some(&pos) {
             open.pop();
@@ -385,6 +413,14 @@ fn prescan(message: &[u8], max_depth: usize, requests: bool) -> Result<Envelope,
             .filter(|end| *end <= limit)
             .ok_or(FrameError::Overrun { offset: pos })?;
         let tag = window.get(pos).copied().unwrap_or(0);
+        elements += 1;
+        if elements > limits.max_elements {
+            return Err(FrameError::TooManyElements {
+                max: limits.max_elements,
+                envelope: scan.envelope(requests).ok(),
+                consumed: message.len(),
+            });
+        }
         if open.len() == 1 {
             scan.child(
                 tag,

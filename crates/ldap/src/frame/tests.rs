@@ -8,6 +8,7 @@ fn limits() -> Limits {
     Limits {
         max_message_bytes: 1024,
         max_depth: 8,
+        max_elements: 64,
     }
 }
 
@@ -186,6 +187,7 @@ fn a_million_nested_filters_do_not_overflow_the_stack() {
     let big = Limits {
         max_message_bytes: usize::MAX,
         max_depth: 64,
+        max_elements: usize::MAX,
     };
     let err = decode_request(&bytes, &big).err();
     let envelope = Some(Envelope {
@@ -195,6 +197,51 @@ fn a_million_nested_filters_do_not_overflow_the_stack() {
     assert!(
         matches!(err, Some(FrameError::TooDeep { max: 64, envelope: e, .. }) if e == envelope),
         "{err:?}"
+    );
+}
+
+/// An OR of n presence items: 1 + n elements of filter in a search of 11 + n in all.
+fn or_of(n: usize) -> Vec<u8> {
+    let items: Vec<u8> = (0..n).flat_map(|_| [0x87, 0x02, b'c', b'n']).collect();
+    let mut filter = vec![0xa1, 0x81, items.len() as u8];
+    filter.extend(items);
+    let mut op = search(&[]);
+    // search() wrote a short length; rebuild with the filter inside and a long one.
+    let body_start = 2;
+    let mut body = op.split_off(body_start);
+    let attrs = body.split_off(body.len() - 2);
+    body.extend(filter);
+    body.extend(attrs);
+    let mut op = vec![0x63, 0x81, body.len() as u8];
+    op.extend(body);
+    let mut content = vec![0x02, 0x01, 0x09];
+    content.extend(op);
+    let mut out = vec![0x30, 0x81, content.len() as u8];
+    out.extend(content);
+    out
+}
+
+#[test]
+fn element_count_is_bounded_and_the_search_answered() {
+    assert!(matches!(
+        decode_request(&or_of(53), &limits()),
+        Ok(Frame::Message { .. })
+    ));
+    let bytes = or_of(54);
+    let err = decode_request(&bytes, &limits()).err();
+    let Some(err @ FrameError::TooManyElements { max: 64, .. }) = err else {
+        panic!("{err:?}")
+    };
+    let envelope = Envelope {
+        msgid: 9,
+        kind: OpKind::Search,
+    };
+    assert_eq!(
+        err.action(),
+        Action::Respond {
+            envelope,
+            consumed: bytes.len()
+        }
     );
 }
 
