@@ -92,6 +92,27 @@ impl Entry {
     }
 }
 
+/// The features a root DSE advertises in `supportedFeatures`: all operational attributes
+/// by `+` (RFC 3673) and absolute true and false filters (RFC 4526).
+pub const SUPPORTED_FEATURES: &[&str] = &["1.3.6.1.4.1.4203.1.5.1", "1.3.6.1.4.1.4203.1.5.3"];
+
+/// The root DSE (RFC 4512 section 5.1): the entry named by the empty DN that tells clients
+/// the naming contexts, LDAP version, extended operations and controls on offer. Its
+/// attributes are operational, so a search returns them when asked by name or by `+`.
+pub fn root_dse(naming_contexts: &[&Dn], extensions: &[&str], controls: &[&str]) -> Entry {
+    Entry::new(Dn::root())
+        .with("objectClass", ["top"])
+        .with(
+            "namingContexts",
+            naming_contexts.iter().map(|dn| dn.to_string()),
+        )
+        .with("supportedLDAPVersion", ["3"])
+        .with("supportedExtension", extensions.iter().copied())
+        .with("supportedControl", controls.iter().copied())
+        .with("supportedFeatures", SUPPORTED_FEATURES.iter().copied())
+        .with("vendorName", ["Portcullis"])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,6 +144,30 @@ mod tests {
         assert!(e.has_object_class("inetorgperson"));
         assert!(e.has_object_class("2.16.840.1.113730.3.2.2"));
         assert!(!e.has_object_class("posixAccount"));
+    }
+
+    #[test]
+    fn the_root_dse_shows_its_attributes_only_when_asked() {
+        let base = Dn::parse("dc=example,dc=com").unwrap_or_default();
+        let dse = root_dse(
+            &[&base],
+            &[crate::response::OID_WHOAMI],
+            &[crate::response::OID_PAGED_RESULTS],
+        );
+        assert!(dse.dn.is_root());
+        assert_eq!(dse.values("namingcontexts"), ["dc=example,dc=com"]);
+        let names = |attrs: &[&str]| -> Vec<String> {
+            let selection = crate::select::Selection::parse(attrs);
+            selection
+                .apply(&dse, true)
+                .into_iter()
+                .map(|a| a.atype)
+                .collect()
+        };
+        // RFC 4512 5.1: the root DSE's attributes are operational.
+        assert_eq!(names(&[]), ["objectClass"]);
+        assert_eq!(names(&["supportedControl"]), ["supportedControl"]);
+        assert_eq!(names(&["+"]).len(), 6);
     }
 
     #[test]

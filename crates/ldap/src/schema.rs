@@ -63,10 +63,10 @@ impl Equality {
     /// string for the IA5 rules): a filter item with such an assertion is Undefined.
     pub fn normalize(self, value: &str) -> Option<String> {
         match self {
-            Equality::CaseIgnore => Some(prepare(value, true)),
-            Equality::CaseExact => Some(prepare(value, false)),
-            Equality::CaseIgnoreIa5 => value.is_ascii().then(|| prepare(value, true)),
-            Equality::CaseExactIa5 => value.is_ascii().then(|| prepare(value, false)),
+            Equality::CaseIgnore => Some(prep::equality_form(value, true)),
+            Equality::CaseExact => Some(prep::equality_form(value, false)),
+            Equality::CaseIgnoreIa5 => value.is_ascii().then(|| prep::equality_form(value, true)),
+            Equality::CaseExactIa5 => value.is_ascii().then(|| prep::equality_form(value, false)),
             Equality::Integer => parse_integer(value).map(|i| i.to_string()),
             Equality::DistinguishedName => {
                 crate::dn::Dn::parse(value).ok().map(|dn| dn.normalized())

@@ -108,6 +108,9 @@ fn equality_follows_each_attributes_matching_rule() {
         dn("cn=a\\2cb,dc=x").normalized(),
         dn("CN=A\\,B,DC=X").normalized()
     );
+    // OpenLDAP's normalised form: lower-case names, values folded, single spaces.
+    let n = dn("CN=Alice  Liddell, OU=People,DC=Example,DC=COM").normalized();
+    assert_eq!(n, "cn=alice liddell,ou=people,dc=example,dc=com");
 }
 
 #[test]

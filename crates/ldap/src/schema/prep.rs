@@ -52,6 +52,15 @@ pub fn prepare(value: &str, fold: bool) -> String {
     format!(" {} ", words.join("  "))
 }
 
+/// The form equality compares: the words of the mapped (and, with `fold`, case-folded)
+/// string joined by single spaces. Two values are equal under RFC 4518's preparation exactly
+/// when these are, and the form reads well in a normalised DN (`cn=alice liddell`).
+pub fn equality_form(value: &str, fold: bool) -> String {
+    let mapped = map_chars(value, fold);
+    let words: Vec<&str> = mapped.split(' ').filter(|w| !w.is_empty()).collect();
+    words.join(" ")
+}
+
 /// One component of a substrings assertion, prepared per its `part`.
 pub fn prepare_substring(value: &str, part: SubstringPart, fold: bool) -> String {
     let mapped = map_chars(value, fold);
@@ -136,6 +145,30 @@ mod tests {
     fn mapping_removes_format_characters_and_folds_case() {
         assert_eq!(prepare("Ba\u{00AD}r\u{200B}\tÉ", true), " bar  é ");
         assert_eq!(prepare("A\u{00A0}B", true), " a  b ");
+    }
+
+    #[test]
+    fn equality_form_agrees_with_the_prepared_form() {
+        let values = [
+            "foo bar  ",
+            " foo  bar",
+            "Foo\tBar",
+            "foobar",
+            "",
+            "   ",
+            "foo\u{00AD}bar",
+        ];
+        for a in values {
+            for b in values {
+                let prepared = prepare(a, true) == prepare(b, true);
+                assert_eq!(
+                    equality_form(a, true) == equality_form(b, true),
+                    prepared,
+                    "{a:?} {b:?}"
+                );
+            }
+        }
+        assert_eq!(equality_form("  Alice   Liddell ", true), "alice liddell");
     }
 
     #[test]
