@@ -1,7 +1,8 @@
 //! Fuzz the RFC 4515 filter parser and the filter evaluator (issue 39): a configured or
 //! hostile filter string parsed, bounded, evaluated against a fixed entry, printed and
-//! parsed again. Any panic is a bug; so is a printed filter that does not read back as the
-//! same filter, or an evaluation that changes when the filter is printed and read back.
+//! parsed again; and the same text as an RFC 4514 DN. Any panic is a bug; so is a printed
+//! filter or DN that does not read back as the same one, or an evaluation that changes when
+//! the filter is printed and read back.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -27,7 +28,13 @@ fn entry() -> &'static Entry {
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
-    let _ = portcullis_ldap::dn::Dn::parse(text);
+    // The same text as a DN: printing it gives a DN that parses back equal.
+    if let Ok(dn) = Dn::parse(text) {
+        let printed = dn.to_string();
+        let again = Dn::parse(&printed).unwrap_or_else(|e| panic!("{printed:?} does not read back: {e}"));
+        assert_eq!(again, dn, "{printed:?}");
+        assert_eq!(again.normalized(), dn.normalized());
+    }
     let Ok(parsed) = filter::parse(text) else { return };
     let Ok(checked) = filter::check(&parsed, &Limits::default()) else { return };
     let value = checked.evaluate(entry());
