@@ -27,19 +27,27 @@ fn entry() -> &'static Entry {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     // The same text as a DN: printing it gives a DN that parses back equal.
     if let Ok(dn) = Dn::parse(text) {
         let printed = dn.to_string();
-        let again = Dn::parse(&printed).unwrap_or_else(|e| panic!("{printed:?} does not read back: {e}"));
+        let again =
+            Dn::parse(&printed).unwrap_or_else(|e| panic!("{printed:?} does not read back: {e}"));
         assert_eq!(again, dn, "{printed:?}");
         assert_eq!(again.normalized(), dn.normalized());
     }
-    let Ok(parsed) = filter::parse(text) else { return };
-    let Ok(checked) = filter::check(&parsed, &Limits::default()) else { return };
+    let Ok(parsed) = filter::parse(text) else {
+        return;
+    };
+    let Ok(checked) = filter::check(&parsed, &Limits::default()) else {
+        return;
+    };
     let value = checked.evaluate(entry());
     let printed = filter::to_string(&parsed);
-    let again = filter::parse(&printed).unwrap_or_else(|e| panic!("{printed:?} does not read back: {e}"));
+    let again =
+        filter::parse(&printed).unwrap_or_else(|e| panic!("{printed:?} does not read back: {e}"));
     assert_eq!(again, parsed, "{printed:?}");
     let checked_again = filter::check(&again, &Limits::default()).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(checked_again.evaluate(entry()), value);

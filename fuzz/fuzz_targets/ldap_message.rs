@@ -6,17 +6,29 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use portcullis_ldap::frame::{decode_request, decode_response, Action, Frame, Limits};
+use portcullis_ldap::frame::{Action, Frame, Limits, decode_request, decode_response};
 use portcullis_ldap::response;
 
-const LIMITS: Limits = Limits { max_message_bytes: 4096, max_depth: 16, max_elements: 256 };
-const UNBOUNDED: Limits = Limits { max_message_bytes: usize::MAX, max_depth: 64, max_elements: usize::MAX };
+const LIMITS: Limits = Limits {
+    max_message_bytes: 4096,
+    max_depth: 16,
+    max_elements: 256,
+};
+const UNBOUNDED: Limits = Limits {
+    max_message_bytes: usize::MAX,
+    max_depth: 64,
+    max_elements: usize::MAX,
+};
 
 fn run(stream: &[u8], requests: bool) {
     let mut rest = stream;
     // At most as many messages as the stream has pairs of bytes (the smallest is 2).
     for _ in 0..=stream.len() / 2 {
-        let decoded = if requests { decode_request(rest, &LIMITS) } else { decode_response(rest, &LIMITS) };
+        let decoded = if requests {
+            decode_request(rest, &LIMITS)
+        } else {
+            decode_response(rest, &LIMITS)
+        };
         match decoded {
             Ok(Frame::Incomplete) => return,
             Ok(Frame::Message { message, consumed }) => {
