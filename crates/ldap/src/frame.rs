@@ -20,6 +20,37 @@
 //! KB of empty elements would have cost 12 MB. `ldap3_proto` reports decoding failures
 //! through `tracing` at `error` level (target `ldap3_proto`): a server should filter that
 //! target, or a peer's garbage becomes its log volume.
+//!
+//! A server's read loop:
+//!
+//! ```
+//! use portcullis_ldap::frame::{decode_request, Action, Frame, Limits};
+//! use portcullis_ldap::response;
+//!
+//! // The bytes read so far: an Unbind (messageID 1) and the start of another message.
+//! let mut buf = vec![0x30, 0x05, 0x02, 0x01, 0x01, 0x42, 0x00, 0x30];
+//! let mut replies = Vec::new();
+//! loop {
+//!     match decode_request(&buf, &Limits::default()) {
+//!         Ok(Frame::Incomplete) => break, // read more, up to max_message_bytes
+//!         Ok(Frame::Message { message, consumed }) => {
+//!             buf.drain(..consumed);
+//!             // serve `message` ...
+//!             # let _ = message;
+//!         }
+//!         Err(error) => {
+//!             replies.extend(error.server_reply().map(response::encode));
+//!             match error.action() {
+//!                 Action::Respond { consumed, .. } | Action::Discard { consumed } => {
+//!                     buf.drain(..consumed);
+//!                 }
+//!                 Action::Disconnect(_) | Action::Close => break, // write replies, close
+//!             }
+//!         }
+//!     }
+//! }
+//! assert_eq!(buf, [0x30]);
+//! ```
 
 use crate::response;
 use crate::result::ResultCode;
