@@ -11,7 +11,10 @@
 //! nesting deeper than [`Limits::max_depth`]. Only bytes that pass are handed to
 //! `ldap3_lber`/`ldap3_proto`, whose tag parser and filter decoder recurse, and whose lenient
 //! corners (an indefinite length read as zero, a truncated child dropped silently, an unknown
-//! protocolOp printed to stdout) are then unreachable.
+//! protocolOp printed to stdout) are then unreachable. Its INTEGERs are read unsigned and
+//! cut to 32 bits, and `ldap3_lber` writes negative ones wrongly: an Abandon's ID is checked
+//! in the pre-scan and a search's limits and the paged-results size after decoding, so a
+//! decoded request holds no integer outside RFC 4511's `0 .. maxInt`.
 //!
 //! Decoding a message that passed costs memory per element as well as per byte: `ldap3_lber`
 //! builds a tag tree and `ldap3_proto` its message, about 200 bytes per element at the peak
@@ -55,8 +58,9 @@
 use crate::response;
 use crate::result::ResultCode;
 use ldap3_lber::parse::Parser;
+use ldap3_proto::control::LdapControl;
 use ldap3_proto::error::LdapProtoError;
-use ldap3_proto::proto::LdapMsg;
+use ldap3_proto::proto::{LdapMsg, LdapOp};
 
 /// Bounds on what one message may cost to decode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -246,6 +250,12 @@ pub enum FrameError {
         envelope: Envelope,
         expected: &'static str,
     },
+    #[error("{field} of {} (message {}) is out of range", .envelope.kind.name(), .envelope.msgid)]
+    OutOfRange {
+        envelope: Envelope,
+        consumed: usize,
+        field: &'static str,
+    },
     #[error("malformed {} (message {}): {source}", .envelope.kind.name(), .envelope.msgid)]
     Malformed {
         envelope: Envelope,
@@ -285,6 +295,9 @@ impl FrameError {
                 envelope: Some(envelope),
                 consumed,
                 ..
+            }
+            | FrameError::OutOfRange {
+                envelope, consumed, ..
             }
             | FrameError::Malformed {
                 envelope, consumed, ..
@@ -365,13 +378,38 @@ fn decode(buf: &[u8], limits: &Limits, requests: bool) -> Result<Frame, FrameErr
         Err(_) => return Err(FrameError::BadEnvelope),
     };
     match LdapMsg::try_from(tag) {
-        Ok(message) => Ok(Frame::Message { message, consumed }),
+        Ok(message) => match out_of_range(&message) {
+            Some(field) => Err(FrameError::OutOfRange {
+                envelope,
+                consumed,
+                field,
+            }),
+            None => Ok(Frame::Message { message, consumed }),
+        },
         Err(source) => Err(FrameError::Malformed {
             envelope,
             consumed,
             source,
         }),
     }
+}
+
+/// The field of a decoded request whose INTEGER is outside its range (0 .. maxInt in RFC
+/// 4511 and RFC 2696), if any: ldap3_proto reads these as `i32` without checking, and
+/// `ldap3_lber` encodes negative numbers wrongly, so they are refused here.
+fn out_of_range(message: &LdapMsg) -> Option<&'static str> {
+    if let LdapOp::SearchRequest(search) = &message.op {
+        if search.sizelimit < 0 {
+            return Some("sizeLimit");
+        }
+        if search.timelimit < 0 {
+            return Some("timeLimit");
+        }
+    }
+    let paged = message.ctrl.iter().any(|c| {
+        matches!(c, LdapControl::SimplePagedResults { size, .. } if !(0..=i64::from(i32::MAX)).contains(size))
+    });
+    paged.then_some("paged results size")
 }
 
 /// A TLV header: how many octets the tag and length take, and the content's length.
@@ -475,7 +513,15 @@ fn prescan(message: &[u8], limits: &Limits, requests: bool) -> Result<Envelope, 
             pos = end;
         }
     }
-    scan.envelope(requests)
+    let envelope = scan.envelope(requests)?;
+    if scan.bad_abandon {
+        return Err(FrameError::OutOfRange {
+            envelope,
+            consumed: message.len(),
+            field: "abandon's messageID",
+        });
+    }
+    Ok(envelope)
 }
 
 /// The outer SEQUENCE's children as the pre-scan meets them.
@@ -484,6 +530,8 @@ struct EnvelopeScan {
     children: usize,
     msgid: Option<i32>,
     kind: Option<OpKind>,
+    /// An Abandon's ID outside MessageID's range: ldap3_proto would truncate it to 32 bits.
+    bad_abandon: bool,
 }
 
 impl EnvelopeScan {
@@ -493,7 +541,10 @@ impl EnvelopeScan {
             1 if tag == 0x02 => self.msgid = Some(message_id(content)?),
             1 => return Err(FrameError::BadMessageId),
             2 => match OpKind::from_tag(tag) {
-                Some(kind) => self.kind = Some(kind),
+                Some(kind) => {
+                    self.kind = Some(kind);
+                    self.bad_abandon = kind == OpKind::Abandon && message_id(content).is_err();
+                }
                 None => {
                     let msgid = self.msgid.unwrap_or(0);
                     return Err(FrameError::UnknownOperation { msgid, tag });

@@ -91,7 +91,8 @@ pub fn search_done(
     let op = LdapOp::SearchResultDone(result(code, message));
     let ctrl = paged
         .map(|p| LdapControl::SimplePagedResults {
-            size: i64::from(p.size_estimate),
+            // RFC 2696: size INTEGER (0 .. maxInt); ldap3_lber also mis-encodes negatives.
+            size: i64::from(p.size_estimate.max(0)),
             cookie: p.cookie,
         })
         .into_iter()

@@ -349,14 +349,40 @@ fn a_malformed_request_is_answered_in_its_own_response_type() {
         ),
         "{reply:?}"
     );
-    // A malformed Abandon (a nine-octet ID) is dropped; it has no response.
-    let bytes = message(7, &[0x50, 0x09, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    // A malformed Abandon (a nine-octet ID) is dropped; it has no response. So is one whose
+    // ID is out of MessageID's range (found by the fuzzer: ldap3_proto truncates it).
+    for id in [
+        &[1, 2, 3, 4, 5, 6, 7, 8, 9][..],
+        &[0x0a, 0xff, 0xfc, 0xff, 0x06, 0x04, 0x00],
+        &[0xff],
+    ] {
+        let mut op = vec![0x50, id.len() as u8];
+        op.extend(id);
+        let bytes = message(7, &op);
+        let err = decode_request(&bytes, &limits()).err();
+        let consumed = bytes.len();
+        assert_eq!(
+            err.map(|e| e.action()),
+            Some(Action::Discard { consumed }),
+            "{id:?}"
+        );
+    }
+    // A search whose sizeLimit (00 ff ff ff ff) ldap3_proto reads as -1 after truncating it
+    // to 32 bits: answered with protocolError.
+    let mut op = search(&[0x87, 0x02, b'c', b'n']);
+    op.splice(11..13, [0x05, 0x00, 0xff, 0xff, 0xff, 0xff]);
+    op[1] += 4;
+    let bytes = message(8, &op);
     let err = decode_request(&bytes, &limits()).err();
-    assert_eq!(
-        err.map(|e| e.action()),
-        Some(Action::Discard {
-            consumed: bytes.len()
-        })
+    assert!(
+        matches!(
+            err,
+            Some(FrameError::OutOfRange {
+                field: "sizeLimit",
+                ..
+            })
+        ),
+        "{err:?}"
     );
 }
 
