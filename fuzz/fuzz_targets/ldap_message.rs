@@ -2,11 +2,13 @@
 //! clients use it: an untrusted stream cut into LDAPMessages under small limits, each
 //! decoded by ldap3_proto after the pre-scan. Any panic is a bug; so is a frame longer than
 //! the limit, a consumed count past the buffer, an error whose action would skip bytes
-//! that are not there, or a decoded request that does not survive encoding and decoding.
+//! that are not there, or a decoded message whose ID or operation does not survive encoding
+//! and decoding, or whose encoding changes when it is decoded and encoded again.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use portcullis_ldap::frame::{Action, Frame, Limits, decode_request, decode_response};
+use portcullis_ldap::proto::proto::{LdapBindCred, LdapBindRequest, LdapOp};
 use portcullis_ldap::response;
 
 const LIMITS: Limits = Limits {
@@ -33,15 +35,34 @@ fn run(stream: &[u8], requests: bool) {
             Ok(Frame::Incomplete) => return,
             Ok(Frame::Message { message, consumed }) => {
                 assert!(consumed <= rest.len() && consumed <= LIMITS.max_message_bytes);
+                // A bind with an authentication choice ldap3_proto does not know decodes as
+                // `Unsupported` (the server answers authMethodNotSupported); it has no encoding.
+                if let LdapOp::BindRequest(LdapBindRequest {
+                    cred: LdapBindCred::Unsupported,
+                    ..
+                }) = &message.op
+                {
+                    rest = &rest[consumed..];
+                    continue;
+                }
                 let encoded = response::encode(message.clone());
                 let again = if requests {
                     decode_request(&encoded, &UNBOUNDED)
                 } else {
                     decode_response(&encoded, &UNBOUNDED)
                 };
-                if let Ok(Frame::Message { message: again, .. }) = again {
-                    assert_eq!(again, message, "re-encoding changed the message");
-                }
+                let Ok(Frame::Message { message: again, .. }) = again else {
+                    panic!("{message:?} re-encoded does not decode: {again:?}");
+                };
+                // What a server serves, the ID and the operation, survives the round trip...
+                assert_eq!((again.msgid, &again.op), (message.msgid, &message.op));
+                // ...and the encoding, controls included, is stable (ldap3_proto reads some
+                // controls' empty fields back as absent: equal bytes, not equal values).
+                assert_eq!(
+                    response::encode(again),
+                    encoded,
+                    "re-encoding changed the bytes"
+                );
                 rest = &rest[consumed..];
             }
             Err(error) => {
