@@ -12,7 +12,7 @@
 
 mod string;
 
-pub use string::{FilterParseError, escape_value, filter_template, parse, to_string};
+pub use string::{FilterParseError, escape_value, filter_template, parse, parse_with, to_string};
 
 use crate::entry::Entry;
 use crate::schema::{self, Equality, SubstringPart, prep};
