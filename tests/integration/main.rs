@@ -3,6 +3,7 @@
 //! issue (`issue_N_...`).
 
 mod acct;
+mod acct_retransmit;
 mod admin;
 mod admin_cli;
 mod admin_cluster;
