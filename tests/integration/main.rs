@@ -14,6 +14,7 @@ mod admin_schema;
 mod admin_tls;
 mod apply;
 mod apply_server;
+mod apply_server_tls;
 mod audit;
 mod client_auth;
 mod container;
