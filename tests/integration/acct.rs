@@ -22,7 +22,9 @@ use crate::radius_support::{
 
 /// A server with RADIUS auth and accounting on loopback port 0 and NAS `lab` for
 /// 127.0.0.0/8.
-async fn start(tweak: impl FnOnce(&mut portcullis_server::Config)) -> (RadiusServer, SocketAddr) {
+pub(crate) async fn start(
+    tweak: impl FnOnce(&mut portcullis_server::Config),
+) -> (RadiusServer, SocketAddr) {
     let r = start_radius("127.0.0.1:0", "127.0.0.0/8", |c| {
         c.radius.accounting_listen = vec!["127.0.0.1:0".parse().unwrap()];
         tweak(c);
@@ -45,7 +47,7 @@ fn sessions(r: &RadiusServer, args: &[&str]) -> Vec<serde_json::Value> {
 }
 
 /// `portcullis acct export` lines (JSON) on the server's data directory.
-fn export(r: &RadiusServer) -> Vec<serde_json::Value> {
+pub(crate) fn export(r: &RadiusServer) -> Vec<serde_json::Value> {
     cli(r.s.dir.path(), &["acct", "export", "--format", "jsonl"], "")
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -53,12 +55,12 @@ fn export(r: &RadiusServer) -> Vec<serde_json::Value> {
 }
 
 /// The accounting counters of NAS `nas` from `/status.json`.
-async fn counters(r: &RadiusServer, nas: &str) -> serde_json::Value {
+pub(crate) async fn counters(r: &RadiusServer, nas: &str) -> serde_json::Value {
     r.s.get("/status.json").await.json()["radius"]["accounting"]["nas"][nas].clone()
 }
 
 /// Wait (bounded) until `nas`'s counter at `path` reaches `want`.
-async fn wait_counter(r: &RadiusServer, nas: &str, path: &[&str], want: u64) {
+pub(crate) async fn wait_counter(r: &RadiusServer, nas: &str, path: &[&str], want: u64) {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let mut v = counters(r, nas).await;
@@ -90,7 +92,7 @@ fn acct_request(id: u8, session: &str, status: u32, t: u32, delay: u32) -> Vec<u
 }
 
 /// The Request Authenticator of a request we built (to check its reply).
-fn authenticator(req: &[u8]) -> [u8; 16] {
+pub(crate) fn authenticator(req: &[u8]) -> [u8; 16] {
     req[4..20].try_into().unwrap()
 }
 
@@ -252,6 +254,8 @@ async fn issue_28_nothing_is_acknowledged_before_its_commit_and_a_full_queue_dro
         c.accounting.queue = 4;
         c.accounting.queue_per_nas = 4;
         c.accounting.max_batch = 1;
+        // The lock is held for as long as the test takes: nothing ages out meanwhile.
+        c.accounting.max_queue_age = Duration::from_secs(600);
     })
     .await;
     let nas = Nas::bind("127.0.0.8:0", acct).await;
@@ -314,7 +318,7 @@ async fn issue_28_nothing_is_acknowledged_before_its_commit_and_a_full_queue_dro
 }
 
 /// Take SQLite's write lock from another connection: no commit can happen until it goes.
-async fn hold_write_lock(r: &RadiusServer) -> sqlx::SqliteConnection {
+pub(crate) async fn hold_write_lock(r: &RadiusServer) -> sqlx::SqliteConnection {
     let db = r.s.dir.path().join("portcullis.db");
     let mut lock = sqlx::SqliteConnection::connect(&format!("sqlite://{}", db.display()))
         .await
@@ -338,6 +342,7 @@ async fn issue_28_one_nas_storm_leaves_the_other_nases_their_places_in_the_queue
             c.accounting.queue = 8;
             c.accounting.queue_per_nas = 2;
             c.accounting.max_batch = 1;
+            c.accounting.max_queue_age = Duration::from_secs(600);
         },
     )
     .await;

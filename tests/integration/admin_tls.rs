@@ -18,7 +18,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use crate::admin::WRITE;
 use crate::server_support::{Answer, form, jwt_part, parse_answer};
 
-fn tls(ca: &std::path::Path, cert: Option<&Pair>) -> Tls {
+pub(crate) fn tls(ca: &std::path::Path, cert: Option<&Pair>) -> Tls {
     let raw = RawTls {
         ca: Some(ca.to_string_lossy().into()),
         cert: cert.map(|p| p.cert.to_string_lossy().into()),
@@ -30,7 +30,7 @@ fn tls(ca: &std::path::Path, cert: Option<&Pair>) -> Tls {
         .for_client(ConnectionMode::PerRequest)
 }
 
-async fn send(
+pub(crate) async fn send(
     addr: SocketAddr,
     tls: &Tls,
     head: &str,

@@ -3,6 +3,7 @@
 //! issue (`issue_N_...`).
 
 mod acct;
+mod acct_retransmit;
 mod admin;
 mod admin_cli;
 mod admin_cluster;
@@ -13,6 +14,7 @@ mod admin_schema;
 mod admin_tls;
 mod apply;
 mod apply_server;
+mod apply_server_tls;
 mod audit;
 mod client_auth;
 mod container;

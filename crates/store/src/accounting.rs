@@ -6,10 +6,10 @@
 //! Durability is the caller's contract with its NASes: `append` writes a
 //! whole batch in one transaction and returns only after the commit (SQLite in WAL mode
 //! with `synchronous = FULL`, so the commit is fsynced; PostgreSQL's commit), so the
-//! server may acknowledge every record of the batch once it returns. Duplicates are decided
-//! by the primary key (NAS, session id, status type, event time): `INSERT ... ON CONFLICT
-//! DO NOTHING` stores a retransmission once and reports it as not new, and only a new
-//! record changes its session (or, for Accounting-On/Off, closes the NAS's open sessions).
+//! server may acknowledge every record of the batch once it returns. A retransmission is
+//! stored once and reported as not new, and only a new record changes its session (or, for
+//! Accounting-On/Off, closes the NAS's open sessions). What makes two records the same
+//! (issue 41) is [`AcctRecord::fingerprint`] and [`RETRANSMIT_SLACK_SECS`]: see there.
 //!
 //! Sessions: a Start opens one, an Interim-Update refreshes its counters, a Stop closes
 //! it. Records can arrive out of order (a Stop retransmitted past a later Interim), so the
@@ -49,6 +49,27 @@ pub mod status {
 /// (RFC 2866 §5.10: NAS-Reboot).
 pub const TERMINATE_NAS_REBOOT: i64 = 11;
 
+/// How far apart (seconds) the event times of two records with the same NAS, session,
+/// status type and [fingerprint](AcctRecord::fingerprint) may be and still be one record
+/// sent twice.
+///
+/// Without Event-Timestamp the event time is the arrival time minus Acct-Delay-Time, both
+/// whole seconds: two copies of one record disagree by the rounding of each (up to 2 s)
+/// plus the difference of their transit times, and a copy with the same Identifier and
+/// authenticator (RFC 5080 §2.2.1: Acct-Delay-Time not updated) that the duplicate cache no
+/// longer holds disagrees by its whole retransmission delay. 30 s covers RFC 5080 §2.2.1's
+/// retransmission duration (MRD 30 s) and is half the shortest interim interval RFC 2869
+/// §5.16 allows (60 s), so two Interim-Updates of one session are never taken for one
+/// (they differ in Acct-Session-Time and counters anyway). With Event-Timestamp the
+/// fingerprint holds the stamp, so only a copy of the same stamped event matches.
+pub const RETRANSMIT_SLACK_SECS: i64 = 30;
+
+/// Attributes a NAS or a proxy may change between two copies of one record: Acct-Delay-Time
+/// (41; RFC 2866 §5.2: the copy is then a new packet, new Identifier and authenticator),
+/// Message-Authenticator (80; it covers the Identifier and authenticator) and Proxy-State
+/// (33; a proxy's own).
+const VOLATILE_ATTRIBUTES: [u8; 3] = [41, 80, 33];
+
 /// Longest text field accepted (a RADIUS attribute value is at most 253 octets).
 const MAX_TEXT: usize = 253;
 /// Largest raw attribute block (a RADIUS packet is at most 4096 octets).
@@ -63,7 +84,8 @@ pub struct AcctRecord {
     pub session_id: String,
     /// Acct-Status-Type ([`status`]).
     pub status: i64,
-    /// When the event happened, unix seconds, delay-corrected: part of the duplicate key.
+    /// When the event happened, unix seconds: Event-Timestamp, else arrival minus
+    /// Acct-Delay-Time (part of the duplicate rule, [`AcctRecord::fingerprint`]).
     pub event_time: i64,
     /// When we received it (retention counts from here).
     pub received_at: i64,
@@ -116,6 +138,66 @@ impl AcctRecord {
             ));
         }
         Ok(())
+    }
+
+    /// What every copy of this record repeats, hashed (SHA-256): its typed fields except
+    /// the times and delay, and its attributes in order except [`VOLATILE_ATTRIBUTES`]
+    /// (so Event-Timestamp, when present, is part of it). Two records of one NAS, session
+    /// and status type with the same fingerprint and event times at most
+    /// [`RETRANSMIT_SLACK_SECS`] apart are one record sent twice (RFC 2866 §5.2, RFC 5080
+    /// §2.2.2: the Identifier and authenticator identify a copy only while Acct-Delay-Time
+    /// is unchanged, and only to a cache that still holds them).
+    pub fn fingerprint(&self) -> [u8; 32] {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        h.update(b"portcullis acct record v1\0");
+        let texts = [
+            &self.username,
+            &self.station,
+            &self.called_station,
+            &self.framed_ip,
+        ];
+        for t in texts {
+            match t {
+                Some(v) => {
+                    h.update([1]);
+                    h.update((v.len() as u64).to_be_bytes());
+                    h.update(v.as_bytes());
+                }
+                None => h.update([0]),
+            }
+        }
+        let numbers = [
+            self.input_octets,
+            self.output_octets,
+            self.input_packets,
+            self.output_packets,
+            self.session_time,
+            self.terminate_cause,
+        ];
+        for n in numbers {
+            match n {
+                Some(v) => {
+                    h.update([1]);
+                    h.update(v.to_be_bytes());
+                }
+                None => h.update([0]),
+            }
+        }
+        let mut rest = self.attributes.as_slice();
+        while let &[kind, len, ..] = rest {
+            let len = usize::from(len);
+            let Some(attribute) = rest.get(..len).filter(|_| len >= 2) else {
+                break;
+            };
+            if !VOLATILE_ATTRIBUTES.contains(&kind) {
+                h.update(attribute);
+            }
+            rest = rest.get(len..).unwrap_or_default();
+        }
+        // Whatever does not parse as attributes is kept whole (never dropped).
+        h.update(rest);
+        h.finalize().into()
     }
 
     /// When the session began, as far as this record tells.
@@ -345,8 +427,8 @@ macro_rules! acct_queries {
     ($pool:ty) => {
         use $crate::accounting::{
             AcctRecord, AcctSession, RECORD_COLUMNS, RecordRow, SESSION_COLUMNS, SessionQuery,
-            SessionRow, TERMINATE_NAS_REBOOT, UPSERT_SESSION, record_from_row, session_filter,
-            session_from_row, status,
+            RETRANSMIT_SLACK_SECS, SessionRow, TERMINATE_NAS_REBOOT, UPSERT_SESSION,
+            record_from_row, session_filter, session_from_row, status,
         };
         use $crate::error::StoreError;
         use $crate::rows::backend;
@@ -363,9 +445,15 @@ macro_rules! acct_queries {
             let mut tx = pool.begin().await.map_err(backend)?;
             let mut fresh = Vec::with_capacity(records.len());
             for r in records {
+                // A copy of a stored record (same fingerprint, event time within the
+                // slack) is not inserted; the primary key still refuses an exact repeat,
+                // and a concurrent writer's (another instance on PostgreSQL).
                 let done = sqlx::query(&format!(
-                    "INSERT INTO acct_records ({RECORD_COLUMNS}) VALUES ($1, $2, $3, $4, $5, \
-                     $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) \
+                    "INSERT INTO acct_records ({RECORD_COLUMNS}, fingerprint) SELECT $1, $2, \
+                     $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18 \
+                     WHERE NOT EXISTS (SELECT 1 FROM acct_records WHERE nas = $1 \
+                     AND session_id = $2 AND status = $3 AND event_time BETWEEN $19 AND $20 \
+                     AND fingerprint = $18) \
                      ON CONFLICT (nas, session_id, status, event_time) DO NOTHING"
                 ))
                 .bind(&r.nas)
@@ -385,6 +473,9 @@ macro_rules! acct_queries {
                 .bind(r.session_time)
                 .bind(r.terminate_cause)
                 .bind(&r.attributes)
+                .bind(r.fingerprint().to_vec())
+                .bind(r.event_time.saturating_sub(RETRANSMIT_SLACK_SECS))
+                .bind(r.event_time.saturating_add(RETRANSMIT_SLACK_SECS))
                 .execute(&mut *tx)
                 .await
                 .map_err(backend)?;

@@ -49,6 +49,7 @@ pub async fn run_all(store: &dyn AccountingStore) {
     concurrent_duplicates_store_exactly_one(store).await;
     a_large_batch_stores_and_folds_as_one_record_at_a_time(store).await;
     a_dedicated_handle_writes_the_same_database(store).await;
+    copies_with_a_new_delay_or_a_later_arrival_are_stored_once(store).await;
 }
 
 /// Start, its retransmission (same key), Interim, Stop: three records, one closed session
@@ -318,4 +319,75 @@ pub async fn a_dedicated_handle_writes_the_same_database(store: &dyn AccountingS
         store.append_accounting(&second)
     );
     assert_eq!(u32::from(a.unwrap()[0]) + u32::from(b.unwrap()[0]), 1);
+}
+
+/// A record as a NAS sends it: Acct-Status-Type, Acct-Session-Id, Acct-Delay-Time `delay`,
+/// Event-Timestamp `stamp` when given, and a Message-Authenticator `mac` (it differs per
+/// packet), at event time `t`.
+fn sent(session: &str, st: i64, t: i64, delay: u8, stamp: Option<u32>, mac: u8) -> AcctRecord {
+    let mut r = record("acct-retx", session, st, t);
+    r.delay = i64::from(delay);
+    r.received_at = t + r.delay;
+    let mut a = vec![40, 6, 0, 0, 0, st as u8, 44, 2 + session.len() as u8];
+    a.extend_from_slice(session.as_bytes());
+    a.extend_from_slice(&[41, 6, 0, 0, 0, delay]);
+    if let Some(s) = stamp {
+        a.extend_from_slice(&[55, 6]);
+        a.extend_from_slice(&s.to_be_bytes());
+    }
+    a.extend_from_slice(&[80, 18]);
+    a.extend_from_slice(&[mac; 16]);
+    r.attributes = a;
+    r
+}
+
+/// Issue 41 (RFC 2866 §5.2, RFC 5080 §2.2): a copy of a record is stored once whether its
+/// Acct-Delay-Time changed (new Message-Authenticator, a Proxy-State added on the way)
+/// and its event time rounds a second off, or it repeats the first packet and arrives
+/// seconds later without Event-Timestamp; but records that differ in what a copy repeats
+/// (counters, Event-Timestamp), or whose times are further apart than
+/// [`RETRANSMIT_SLACK_SECS`](crate::accounting::RETRANSMIT_SLACK_SECS), are distinct.
+pub async fn copies_with_a_new_delay_or_a_later_arrival_are_stored_once(
+    store: &dyn AccountingStore,
+) {
+    let slack = crate::accounting::RETRANSMIT_SLACK_SECS;
+    let first = sent("x", status::START, 40_000, 0, None, 1);
+    let mut proxied = sent("x", status::START, 39_999, 3, None, 2);
+    proxied
+        .attributes
+        .extend_from_slice(&[33, 5, b'p', b's', b'1']);
+    let late_same_packet = sent("x", status::START, 40_000 + slack, 0, None, 1);
+    let beyond = sent("x", status::START, 40_001 + slack, 0, None, 1);
+    let mut interim = sent("x", status::INTERIM_UPDATE, 41_000, 0, None, 3);
+    interim.input_octets = Some(100);
+    let mut next_interim = sent("x", status::INTERIM_UPDATE, 41_001, 0, None, 4);
+    next_interim.input_octets = Some(101);
+    let stamped = sent("y", status::START, 42_000, 0, Some(42_000), 5);
+    let stamped_copy = sent("y", status::START, 42_000, 9, Some(42_000), 6);
+    let next_stamp = sent("y", status::START, 42_001, 0, Some(42_001), 7);
+    let batch = [
+        first,
+        proxied,
+        late_same_packet,
+        beyond,
+        interim,
+        next_interim,
+        stamped,
+        stamped_copy,
+        next_stamp,
+    ];
+    let want = [true, false, false, true, true, true, true, false, true];
+    assert_eq!(store.append_accounting(&batch).await.unwrap(), want);
+    for (r, new) in batch.iter().zip(want) {
+        assert_eq!(
+            store
+                .append_accounting(std::slice::from_ref(r))
+                .await
+                .unwrap(),
+            [false],
+            "a copy in a later batch (first time new: {new})"
+        );
+    }
+    let stored = store.acct_records_since(0, 100_000).await.unwrap();
+    assert_eq!(stored.iter().filter(|r| r.nas == "acct-retx").count(), 6);
 }

@@ -26,6 +26,8 @@ pub struct FileAccounting {
     pub audit_records: bool,
     /// Nice value of the accounting threads (0: authentication's priority).
     pub nice: i32,
+    /// Milliseconds a record may wait in the queue; older ones are dropped unanswered.
+    pub max_queue_age_ms: u64,
 }
 
 impl Default for FileAccounting {
@@ -38,6 +40,7 @@ impl Default for FileAccounting {
             prune_interval_secs: 3_600,
             audit_records: false,
             nice: 19,
+            max_queue_age_ms: 2_000,
         }
     }
 }
@@ -67,6 +70,13 @@ pub struct AcctConfig {
     /// authentication leaves rather than a share of what logins need. 0: the same
     /// priority as authentication.
     pub nice: i32,
+    /// How long a record may wait in the queue for the writer. The writer drops an older
+    /// one unanswered and uncommitted (`stale`): by then its NAS has retransmitted it, or
+    /// given up on it, and may have reused its Identifier for another request (RFC 5080
+    /// §2.2.1: the first retransmission after about 2 s, a new Identifier whenever
+    /// Acct-Delay-Time is updated), so a late answer could be taken for another's. The
+    /// copy the NAS sends meanwhile is stored once ([`portcullis_store::accounting`]).
+    pub max_queue_age: Duration,
 }
 
 impl Default for AcctConfig {
@@ -108,6 +118,11 @@ impl AcctConfig {
                 "accounting.nice must be between 0 (authentication's priority) and 19 (lowest)",
             ));
         }
+        if !(100..=60_000).contains(&f.max_queue_age_ms) {
+            return Err(invalid(
+                "accounting.max_queue_age_ms must be between 100 and 60000",
+            ));
+        }
         Ok(AcctConfig {
             queue: f.queue,
             queue_per_nas,
@@ -116,6 +131,7 @@ impl AcctConfig {
             prune_interval: Duration::from_secs(f.prune_interval_secs),
             audit_records: f.audit_records,
             nice: f.nice,
+            max_queue_age: Duration::from_millis(f.max_queue_age_ms),
         })
     }
 }
@@ -134,6 +150,13 @@ queue = 16384
 # NAS's new requests are dropped unanswered (reason="nas_share"): one NAS's storm cannot
 # take the places of every other NAS's records.
 # queue_per_nas = 4096
+# Milliseconds a record may wait in that queue. The writer drops older ones unanswered
+# and uncommitted (portcullis_acct_dropped_total{reason="stale"}): by then the NAS has
+# retransmitted the record (stored once when it comes back) or given up on it, and may
+# have reused its Identifier (a NAS's first retransmission comes after about 2 s, with a
+# new Identifier once it updates Acct-Delay-Time), so a late answer could be matched to
+# another request. Keep it below the NASes' retransmission timeout.
+max_queue_age_ms = 2000
 # Most records committed in one transaction.
 max_batch = 2048
 # Records received more than this many days ago are deleted in the background, with
@@ -172,6 +195,11 @@ mod tests {
         assert_eq!(parse("keep_days = 0").unwrap().keep, None);
         assert_eq!(AcctConfig::default().queue_per_nas, 4096, "a quarter");
         assert_eq!(parse("queue = 2").unwrap().queue_per_nas, 1);
+        assert_eq!(
+            AcctConfig::default().max_queue_age,
+            Duration::from_secs(2),
+            "below a NAS's first retransmission timeout"
+        );
         for (text, needle) in [
             ("queue = 0", "accounting.queue"),
             ("queue = 8\nqueue_per_nas = 9", "accounting.queue_per_nas"),
@@ -181,6 +209,8 @@ mod tests {
             ("prune_interval_secs = 0", "prune_interval_secs"),
             ("nice = 20", "accounting.nice"),
             ("nice = -1", "accounting.nice"),
+            ("max_queue_age_ms = 99", "accounting.max_queue_age_ms"),
+            ("max_queue_age_ms = 60001", "accounting.max_queue_age_ms"),
             ("bogus = 1", "bogus"),
         ] {
             let err = parse(text).unwrap_err();

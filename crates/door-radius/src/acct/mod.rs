@@ -20,8 +20,11 @@
 //! is full a request is dropped unanswered and counted, never acknowledged early (the NAS
 //! retransmits). A retransmission with the same identifier and authenticator is answered
 //! from the duplicate cache once its batch committed (and dropped while it waits); one
-//! with a new identifier (Acct-Delay-Time grew) reaches the store, whose key (NAS, session,
-//! status, event time) stores it once, and is answered again. Authentication keeps its
+//! with a new identifier (Acct-Delay-Time grew), or one the cache no longer holds, reaches
+//! the store, whose duplicate rule (same NAS, session, status and fingerprint, event times
+//! within 30 s: [`portcullis_store::accounting::RETRANSMIT_SLACK_SECS`]) stores it once,
+//! and is answered again. A record that waited in the queue past `max_queue_age_ms` is
+//! dropped unanswered (`stale`) by the writer. Authentication keeps its
 //! share of the machine during an accounting storm: nothing here runs on a runtime worker
 //! or the hash pool, and the threads that do the work (receive, writer, the writer's store
 //! connection) run at a higher nice value (`[accounting] nice`), so the scheduler gives

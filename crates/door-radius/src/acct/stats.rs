@@ -56,11 +56,14 @@ pub enum AcctDrop {
     /// The NAS already holds its share of the writer's queue (`queue_per_nas`): the
     /// others' records keep their places; this NAS retransmits.
     NasShare,
+    /// It waited in the queue longer than `max_queue_age`: its NAS may have reused the
+    /// Identifier, so it is neither committed nor answered; the NAS's copy is stored once.
+    Stale,
 }
 
 impl AcctDrop {
     /// Every reason, in counter order.
-    pub const ALL: [AcctDrop; 7] = [
+    pub const ALL: [AcctDrop; 8] = [
         AcctDrop::UnknownNas,
         AcctDrop::BadAuthenticator,
         AcctDrop::Malformed,
@@ -68,6 +71,7 @@ impl AcctDrop {
         AcctDrop::InProgress,
         AcctDrop::StoreError,
         AcctDrop::NasShare,
+        AcctDrop::Stale,
     ];
 
     /// Stable label.
@@ -80,6 +84,7 @@ impl AcctDrop {
             AcctDrop::InProgress => "in_progress",
             AcctDrop::StoreError => "store_error",
             AcctDrop::NasShare => "nas_share",
+            AcctDrop::Stale => "stale",
         }
     }
 }
@@ -98,7 +103,7 @@ pub struct AcctNasStats {
     /// Duplicates answered again.
     pub duplicates: AtomicU64,
     /// Dropped, by [`AcctDrop::ALL`] order.
-    pub dropped: [AtomicU64; 7],
+    pub dropped: [AtomicU64; 8],
     /// Its records in the writer's queue now (admission keeps it within
     /// `queue_per_nas`; the writer takes it down as it takes records out).
     queued: AtomicUsize,
@@ -116,7 +121,7 @@ struct Exported {
     /// `portcullis_acct_duplicates_total{nas}`.
     duplicates: Counter,
     /// `portcullis_acct_dropped_total{nas,reason}`, in [`AcctDrop::ALL`] order.
-    dropped: [Counter; 7],
+    dropped: [Counter; 8],
 }
 
 impl AcctNasStats {

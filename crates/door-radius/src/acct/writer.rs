@@ -15,7 +15,10 @@
 //! take only the CPU that logins leave.
 //!
 //! A failed transaction acknowledges nothing: its records are forgotten by the duplicate
-//! cache and counted as `store_error`; the NASes retransmit them.
+//! cache and counted as `store_error`; the NASes retransmit them. A record that waited
+//! in the queue longer than `[accounting] max_queue_age_ms` is neither written nor
+//! answered (`stale`, issue 41): its NAS may have reused the Identifier meanwhile, and the
+//! copy it retransmits is stored once by the store's duplicate rule.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -119,12 +122,16 @@ async fn run(
         let Some(first) = first.or_else(|| rx.try_recv().ok()) else {
             return;
         };
-        push(first, &mut records, &mut replies);
+        let now = Instant::now();
+        push(&door, first, now, &mut records, &mut replies, &tracker);
         while records.len() < max {
             match rx.try_recv() {
-                Ok(p) => push(p, &mut records, &mut replies),
+                Ok(p) => push(&door, p, now, &mut records, &mut replies, &tracker),
                 Err(_) => break,
             }
+        }
+        if records.is_empty() {
+            continue;
         }
         let left = rx.len() as u64;
         door.stats.queued.store(left, Ordering::Relaxed);
@@ -133,9 +140,29 @@ async fn run(
     }
 }
 
-fn push(p: Pending, records: &mut Vec<AcctRecord>, replies: &mut Vec<Reply>) {
+/// Take `p` into the batch, unless it waited longer than `max_queue_age` (at `now`): then
+/// drop it unanswered (`stale`), since its NAS may have reused its Identifier meanwhile.
+fn push(
+    door: &AcctDoor,
+    p: Pending,
+    now: Instant,
+    records: &mut Vec<AcctRecord>,
+    replies: &mut Vec<Reply>,
+    tracker: &TaskTracker,
+) {
     // Out of the queue: the NAS's share counts only what waits in it.
     p.reply.stats.leave_queue();
+    if now.saturating_duration_since(p.reply.arrived) > door.config.max_queue_age {
+        let r = p.reply;
+        // Its next copy is new work, not "in progress".
+        door.dedup.lock().forget(&r.key);
+        door.dropped(&r.stats, &p.record.nas, r.peer.ip(), AcctDrop::Stale);
+        // RADIUS/1.1 has no Identifier to reuse: it says "cannot now" (RFC 9765 §6.1).
+        if let Some(answer) = r.unable {
+            r.path.send_later(answer, tracker);
+        }
+        return;
+    }
     records.push(p.record);
     replies.push(p.reply);
 }
