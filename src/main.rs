@@ -37,6 +37,9 @@ enum Command {
     /// Manage users in the embedded store.
     #[command(subcommand)]
     User(cli::user::UserCommand),
+    /// Manage groups of users in the embedded store.
+    #[command(subcommand)]
+    Group(cli::group::GroupCommand),
     /// Manage RADIUS clients (NAS) in the embedded store.
     #[command(subcommand)]
     Nas(cli::nas::NasCommand),
@@ -79,6 +82,7 @@ fn main() -> ExitCode {
         Command::Serve(a) => cli::serve::run(a),
         Command::Client(c) => cli::client::run(c),
         Command::User(c) => cli::user::run(c),
+        Command::Group(c) => cli::group::run(c),
         Command::Nas(c) => cli::nas::run(c),
         Command::Apply(a) => cli::apply::run(a),
         Command::Registration(c) => cli::registration::run(c),
