@@ -142,7 +142,7 @@ impl Kind for Groups {
     }
 }
 
-/// Sorted members, or a problem at `pointer`.
+/// Members sorted, repeats dropped (a member named twice is a member).
 fn members(mut m: Vec<String>) -> Vec<String> {
     m.sort();
     m.dedup();

@@ -24,8 +24,9 @@ pub(crate) type GroupMemberRow = (
     Option<String>,
 );
 
-/// `SELECT` of groups joined with their members, ordered by group then member; the
-/// caller appends nothing but binds the `WHERE` it names in `{filter}`.
+/// `SELECT` of the groups matching `filter` (a `WHERE` condition on `g`, whose
+/// parameters the caller binds) joined with their members, ordered by group then
+/// member.
 pub(crate) fn group_select(filter: &str) -> String {
     format!(
         "SELECT g.name, g.gid_number, g.description, g.created_at, g.version, m.username \
