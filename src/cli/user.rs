@@ -350,6 +350,37 @@ async fn set_password(args: SetPasswordArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Refuse, with their line, entries whose uidNumber another user holds (stored, or an
+/// earlier line), so one clash does not refuse the whole import; entries whose username
+/// is taken pass (the store leaves them unchanged and says so).
+fn uid_clashes(
+    lines: Vec<usize>,
+    users: Vec<UserRecord>,
+    existing: &[UserRecord],
+    rejected: &mut Vec<(usize, String)>,
+) -> (Vec<usize>, Vec<UserRecord>) {
+    let uid = |u: &UserRecord| u.attributes.posix.as_ref().map(|p| p.uid_number);
+    let mut held: std::collections::HashMap<u32, String> = existing
+        .iter()
+        .filter_map(|u| Some((uid(u)?, u.username.clone())))
+        .collect();
+    let taken: std::collections::HashSet<&str> =
+        existing.iter().map(|u| u.username.as_str()).collect();
+    let mut keep = (Vec::new(), Vec::new());
+    for (line, user) in lines.into_iter().zip(users) {
+        if let Some(n) = uid(&user).filter(|_| !taken.contains(user.username.as_str())) {
+            if let Some(owner) = held.get(&n) {
+                rejected.push((line, format!("uidNumber {n} is already user {owner:?}'s")));
+                continue;
+            }
+            held.insert(n, user.username.clone());
+        }
+        keep.0.push(line);
+        keep.1.push(user);
+    }
+    keep
+}
+
 /// Per accepted line, the attributes beside its hash or why they were refused.
 type ExtraMap = std::collections::HashMap<usize, Result<UserAttributes, String>>;
 
@@ -422,11 +453,23 @@ async fn import(args: ImportArgs) -> Result<ExitCode, String> {
         }
     }
     let dir = open_or_create(&args.dir).await?;
-    let inserted = dir
-        .store()
-        .put_users(&users)
-        .await
-        .map_err(|e| e.to_string())?;
+    let existing = dir.store().list_users().await;
+    let existing = match existing {
+        Ok(e) => e,
+        Err(e) => {
+            dir.close().await;
+            return Err(e.to_string());
+        }
+    };
+    let (lines, users) = uid_clashes(lines, users, &existing, &mut rejected);
+    let inserted = dir.store().put_users(&users).await;
+    let inserted = match inserted {
+        Ok(i) => i,
+        Err(e) => {
+            dir.close().await;
+            return Err(e.to_string());
+        }
+    };
     let created = dir.created().then(|| created_note(&dir));
     dir.close().await;
     if let Some(note) = created {

@@ -245,7 +245,8 @@ fn issue_39_import_reads_attribute_columns_and_keycloak_profiles() {
              gid_number=20000\thome_directory=/home/alice\n\
              bob\t{hash}\n\
              carol\t{hash}\tuid_number=zero\n\
-             dave\t{hash}\tshoe_size=9\n"
+             dave\t{hash}\tshoe_size=9\n\
+             erin\t{hash}\tuid_number=20001\tgid_number=1\thome_directory=/home/erin\n"
         ),
     )
     .unwrap();
