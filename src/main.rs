@@ -43,8 +43,8 @@ enum Command {
     /// Manage RADIUS clients (NAS) in the embedded store.
     #[command(subcommand)]
     Nas(cli::nas::NasCommand),
-    /// Make the store hold the clients, users and NAS a TOML file declares (prints the
-    /// plan first; --dry-run changes nothing, --prune removes what it does not declare).
+    /// Make the store hold the clients, users, groups and NAS a TOML file declares (prints
+    /// the plan first; --dry-run changes nothing, --prune removes what it does not declare).
     Apply(cli::apply::ApplyArgs),
     /// Dynamic client registration (RFC 7591): initial access tokens.
     #[command(subcommand)]

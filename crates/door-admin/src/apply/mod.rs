@@ -382,9 +382,10 @@ fn client(c: FileClient, base: &Path) -> Result<DeclaredClient, ApplyError> {
 }
 
 /// An example file (`portcullis apply --example`).
-pub const EXAMPLE: &str = r#"# portcullis apply FILE: the clients, users, groups and NAS this file declares are created or
-# updated to match; with --prune, those it does not declare are removed. Secrets are never
-# written here: they come from files (relative to this file) or environment variables.
+pub const EXAMPLE: &str = r#"# portcullis apply FILE: the clients, users, groups and NAS this file declares are created
+# or updated to match; with --prune, those it does not declare are removed. Secrets are
+# never written here: they come from files (relative to this file) or environment
+# variables.
 
 [[clients]]
 id = "billing"
@@ -424,3 +425,19 @@ cidr = "10.1.0.0/24"
 secret_env = "OFFICE_WIFI_SECRET"        # or secret_file
 require_message_authenticator = true
 "#;
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    /// `apply --example` stays a file apply reads (every field known), groups and
+    /// directory attributes included.
+    #[test]
+    fn the_example_parses() {
+        let f: super::FileDesired = toml::from_str(super::EXAMPLE).unwrap();
+        assert_eq!(f.groups.len(), 1);
+        assert_eq!(f.groups[0].members, ["alice"]);
+        let a = f.users[0].attributes.as_ref().unwrap().to_store().unwrap();
+        assert_eq!(a.posix.unwrap().uid_number, 10001);
+    }
+}
