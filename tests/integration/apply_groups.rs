@@ -111,33 +111,49 @@ async fn issue_39_apply_declares_attributes_and_groups() {
         Default::default()
     );
 
-    // Refusals: a member that is no user, an unknown field, a bad attribute.
-    for (bad, expect) in [
+    // Refusals, before anything is written (the file's new user is not created): a
+    // member that is no user, one that --prune removes, an unknown field, repeated
+    // members, a bad attribute.
+    let newbie = user("newbie", &hash, "");
+    for (bad, flags, expect) in [
         (
             "[[groups]]\nname = \"g\"\nmembers = [\"nobody\"]\n",
-            "user \"nobody\" not found",
+            &[][..],
+            "member \"nobody\" is not a user",
+        ),
+        (
+            "[[groups]]\nname = \"g\"\nmembers = [\"alice\"]\n",
+            &["--prune"][..],
+            "member \"alice\" is not a user",
         ),
         (
             "[[groups]]\nname = \"g\"\nowner = \"alice\"\n",
+            &[][..],
             "unknown field `owner`",
         ),
         (
             "[[groups]]\nname = \"g\"\nmembers = [\"carol\", \"carol\"]\n",
+            &[][..],
             "must not repeat",
         ),
         (
             "[[users]]\nusername = \"dan\"\npassword_hash = \"HASH\"\n\
              [users.attributes.posix]\nuid_number = 1\ngid_number = 1\nhome_directory = \"x\"\n",
+            &[][..],
             "homeDirectory must be an absolute path",
         ),
     ] {
-        let text = format!("{carol}{}", bad.replace("HASH", &hash));
+        let text = format!("{carol}{newbie}{}", bad.replace("HASH", &hash));
         std::fs::write(&file, text).unwrap();
-        let out = apply(&[f, "--data-dir", d]);
+        let mut args = vec![f, "--data-dir", d];
+        args.extend_from_slice(flags);
+        let out = apply(&args);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{bad}");
         assert!(stderr.contains(expect), "{bad}: {stderr}");
         assert!(!stderr.contains("panicked"), "{stderr}");
+        assert_eq!(store.get_user("newbie").await.unwrap(), None, "{bad}");
+        assert!(store.get_user("alice").await.unwrap().is_some(), "{bad}");
     }
     dir.close().await;
 }

@@ -15,6 +15,33 @@ use portcullis_store::versioned::Resource;
 use super::plan::{Action, Context, Plan, group_step, store_error};
 use super::{ApplyError, Desired};
 
+/// Every declared member is a user when the groups are written: declared, or stored and
+/// not pruned. Checked before anything is written, so such a file changes nothing.
+async fn check_members(
+    desired: &Desired,
+    cx: &Context<'_>,
+    removed: &HashSet<String>,
+) -> Result<(), ApplyError> {
+    let declared: HashSet<&str> = desired.users.iter().map(|u| u.username.as_str()).collect();
+    for g in &desired.groups {
+        for m in &g.members {
+            if declared.contains(m.as_str()) {
+                continue;
+            }
+            let stored =
+                !removed.contains(m) && cx.store.get_user(m).await.map_err(store_error)?.is_some();
+            if !stored {
+                return Err(super::err(format!(
+                    "group {:?}: member {m:?} is not a user (declare it under [[users]]; \
+                     with --prune an undeclared user is removed)",
+                    g.name
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Add the group steps to `plan` (whose user steps are already there).
 pub(super) async fn plan(
     plan: &mut Plan,
@@ -31,6 +58,7 @@ pub(super) async fn plan(
     let cascaded = |members: &[String]| {
         i64::try_from(members.iter().filter(|m| removed.contains(*m)).count()).unwrap_or(0)
     };
+    check_members(desired, cx, &removed).await?;
     for d in &desired.groups {
         let current = cx
             .store
