@@ -263,6 +263,29 @@ pub async fn memberships<S: UserStore + GroupStore + ?Sized>(store: &S) {
             .unwrap()
             .is_empty()
     );
+
+    // Members and groups come in byte order (a locale's collation would put "lower"
+    // before "Upper"; the suites' databases may collate by bytes anyway, so `groups.rs`'s
+    // unit test feeds a locale's order too).
+    for n in ["dir-m-lower", "dir-m-Upper"] {
+        store.put_user(&test_user(n)).await.unwrap();
+    }
+    let mut g = GroupRecord::new("dir-m-case", 0);
+    g.members = vec!["dir-m-Upper".into(), "dir-m-lower".into()];
+    store.put_group(&g).await.unwrap();
+    assert_eq!(store.get_group("dir-m-case").await.unwrap(), Some(g));
+    store
+        .put_group(&GroupRecord::new("dir-m-Case", 0))
+        .await
+        .unwrap();
+    store
+        .add_group_member("dir-m-Case", "dir-m-lower")
+        .await
+        .unwrap();
+    assert_eq!(
+        store.groups_of_user("dir-m-lower").await.unwrap(),
+        vec!["dir-m-Case", "dir-m-case"]
+    );
 }
 
 /// Removing a user, by either path, removes its memberships and changes its groups'

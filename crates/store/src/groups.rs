@@ -62,6 +62,11 @@ pub(crate) fn fold_groups(
             g.record.members.push(m);
         }
     }
+    // Byte order, whatever the database's collation (PostgreSQL's may be a locale's):
+    // members compare equal to a sorted declaration on every backend.
+    for g in &mut out {
+        g.record.members.sort_unstable();
+    }
     Ok(out)
 }
 
@@ -266,7 +271,9 @@ macro_rules! group_queries {
             .fetch_all(pool)
             .await
             .map_err(backend)?;
-            Ok(rows.into_iter().map(|(g,)| g).collect())
+            let mut groups: Vec<String> = rows.into_iter().map(|(g,)| g).collect();
+            groups.sort_unstable();
+            Ok(groups)
         }
 
         pub(crate) async fn replace(
@@ -347,4 +354,31 @@ pub(crate) mod sqlite {
 pub(crate) mod postgres {
     use super::PoolDb;
     group_queries!(sqlx::PgPool);
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// Rows as a locale-collated PostgreSQL returns them ("alice" before "Bob") fold into
+    /// groups whose members are in byte order, as a sorted declaration is.
+    #[test]
+    fn folded_members_are_in_byte_order_whatever_the_collation() {
+        let row =
+            |g: &str, m: Option<&str>| (g.to_owned(), Some(10), None, 0, 3, m.map(str::to_owned));
+        let groups = fold_groups(vec![
+            row("a", Some("alice")),
+            row("a", Some("Bob")),
+            row("b", None),
+        ])
+        .unwrap();
+        assert_eq!(groups.len(), 2);
+        assert_eq!(groups[0].record.members, ["Bob", "alice"]);
+        assert_eq!(groups[0].version, 3);
+        assert!(groups[1].record.members.is_empty());
+        let bad = fold_groups(vec![(String::from("c"), Some(-1), None, 0, 1, None)]);
+        assert!(bad.is_err());
+    }
 }
