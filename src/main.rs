@@ -37,11 +37,14 @@ enum Command {
     /// Manage users in the embedded store.
     #[command(subcommand)]
     User(cli::user::UserCommand),
+    /// Manage groups of users in the embedded store.
+    #[command(subcommand)]
+    Group(cli::group::GroupCommand),
     /// Manage RADIUS clients (NAS) in the embedded store.
     #[command(subcommand)]
     Nas(cli::nas::NasCommand),
-    /// Make the store hold the clients, users and NAS a TOML file declares (prints the
-    /// plan first; --dry-run changes nothing, --prune removes what it does not declare).
+    /// Make the store hold the clients, users, groups and NAS a TOML file declares (prints
+    /// the plan first; --dry-run changes nothing, --prune removes what it does not declare).
     Apply(cli::apply::ApplyArgs),
     /// Dynamic client registration (RFC 7591): initial access tokens.
     #[command(subcommand)]
@@ -79,6 +82,7 @@ fn main() -> ExitCode {
         Command::Serve(a) => cli::serve::run(a),
         Command::Client(c) => cli::client::run(c),
         Command::User(c) => cli::user::run(c),
+        Command::Group(c) => cli::group::run(c),
         Command::Nas(c) => cli::nas::run(c),
         Command::Apply(a) => cli::apply::run(a),
         Command::Registration(c) => cli::registration::run(c),

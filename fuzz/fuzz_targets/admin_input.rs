@@ -1,15 +1,15 @@
 //! Fuzz what the admin API (issue 27) reads from a caller: JSON bodies of every request
-//! type (with the failing field's pointer), the field checks of a new client (grants,
-//! scopes, lifetimes, JWKS / PEM / DN key material), a NAS's RadSec certificate (PEM or
-//! DER to pin), initial access tokens, apply documents, and If-Match lists. First byte
-//! mod 10 picks the input; the rest is the body or header. Every input is a value or a
-//! problem, never a panic.
+//! type (with the failing field's pointer; users' directory attributes and groups, issue
+//! 39), the field checks of a new client (grants, scopes, lifetimes, JWKS / PEM / DN key
+//! material), a NAS's RadSec certificate (PEM or DER to pin), initial access tokens, apply
+//! documents, and If-Match lists. First byte mod 10 picks the input; the rest is the body
+//! or header. Every input is a value or a problem, never a panic.
 #![no_main]
 
 use axum::http::{HeaderMap, HeaderValue, header};
 use libfuzzer_sys::fuzz_target;
 use portcullis_server::admin::conventions::{check_if_match, etag, parse_json};
-use portcullis_server::admin::{clients, keys, nas, registration_tokens, throttle, users};
+use portcullis_server::admin::{clients, groups, keys, nas, registration_tokens, throttle, users};
 use portcullis_server::apply::declared::Declared;
 
 fuzz_target!(|data: &[u8]| {
@@ -26,10 +26,17 @@ fuzz_target!(|data: &[u8]| {
             let _ = parse_json::<clients::ClientChange>(rest);
         }
         2 => {
-            let _ = parse_json::<users::NewUser>(rest);
+            // Users' directory attributes (issue 39) are checked as the handler does.
+            if let Ok(Some(a)) = parse_json::<users::NewUser>(rest).map(|n| n.attributes) {
+                let _ = a.to_store();
+            }
+            let _ = parse_json::<groups::NewGroup>(rest);
         }
         3 => {
-            let _ = parse_json::<users::UserChange>(rest);
+            if let Ok(Some(a)) = parse_json::<users::UserChange>(rest).map(|c| c.attributes) {
+                let _ = a.to_store();
+            }
+            let _ = parse_json::<groups::GroupChange>(rest);
         }
         4 => {
             let _ = parse_json::<nas::NewNas>(rest);

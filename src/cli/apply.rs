@@ -26,7 +26,7 @@ use super::common::{DataDirArg, block_on, now, open, open_or_create};
 /// Arguments of `apply`.
 #[derive(Debug, clap::Args)]
 pub struct ApplyArgs {
-    /// The TOML file declaring clients, users and NAS (`--example` prints one).
+    /// The TOML file declaring clients, users, groups and NAS (`--example` prints one).
     #[arg(required_unless_present = "example")]
     file: Option<PathBuf>,
     /// Print the plan and change nothing.

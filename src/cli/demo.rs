@@ -245,12 +245,9 @@ mod ours {
                     };
                     if setup.radius_secret.is_some() {
                         // RADIUS users log in with the same names and passwords.
-                        let user = UserRecord {
-                            username: rec.id.clone(),
-                            password_hash: rec.secret_hashes[0].clone(),
-                            disabled: false,
-                            created_at: now,
-                        };
+                        let user =
+                            UserRecord::new(rec.id.clone(), rec.secret_hashes[0].clone(), now)
+                                .map_err(err)?;
                         server.parts().store.put_user(&user).await.map_err(err)?;
                     }
                     server.parts().store.put_client(&rec).await.map_err(err)?;

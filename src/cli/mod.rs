@@ -10,6 +10,7 @@ pub mod config;
 pub mod demo;
 pub mod doctor;
 pub mod generate;
+pub mod group;
 pub mod hash;
 pub mod hash_argon2;
 pub mod hash_pool;
@@ -21,6 +22,7 @@ pub mod reload;
 pub mod serve;
 pub mod tls;
 pub mod user;
+pub mod user_attrs;
 
 /// Print a one-line error to stderr and return exit code 2 (usage or input error).
 pub fn fail(msg: impl std::fmt::Display) -> std::process::ExitCode {

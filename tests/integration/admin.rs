@@ -19,7 +19,7 @@ use crate::server_support::{Answer, TestServer, raw, start_with};
 pub const WRITE: &str = "portcullis:admin:write";
 pub const READ: &str = "portcullis:admin:read";
 /// Operations in the OpenAPI document (the unit test in `admin/openapi.rs` lists them).
-pub const OPERATIONS: usize = 29;
+pub const OPERATIONS: usize = 34;
 
 /// A server with the admin API on 127.0.0.1:0 and the audit stream in a file.
 pub async fn admin_server() -> TestServer {

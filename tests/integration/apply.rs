@@ -168,12 +168,7 @@ pub(crate) async fn seed_undeclared(store: &dyn Store, master: &portcullis_store
         .await
         .unwrap();
     store
-        .put_user(&UserRecord {
-            username: "mallory".into(),
-            password_hash: test_policy().hash(b"x").unwrap(),
-            disabled: false,
-            created_at: 1,
-        })
+        .put_user(&UserRecord::new("mallory", test_policy().hash(b"x").unwrap(), 1).unwrap())
         .await
         .unwrap();
     store

@@ -482,14 +482,16 @@ async fn issue_25_a_device_roaming_to_another_instance_resumes() {
         servers[0]
             .parts()
             .store
-            .put_user(&portcullis_store::UserRecord {
-                username: "grace".into(),
-                password_hash: crate::server_support::test_policy()
-                    .hash(b"graces password")
-                    .unwrap(),
-                disabled: false,
-                created_at: 0,
-            })
+            .put_user(
+                &portcullis_store::UserRecord::new(
+                    "grace",
+                    crate::server_support::test_policy()
+                        .hash(b"graces password")
+                        .unwrap(),
+                    0,
+                )
+                .unwrap(),
+            )
             .await
             .unwrap();
         let a = Nas::bind("127.0.0.1:0", servers[0].radius_addrs()[0]).await;

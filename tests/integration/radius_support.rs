@@ -89,12 +89,12 @@ impl RadiusServer {
     pub async fn put_lab_users(&self, n: usize) {
         let policy = crate::server_support::test_policy();
         for i in 0..n {
-            let user = portcullis_store::UserRecord {
-                username: format!("lab-client-{i}"),
-                password_hash: policy.hash(format!("lab-secret-{i}").as_bytes()).unwrap(),
-                disabled: false,
-                created_at: 0,
-            };
+            let user = portcullis_store::UserRecord::new(
+                format!("lab-client-{i}"),
+                policy.hash(format!("lab-secret-{i}").as_bytes()).unwrap(),
+                0,
+            )
+            .unwrap();
             self.s.data.store().put_user(&user).await.unwrap();
         }
     }

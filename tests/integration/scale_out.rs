@@ -544,12 +544,14 @@ async fn issue_13_a_change_on_one_instance_reaches_the_others_caches_at_once() {
         .await
         .unwrap();
     store
-        .put_user(&portcullis_store::UserRecord {
-            username: "alice".into(),
-            password_hash: crate::server_support::test_policy().hash(b"pw").unwrap(),
-            disabled: false,
-            created_at: 0,
-        })
+        .put_user(
+            &portcullis_store::UserRecord::new(
+                "alice",
+                crate::server_support::test_policy().hash(b"pw").unwrap(),
+                0,
+            )
+            .unwrap(),
+        )
         .await
         .unwrap();
     let login = [
@@ -605,12 +607,14 @@ async fn issue_13_postgres_restarted_mid_run_503s_then_full_service() {
         .await
         .unwrap();
     store
-        .put_user(&portcullis_store::UserRecord {
-            username: "alice".into(),
-            password_hash: crate::server_support::test_policy().hash(b"pw").unwrap(),
-            disabled: false,
-            created_at: 0,
-        })
+        .put_user(
+            &portcullis_store::UserRecord::new(
+                "alice",
+                crate::server_support::test_policy().hash(b"pw").unwrap(),
+                0,
+            )
+            .unwrap(),
+        )
         .await
         .unwrap();
     let addr = server.local_addr();

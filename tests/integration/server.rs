@@ -648,12 +648,9 @@ async fn issue_5_overload_is_503_with_retry_after_not_a_timeout() {
     for i in 0..16 {
         secrets.push(s.add_client(&format!("app{i}"), BOTH, &[]).await);
         s.store()
-            .put_user(&portcullis_store::UserRecord {
-                username: format!("user{i}"),
-                password_hash: hash.clone(),
-                disabled: false,
-                created_at: 0,
-            })
+            .put_user(
+                &portcullis_store::UserRecord::new(format!("user{i}"), hash.clone(), 0).unwrap(),
+            )
             .await
             .unwrap();
     }

@@ -114,12 +114,14 @@ impl TestServer {
     /// Create a user with a PBKDF2 password hash.
     pub async fn add_user(&self, username: &str, password: &str) {
         self.store()
-            .put_user(&UserRecord {
-                username: username.into(),
-                password_hash: test_policy().hash(password.as_bytes()).unwrap(),
-                disabled: false,
-                created_at: 0,
-            })
+            .put_user(
+                &UserRecord::new(
+                    username,
+                    test_policy().hash(password.as_bytes()).unwrap(),
+                    0,
+                )
+                .unwrap(),
+            )
             .await
             .unwrap();
     }

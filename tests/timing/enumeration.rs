@@ -63,12 +63,14 @@ async fn serve() -> Serve {
         let p = policy();
         for i in 0..SAMPLES {
             store
-                .put_user(&UserRecord {
-                    username: format!("user-{i}"),
-                    password_hash: p.hash(format!("pw-{i}").as_bytes()).unwrap(),
-                    disabled: false,
-                    created_at: 0,
-                })
+                .put_user(
+                    &UserRecord::new(
+                        format!("user-{i}"),
+                        p.hash(format!("pw-{i}").as_bytes()).unwrap(),
+                        0,
+                    )
+                    .unwrap(),
+                )
                 .await
                 .unwrap();
             store

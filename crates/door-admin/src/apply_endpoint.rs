@@ -161,6 +161,7 @@ fn audit_step(ctx: &AdminContext, caller: &Caller, s: &Step) {
             Nases::forget(ctx, &s.key);
             ("nas", ["nas.create", "nas.update", "nas.remove"])
         }
+        Resource::Group => ("groups", ["group.create", "group.update", "group.remove"]),
     };
     let (action, status) = match s.action {
         Action::Create => (noun[0], StatusCode::CREATED),

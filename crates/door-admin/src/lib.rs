@@ -16,8 +16,9 @@
 //! Modules: [`config`] (`[admin]`), [`problem`] (errors), [`conventions`] (bodies,
 //! ETags, pages, Idempotency-Key), [`resource`] (the read, change and remove flow of
 //! versioned records, written once), [`auth`], [`action`] (audit), [`responses`]
-//! (documented error sets), and one module per resource: [`clients`], [`users`],
-//! [`nas`], [`keys`] (signing keys, revocations), [`registration_tokens`], [`throttle`],
+//! (documented error sets), [`directory`] (users' directory attributes), and one
+//! module per resource: [`clients`], [`users`], [`groups`], [`nas`], [`keys`] (signing
+//! keys, revocations), [`registration_tokens`], [`throttle`],
 //! [`apply`] (configuration as code, planned and carried out here);
 //! [`openapi`].
 #![forbid(unsafe_code)]
@@ -30,6 +31,8 @@ pub mod clients;
 pub mod config;
 pub mod context;
 pub mod conventions;
+pub mod directory;
+pub mod groups;
 pub mod keys;
 pub mod nas;
 pub mod openapi;
@@ -77,6 +80,13 @@ pub fn router(ctx: Arc<AdminContext>) -> Router {
             post(clients::finish_rotation),
         )
         .route("/admin/v1/users", get(users::list).post(users::create))
+        .route("/admin/v1/groups", get(groups::list).post(groups::create))
+        .route(
+            "/admin/v1/groups/{name}",
+            get(groups::get)
+                .patch(groups::update)
+                .delete(groups::remove),
+        )
         .route(
             "/admin/v1/users/{username}",
             get(users::get).patch(users::update).delete(users::remove),

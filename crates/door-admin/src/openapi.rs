@@ -11,7 +11,7 @@ use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 
 use crate::problem::{FieldError, ProblemDetails};
-use crate::{apply_endpoint, clients, keys, nas, registration_tokens, throttle, users};
+use crate::{apply_endpoint, clients, groups, keys, nas, registration_tokens, throttle, users};
 
 struct Bearer;
 
@@ -50,6 +50,7 @@ impl utoipa::Modify for Bearer {
         clients::list, clients::create, clients::get, clients::update, clients::rotate,
         clients::finish_rotation, clients::remove,
         users::list, users::create, users::get, users::update, users::remove,
+        groups::list, groups::create, groups::get, groups::update, groups::remove,
         nas::list, nas::create, nas::get, nas::update, nas::rotate, nas::remove,
         keys::list_keys, keys::rotate_keys, keys::list_revocations, keys::revoke,
         registration_tokens::list, registration_tokens::create, registration_tokens::get,
@@ -62,6 +63,7 @@ impl utoipa::Modify for Bearer {
     tags(
         (name = "clients", description = "OAuth clients"),
         (name = "users", description = "Resource owners"),
+        (name = "groups", description = "Groups of users (the directory's groups)"),
         (name = "nas", description = "RADIUS clients"),
         (name = "signing-keys", description = "Token signing keys"),
         (name = "revocations", description = "Revoked tokens"),
@@ -106,6 +108,8 @@ mod tests {
             "/admin/v1/clients/{id}",
             "/admin/v1/clients/{id}/rotate-secret",
             "/admin/v1/users/{username}",
+            "/admin/v1/groups",
+            "/admin/v1/groups/{name}",
             "/admin/v1/nas/{name}/rotate-secret",
             "/admin/v1/signing-keys/rotate",
             "/admin/v1/revocations",
@@ -129,7 +133,7 @@ mod tests {
         ids.sort_unstable();
         ids.dedup();
         assert_eq!(ids.len(), n, "operationIds must be unique");
-        assert_eq!(n, 29);
+        assert_eq!(n, 34);
     }
 
     /// The copy in docs/ (linked from the README) is the served document. Regenerate it

@@ -2,7 +2,8 @@
 //! policy on the hash pool's background queue, never on the runtime) or with a hash
 //! imported from another system (any format the hash crate reads, checked exactly as
 //! `portcullis user import` checks a line); it is disabled, enabled, given a new
-//! password or removed by compare-and-set on its version.
+//! password or new directory attributes (issue 39), or removed, by compare-and-set on
+//! its version. Removing a user ends its group memberships.
 
 use std::sync::Arc;
 
@@ -13,7 +14,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use portcullis_hash::Credential;
-use portcullis_store::{Resource, StoreError, UserRecord, Versioned};
+use portcullis_store::{Resource, StoreError, UserAttributes, UserRecord, Versioned};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use zeroize::Zeroizing;
@@ -21,6 +22,7 @@ use zeroize::Zeroizing;
 use crate::AdminContext;
 use crate::auth::Caller;
 use crate::conventions::{PageQuery, Reply, json_body, parse_json, path_encode};
+use crate::directory::Attributes;
 use crate::problem::Problem;
 use crate::resource::{self as res, Kind, created, guarded, keyed, shown, written};
 use crate::responses::{ReadErrors, WriteErrors};
@@ -40,6 +42,10 @@ pub struct User {
     pub hash_algorithm: String,
     /// Creation time, unix seconds.
     pub created_at: i64,
+    /// `entryUUID`: generated at creation, never changed.
+    pub entry_uuid: String,
+    /// Directory attributes as given (an absent `cn` is shown as the username).
+    pub attributes: Attributes,
 }
 
 /// A new user: exactly one of `password` and `password_hash`.
@@ -59,6 +65,8 @@ pub struct NewUser {
     pub hash_format: Option<String>,
     /// Default false.
     pub disabled: Option<bool>,
+    /// Directory attributes (default none).
+    pub attributes: Option<Attributes>,
 }
 
 /// A change (fields not given are kept): disable, enable, new password or hash.
@@ -74,6 +82,9 @@ pub struct UserChange {
     pub password_hash: Option<String>,
     /// With `password_hash`: its format.
     pub hash_format: Option<String>,
+    /// New directory attributes: replace all of them (an attribute not given is
+    /// cleared; `{}` clears all).
+    pub attributes: Option<Attributes>,
 }
 
 /// A page of users.
@@ -93,15 +104,23 @@ fn view(u: &UserRecord) -> User {
             .map_or("unrecognised", |c| c.algorithm())
             .to_owned(),
         created_at: u.created_at,
+        entry_uuid: u.entry_uuid.to_string(),
+        attributes: Attributes::from_store(&u.attributes),
     }
 }
 
 fn fingerprint(u: &UserRecord) -> Vec<u8> {
     format!(
-        "{}\0{}\0{}\0{}",
-        u.username, u.password_hash, u.disabled, u.created_at
+        "{}\0{}\0{}\0{}\0{}\0{:?}",
+        u.username, u.password_hash, u.disabled, u.created_at, u.entry_uuid, u.attributes
     )
     .into_bytes()
+}
+
+/// The store's attributes for a body's `attributes`, or a problem naming the field.
+fn attributes(a: Option<&Attributes>) -> Result<Option<UserAttributes>, Problem> {
+    a.map(|a| a.to_store().map_err(|e| Problem::field("/attributes", e)))
+        .transpose()
 }
 
 /// Users as an admin resource.
@@ -253,6 +272,7 @@ pub async fn create(
                     "give password or password_hash",
                 ));
             }
+            let attrs = attributes(n.attributes.as_ref())?.unwrap_or_default();
             let hash = stored_hash(
                 &ctx,
                 &n.username,
@@ -262,12 +282,10 @@ pub async fn create(
             )
             .await?
             .unwrap_or_default();
-            let record = UserRecord {
-                username: n.username,
-                password_hash: hash,
-                disabled: n.disabled.unwrap_or(false),
-                created_at: portcullis_door::unix_now(),
-            };
+            let mut record = UserRecord::new(n.username, hash, portcullis_door::unix_now())
+                .map_err(|e| Problem::store("creating a user", &e))?;
+            record.disabled = n.disabled.unwrap_or(false);
+            record.attributes = attrs;
             ctx.store
                 .put_user(&record)
                 .await
@@ -311,11 +329,15 @@ pub async fn update(
 ) -> Response {
     keyed::<Users>(&ctx, &caller, "user.update", name, async |name, trail| {
         let (c, _): (UserChange, _) = json_body(&ctx, &headers, body).await?;
+        let attrs = attributes(c.attributes.as_ref())?;
         // Checked before the (costly) hash, so a stale write spends no KDF.
         let cur = guarded::<Users>(&ctx, &headers, name, trail).await?;
         let mut next = cur.record.clone();
         if let Some(d) = c.disabled {
             next.disabled = d;
+        }
+        if let Some(a) = attrs {
+            next.attributes = a;
         }
         if let Some(h) = stored_hash(&ctx, name, c.password, c.password_hash, c.hash_format).await?
         {

@@ -370,12 +370,7 @@ mod tests {
         let old = "$hmac-sha256$k=p1$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
         let new = "$hmac-sha256$k=p1$BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBA";
         store
-            .put_user(&portcullis_store::UserRecord {
-                username: "u".into(),
-                password_hash: old.into(),
-                disabled: false,
-                created_at: 0,
-            })
+            .put_user(&portcullis_store::UserRecord::new("u", old, 0).unwrap())
             .await
             .unwrap();
         let cache = ClientCache::new(store.clone(), Duration::from_secs(3600));

@@ -22,11 +22,13 @@ fn lookup(c: &mut Criterion) {
     let peppers = dir.peppers();
     let key = peppers.current().unwrap();
     let users: Vec<_> = (0..10_000)
-        .map(|i| portcullis_store::UserRecord {
-            username: format!("user-{i:05}"),
-            password_hash: PepperedHmac::create(key, format!("pw-{i}").as_bytes()),
-            disabled: false,
-            created_at: 0,
+        .map(|i| {
+            portcullis_store::UserRecord::new(
+                format!("user-{i:05}"),
+                PepperedHmac::create(key, format!("pw-{i}").as_bytes()),
+                0,
+            )
+            .unwrap()
         })
         .collect();
     rt.block_on(store.put_users(&users)).unwrap();

@@ -50,14 +50,9 @@ pub fn test_client(id: &str) -> ClientRecord {
     }
 }
 
-/// An enabled user.
+/// An enabled user without directory attributes.
 pub fn test_user(name: &str) -> UserRecord {
-    UserRecord {
-        username: name.to_owned(),
-        password_hash: test_hash(&format!("{name}/pw")),
-        disabled: false,
-        created_at: 1_700_000_100,
-    }
+    UserRecord::new(name, test_hash(&format!("{name}/pw")), 1_700_000_100).unwrap()
 }
 
 /// Run every check of every capability but the versioned ones, on a whole store.
@@ -81,6 +76,7 @@ pub async fn run_all(store: &dyn Store) {
     crate::nas_conformance::nas_records(store).await;
     crate::acct_conformance::run_all(store).await;
     crate::reg_conformance::run_all(store).await;
+    crate::group_conformance::run_all(store).await;
 }
 
 /// Clients that authenticate with a key or a certificate (issue 14): stored and read back

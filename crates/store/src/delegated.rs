@@ -3,8 +3,8 @@
 //! per pool type): their impls for a backend are one-line delegations to that module's
 //! functions, written once here for both backends by [`delegated_capabilities!`].
 
-/// `impl` [`NasStore`], [`AccountingStore`], [`RegistrationStore`], [`VersionedStore`] and
-/// [`IdempotencyStore`] for `$store` (a struct with a `pool` field of its backend's pool
+/// `impl` [`NasStore`], [`AccountingStore`], [`RegistrationStore`], [`VersionedStore`],
+/// [`GroupStore`] and [`IdempotencyStore`] for `$store` (a struct with a `pool` field of its backend's pool
 /// type), delegating to the `$module` (`sqlite` or `postgres`) expansion of each concern's
 /// statements.
 ///
@@ -12,6 +12,7 @@
 /// [`AccountingStore`]: crate::store::AccountingStore
 /// [`RegistrationStore`]: crate::store::RegistrationStore
 /// [`VersionedStore`]: crate::store::VersionedStore
+/// [`GroupStore`]: crate::store::GroupStore
 /// [`IdempotencyStore`]: crate::store::IdempotencyStore
 macro_rules! delegated_capabilities {
     ($store:ty, $module:ident) => {
@@ -249,6 +250,97 @@ macro_rules! delegated_capabilities {
             ) -> Result<(), StoreError> {
                 crate::versioned::$module::remove_versioned(&self.pool, resource, key, version)
                     .await
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl crate::store::GroupStore for $store {
+            async fn get_group(
+                &self,
+                name: &str,
+            ) -> Result<Option<crate::directory::GroupRecord>, StoreError> {
+                Ok(crate::groups::$module::get(&self.pool, name)
+                    .await?
+                    .map(|v| v.record))
+            }
+
+            async fn put_group(
+                &self,
+                group: &crate::directory::GroupRecord,
+            ) -> Result<(), StoreError> {
+                crate::groups::$module::put(&self.pool, group).await
+            }
+
+            async fn set_group_details(
+                &self,
+                name: &str,
+                gid_number: Option<u32>,
+                description: Option<&str>,
+            ) -> Result<(), StoreError> {
+                crate::groups::$module::set_details(&self.pool, name, gid_number, description).await
+            }
+
+            async fn remove_group(&self, name: &str) -> Result<bool, StoreError> {
+                crate::groups::$module::remove(&self.pool, name).await
+            }
+
+            async fn list_groups(&self) -> Result<Vec<crate::directory::GroupRecord>, StoreError> {
+                let all = crate::groups::$module::after(&self.pool, None, None).await?;
+                Ok(all.into_iter().map(|v| v.record).collect())
+            }
+
+            async fn add_group_member(
+                &self,
+                group: &str,
+                username: &str,
+            ) -> Result<bool, StoreError> {
+                crate::groups::$module::add_member(&self.pool, group, username).await
+            }
+
+            async fn remove_group_member(
+                &self,
+                group: &str,
+                username: &str,
+            ) -> Result<bool, StoreError> {
+                crate::groups::$module::remove_member(&self.pool, group, username).await
+            }
+
+            async fn group_members(&self, group: &str) -> Result<Vec<String>, StoreError> {
+                match crate::groups::$module::get(&self.pool, group).await? {
+                    Some(v) => Ok(v.record.members),
+                    None => Err(StoreError::NotFound(crate::groups::group_label(group))),
+                }
+            }
+
+            async fn groups_of_user(&self, username: &str) -> Result<Vec<String>, StoreError> {
+                crate::groups::$module::of_user(&self.pool, username).await
+            }
+
+            async fn group_versioned(
+                &self,
+                name: &str,
+            ) -> Result<
+                Option<crate::versioned::Versioned<crate::directory::GroupRecord>>,
+                StoreError,
+            > {
+                crate::groups::$module::get(&self.pool, name).await
+            }
+
+            async fn groups_after(
+                &self,
+                after: Option<&str>,
+                limit: u32,
+            ) -> Result<Vec<crate::versioned::Versioned<crate::directory::GroupRecord>>, StoreError>
+            {
+                crate::groups::$module::after(&self.pool, after, Some(limit)).await
+            }
+
+            async fn replace_group(
+                &self,
+                group: &crate::directory::GroupRecord,
+                version: i64,
+            ) -> Result<i64, StoreError> {
+                crate::groups::$module::replace(&self.pool, group, version).await
             }
         }
 

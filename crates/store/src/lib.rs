@@ -15,7 +15,7 @@
 //!   Redis, and the refusals Redis answered.
 //!
 //! The database is reached through one trait per capability ([`store`]: [`Health`],
-//! [`ClientStore`], [`UserStore`], [`SigningKeyStore`], [`RevocationStore`],
+//! [`ClientStore`], [`UserStore`], [`GroupStore`], [`SigningKeyStore`], [`RevocationStore`],
 //! [`NasStore`], [`AccountingStore`], [`RegistrationStore`], [`VersionedStore`],
 //! [`IdempotencyStore`]); [`Store`] is all of them plus the core's
 //! [`CredentialSource`](portcullis_core::CredentialSource). A door names only the
@@ -33,6 +33,10 @@
 //!   signing keys, revocations, health, and the core's credential view.
 //! - `delegated`: the other capabilities' impls for both backends (`delegated_capabilities!`),
 //!   delegating to the SQL of their concern's module below.
+//! - [`directory`]: what an LDAP door shows of users and groups (issue 39): users'
+//!   `entryUUID` ([`EntryUuid`]), names, mail and POSIX account ([`UserAttributes`],
+//!   [`Posix`]), groups ([`GroupRecord`]), their validation and shown defaults.
+//! - [`groups`]: the SQL of groups and memberships ([`GroupStore`]).
 //! - [`nas`]: [`NasRecord`], RADIUS clients: validation, sealed shared secrets, RadSec
 //!   certificates, and their SQL.
 //! - [`accounting`]: RADIUS accounting records and sessions (issue 28): group-committed
@@ -61,7 +65,7 @@
 //! - [`error`]: the one error type, [`StoreError`].
 //! - Tests and feature `conformance`: the conformance suites every backend must pass, one
 //!   per capability (`conformance`: clients and users, and `run_all`; `keys_`, `nas_`,
-//!   `acct_`, `reg_`, `versioned_conformance`), and `testing`: PostgreSQL schemas and
+//!   `acct_`, `reg_`, `group_`, `versioned_conformance`), and `testing`: PostgreSQL schemas and
 //!   Redis processes for tests. Unit tests are each module's `tests` submodule; `tests.rs`
 //!   tests the backends and the data directory on a real file system.
 
@@ -75,7 +79,11 @@ pub mod backend;
 pub mod conformance;
 pub mod datadir;
 mod delegated;
+pub mod directory;
 pub mod error;
+#[cfg(any(test, feature = "conformance"))]
+pub mod group_conformance;
+pub mod groups;
 #[cfg(any(test, feature = "conformance"))]
 pub mod keys_conformance;
 pub mod nas;
@@ -109,6 +117,7 @@ mod tests;
 pub use accounting::{AcctRecord, AcctSession, SessionQuery};
 pub use backend::Backend;
 pub use datadir::{DEFAULT_DATA_DIR, DataDir, Secrets, generate_client_secret};
+pub use directory::{EntryUuid, GroupRecord, Posix, UserAttributes};
 pub use error::StoreError;
 pub use nas::{NasCertificate, NasRecord};
 pub use nonce::{MemoryNonceStore, NonceStore};
@@ -121,8 +130,9 @@ pub use seal::MasterKey;
 pub use sessions::{MemorySessionStore, SessionStore};
 pub use sqlite::SqliteStore;
 pub use store::{
-    AccountingStore, Change, ChangeFeed, ClientStore, Health, IdempotencyStore, NasStore,
-    RegistrationStore, RevocationStore, SigningKeyStore, Store, UserStore, VersionedStore,
+    AccountingStore, Change, ChangeFeed, ClientStore, GroupStore, Health, IdempotencyStore,
+    NasStore, RegistrationStore, RevocationStore, SigningKeyStore, Store, UserStore,
+    VersionedStore,
 };
 pub use throttle_redis::{RedisTarget, RedisThrottleConfig, RedisThrottleStore};
 pub use versioned::{IdempotencyRecord, Resource, Versioned};

@@ -222,21 +222,18 @@ macro_rules! identity_store {
                 .fetch_optional(&self.pool)
                 .await
                 .map_err(backend)?;
-                Ok(row.map(user_from_row))
+                row.map(user_from_row).transpose()
             }
 
             async fn put_user(&self, user: &UserRecord) -> Result<(), StoreError> {
                 user.validate()?;
-                sqlx::query(&format!(
-                    "INSERT INTO users ({USER_COLUMNS}) VALUES ($1, $2, $3, $4)"
-                ))
-                .bind(&user.username)
-                .bind(&user.password_hash)
-                .bind(user.disabled)
-                .bind(user.created_at)
-                .execute(&self.pool)
-                .await
-                .map_err(|e| insert_error(e, || user_label(&user.username)))?;
+                let binds = crate::rows::UserBinds::of(user);
+                crate::rows::bind_user_insert!(sqlx::query(crate::rows::USER_INSERT), user, binds)
+                    .execute(&self.pool)
+                    .await
+                    .map_err(|e| {
+                        crate::rows::user_write_error(e, &user.username, &user.attributes, Some(user.entry_uuid))
+                    })?;
                 Ok(())
             }
 
@@ -247,18 +244,17 @@ macro_rules! identity_store {
                 // One transaction: one fsync for the whole import instead of one per user.
                 let mut tx = self.pool.begin().await.map_err(backend)?;
                 let mut inserted = Vec::with_capacity(users.len());
+                let insert = format!("{} ON CONFLICT (username) DO NOTHING", crate::rows::USER_INSERT);
                 for u in users {
-                    let done = sqlx::query(&format!(
-                        "INSERT INTO users ({USER_COLUMNS}) VALUES ($1, $2, $3, $4) \
-                         ON CONFLICT (username) DO NOTHING"
-                    ))
-                    .bind(&u.username)
-                    .bind(&u.password_hash)
-                    .bind(u.disabled)
-                    .bind(u.created_at)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(backend)?;
+                    let binds = crate::rows::UserBinds::of(u);
+                    // A uidNumber or entryUUID clash with another user is an error (the
+                    // whole import is refused), unlike a taken username.
+                    let done = crate::rows::bind_user_insert!(sqlx::query(&insert), u, binds)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(|e| {
+                            crate::rows::user_write_error(e, &u.username, &u.attributes, Some(u.entry_uuid))
+                        })?;
                     inserted.push(done.rows_affected() == 1);
                 }
                 tx.commit().await.map_err(backend)?;
@@ -308,7 +304,34 @@ macro_rules! identity_store {
                 .fetch_all(&self.pool)
                 .await
                 .map_err(backend)?;
-                Ok(rows.into_iter().map(user_from_row).collect())
+                rows.into_iter().map(user_from_row).collect()
+            }
+
+            async fn set_user_attributes(
+                &self,
+                username: &str,
+                attributes: &crate::directory::UserAttributes,
+            ) -> Result<(), StoreError> {
+                attributes.validate()?;
+                let binds = crate::rows::UserBinds {
+                    entry_uuid: String::new(),
+                    attrs: attributes,
+                };
+                let done = crate::rows::bind_user_attributes!(
+                    sqlx::query(&format!(
+                        "UPDATE users SET {} WHERE username = $1",
+                        crate::rows::USER_ATTRIBUTES_SET
+                    ))
+                    .bind(username),
+                    binds
+                )
+                .execute(&self.pool)
+                .await
+                .map_err(|e| crate::rows::user_write_error(e, username, attributes, None))?;
+                if done.rows_affected() == 0 {
+                    return Err(StoreError::NotFound(user_label(username)));
+                }
+                Ok(())
             }
         }
 

@@ -8,6 +8,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::directory::{EntryUuid, UserAttributes};
 use crate::error::StoreError;
 
 /// Longest client id, username, key id or token id we accept (in characters).
@@ -236,6 +237,10 @@ pub struct UserRecord {
     pub disabled: bool,
     /// When it was created (unix seconds, supplied by the caller).
     pub created_at: i64,
+    /// Its `entryUUID`, generated at creation and never changed (issue 39).
+    pub entry_uuid: EntryUuid,
+    /// Its directory attributes (names, mail, POSIX account), all optional.
+    pub attributes: UserAttributes,
 }
 
 impl fmt::Debug for UserRecord {
@@ -245,15 +250,34 @@ impl fmt::Debug for UserRecord {
             .field("password_hash", &"<redacted>")
             .field("disabled", &self.disabled)
             .field("created_at", &self.created_at)
+            .field("entry_uuid", &self.entry_uuid)
+            .field("attributes", &self.attributes)
             .finish()
     }
 }
 
 impl UserRecord {
+    /// A new enabled user with a fresh `entryUUID` and no directory attributes.
+    pub fn new(
+        username: impl Into<String>,
+        password_hash: impl Into<String>,
+        created_at: i64,
+    ) -> Result<UserRecord, StoreError> {
+        Ok(UserRecord {
+            username: username.into(),
+            password_hash: password_hash.into(),
+            disabled: false,
+            created_at,
+            entry_uuid: EntryUuid::generate()?,
+            attributes: UserAttributes::default(),
+        })
+    }
+
     /// Check every field; backends call this before writing.
     pub fn validate(&self) -> Result<(), StoreError> {
         validate_name("username", &self.username)?;
-        validate_hash(&self.password_hash)
+        validate_hash(&self.password_hash)?;
+        self.attributes.validate()
     }
 }
 
@@ -514,12 +538,7 @@ mod tests {
 
     #[test]
     fn debug_redacts_hashes() {
-        let u = UserRecord {
-            username: "alice".into(),
-            password_hash: "$pbkdf2-sha256$i=1,l=32$c2FsdA$aGFzaA".into(),
-            disabled: false,
-            created_at: 0,
-        };
+        let u = UserRecord::new("alice", "$pbkdf2-sha256$i=1,l=32$c2FsdA$aGFzaA", 0).unwrap();
         assert!(!format!("{u:?}").contains("pbkdf2"));
     }
 }

@@ -410,3 +410,87 @@ async fn issue_5_lost_secrets_file_is_not_silently_regenerated() {
     );
     assert!(!path.join(SECRETS_FILE).exists());
 }
+
+/// The migrations before issue 39's (`0020_directory`), to build a database as it was.
+fn migrator_before_directory(full: sqlx::migrate::Migrator) -> sqlx::migrate::Migrator {
+    let mut m = full;
+    let before: Vec<_> = m
+        .migrations
+        .iter()
+        .filter(|x| x.version < 20)
+        .cloned()
+        .collect();
+    m.migrations = std::borrow::Cow::Owned(before);
+    m
+}
+
+const OLD_USERS: &str = "INSERT INTO users (username, password_hash, disabled, created_at) \
+     VALUES ('old-a', $1, FALSE, 1), ('old-b', $2, TRUE, 2)";
+
+/// Users that existed before the migration each get a distinct version-4 entryUUID, and
+/// keep their hash and disabled flag.
+async fn check_migrated_users(store: &dyn Store) {
+    let a = store.get_user("old-a").await.unwrap().unwrap();
+    let b = store.get_user("old-b").await.unwrap().unwrap();
+    assert_ne!(a.entry_uuid, b.entry_uuid);
+    for u in [&a, &b] {
+        let s = u.entry_uuid.to_string();
+        assert_eq!(s.chars().nth(14), Some('4'), "{s}");
+        assert!(s.chars().nth(19).is_some_and(|c| "89ab".contains(c)), "{s}");
+        assert_eq!(u.attributes, crate::UserAttributes::default());
+    }
+    assert_eq!(a.password_hash, conformance::test_hash("old-a"));
+    assert!(b.disabled && !a.disabled);
+    // The new columns' rules hold for the migrated rows too.
+    let mut attrs = crate::group_conformance::directory_user("old-a", 74_001).attributes;
+    store.set_user_attributes("old-a", &attrs).await.unwrap();
+    attrs.cn = None;
+    let r = store.set_user_attributes("old-b", &attrs).await;
+    assert!(matches!(r, Err(StoreError::AlreadyExists(_))), "{r:?}");
+}
+
+#[tokio::test]
+async fn issue_39_sqlite_migration_gives_existing_users_an_entry_uuid() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("old.db");
+    let options = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(&path)
+        .create_if_missing(true);
+    let pool = sqlx::SqlitePool::connect_with(options).await.unwrap();
+    migrator_before_directory(sqlx::migrate!("./migrations/sqlite"))
+        .run(&pool)
+        .await
+        .unwrap();
+    sqlx::query(OLD_USERS)
+        .bind(conformance::test_hash("old-a"))
+        .bind(conformance::test_hash("old-b"))
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    let store = crate::SqliteStore::open(&path).await.unwrap();
+    check_migrated_users(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_39_postgres_migration_gives_existing_users_an_entry_uuid() {
+    let schema = PgSchema::new().await;
+    let pool = sqlx::PgPool::connect_with(schema.options()).await.unwrap();
+    migrator_before_directory(sqlx::migrate!("./migrations/postgres"))
+        .run(&pool)
+        .await
+        .unwrap();
+    sqlx::query(OLD_USERS)
+        .bind(conformance::test_hash("old-a"))
+        .bind(conformance::test_hash("old-b"))
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    let store = crate::PgStore::connect_with(schema.options(), 2)
+        .await
+        .unwrap();
+    check_migrated_users(&store).await;
+    store.close().await;
+    schema.drop_now().await;
+}

@@ -31,6 +31,8 @@ pub enum Resource {
     User,
     /// A NAS, by name.
     Nas,
+    /// A group, by name (issue 39).
+    Group,
 }
 
 impl Resource {
@@ -39,6 +41,7 @@ impl Resource {
             Resource::Client => ("clients", "id"),
             Resource::User => ("users", "username"),
             Resource::Nas => ("nas", "name"),
+            Resource::Group => ("groups", "name"),
         }
     }
 
@@ -47,6 +50,7 @@ impl Resource {
             Resource::Client => crate::rows::client_label(key),
             Resource::User => crate::rows::user_label(key),
             Resource::Nas => crate::nas::nas_label(key),
+            Resource::Group => crate::groups::group_label(key),
         }
     }
 }
@@ -139,7 +143,7 @@ macro_rules! versioned_queries {
         use $crate::nas::{NAS_COLUMNS, NasRecord, NasRow, nas_from_row, nas_insert_error};
         use $crate::record::{ClientRecord, UserRecord};
         use $crate::rows::{
-            CLIENT_COLUMNS, ClientRow, USER_COLUMNS, UserRow, backend, client_from_row, join,
+            CLIENT_COLUMNS, ClientRow, USER_COLUMNS, VersionedUserRow, backend, client_from_row, join,
             user_from_row,
         };
         use $crate::versioned::{
@@ -236,22 +240,21 @@ macro_rules! versioned_queries {
             pool: &$pool,
             username: &str,
         ) -> Result<Option<Versioned<UserRecord>>, StoreError> {
-            let row: Option<(String, String, bool, i64, i64)> = sqlx::query_as(&format!(
+            let row: Option<VersionedUserRow> = sqlx::query_as(&format!(
                 "SELECT {USER_COLUMNS}, version FROM users WHERE username = $1"
             ))
             .bind(username)
             .fetch_optional(pool)
             .await
             .map_err(backend)?;
-            Ok(row.map(user_versioned))
+            row.map(user_versioned).transpose()
         }
 
-        fn user_versioned(r: (String, String, bool, i64, i64)) -> Versioned<UserRecord> {
-            let row: UserRow = (r.0, r.1, r.2, r.3);
-            Versioned {
-                record: user_from_row(row),
-                version: r.4,
-            }
+        fn user_versioned(r: VersionedUserRow) -> Result<Versioned<UserRecord>, StoreError> {
+            Ok(Versioned {
+                record: user_from_row(r.user)?,
+                version: r.version,
+            })
         }
 
         pub(crate) async fn users_after(
@@ -260,7 +263,7 @@ macro_rules! versioned_queries {
             limit: u32,
         ) -> Result<Vec<Versioned<UserRecord>>, StoreError> {
             let limit = check_page(limit)?;
-            let rows: Vec<(String, String, bool, i64, i64)> = sqlx::query_as(&format!(
+            let rows: Vec<VersionedUserRow> = sqlx::query_as(&format!(
                 "SELECT {USER_COLUMNS}, version FROM users \
                  WHERE username > $1 ORDER BY username LIMIT $2"
             ))
@@ -269,26 +272,32 @@ macro_rules! versioned_queries {
             .fetch_all(pool)
             .await
             .map_err(backend)?;
-            Ok(rows.into_iter().map(user_versioned).collect())
+            rows.into_iter().map(user_versioned).collect()
         }
 
+        /// Everything but the username, creation time and entryUUID (stable) is replaced.
         pub(crate) async fn replace_user(
             pool: &$pool,
             u: &UserRecord,
             version: i64,
         ) -> Result<i64, StoreError> {
             u.validate()?;
-            let row: Option<(i64,)> = sqlx::query_as(
-                "UPDATE users SET password_hash = $2, disabled = $3, version = version + 1 \
-                 WHERE username = $1 AND version = $4 RETURNING version",
+            let binds = $crate::rows::UserBinds::of(u);
+            let row: Option<(i64,)> = $crate::rows::bind_user_attributes!(
+                sqlx::query_as(&format!(
+                    "UPDATE users SET {}, password_hash = $11, disabled = $12, \
+                     version = version + 1 WHERE username = $1 AND version = $13 RETURNING version",
+                    $crate::rows::USER_ATTRIBUTES_SET
+                ))
+                .bind(&u.username),
+                binds
             )
-            .bind(&u.username)
             .bind(&u.password_hash)
             .bind(u.disabled)
             .bind(version)
             .fetch_optional(pool)
             .await
-            .map_err(backend)?;
+            .map_err(|e| $crate::rows::user_write_error(e, &u.username, &u.attributes, None))?;
             match row {
                 Some((v,)) => Ok(v),
                 None => Err(missed(Resource::User, &u.username, exists(pool, Resource::User, &u.username).await?)),

@@ -10,7 +10,8 @@ use utoipa::ToSchema;
 use zeroize::{Zeroize, Zeroizing};
 
 use super::{Desired, DesiredAuth, DesiredClient, DesiredNas};
-use portcullis_store::UserRecord;
+use crate::directory::Attributes;
+use portcullis_store::{GroupRecord, UserRecord};
 
 /// A declared document that fails validation: which field, and why.
 #[derive(Debug)]
@@ -32,6 +33,26 @@ pub struct Declared {
     pub users: Vec<DeclaredUser>,
     /// NAS.
     pub nas: Vec<DeclaredNas>,
+    /// Groups of users (issue 39).
+    pub groups: Vec<DeclaredGroup>,
+}
+
+/// A declared group: its members are declared or existing users.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeclaredGroup {
+    /// The group name.
+    #[schema(min_length = 1, max_length = 255)]
+    pub name: String,
+    /// `gidNumber` (1-2147483647, unique among groups).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gid_number: Option<u32>,
+    /// `description`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Members by username (default none).
+    #[serde(default)]
+    pub members: Vec<String>,
 }
 
 /// A declared client with exactly one way to authenticate.
@@ -86,6 +107,9 @@ pub struct DeclaredUser {
     /// Disabled users are refused like unknown ones (default false).
     #[serde(default)]
     pub disabled: bool,
+    /// Directory attributes (default none: attributes set elsewhere are cleared).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attributes: Option<Attributes>,
 }
 
 /// A declared NAS.
@@ -124,18 +148,22 @@ impl Declared {
         }
         let mut users = Vec::with_capacity(self.users.len());
         for (i, u) in self.users.iter_mut().enumerate() {
-            let user = UserRecord {
-                username: std::mem::take(&mut u.username),
-                password_hash: std::mem::take(&mut u.password_hash),
-                disabled: u.disabled,
-                created_at: 0,
-            };
-            user.validate().map_err(|e| {
-                fail(
-                    format!("/users/{i}"),
-                    format!("user {:?}: {e}", user.username),
-                )
-            })?;
+            let at = format!("/users/{i}");
+            let what = format!("user {:?}", u.username);
+            let mut user = UserRecord::new(
+                std::mem::take(&mut u.username),
+                std::mem::take(&mut u.password_hash),
+                0,
+            )
+            .map_err(|e| fail(at.clone(), format!("{what}: {e}")))?;
+            user.disabled = u.disabled;
+            if let Some(a) = &u.attributes {
+                user.attributes = a
+                    .to_store()
+                    .map_err(|e| fail(format!("{at}/attributes"), format!("{what}: {e}")))?;
+            }
+            user.validate()
+                .map_err(|e| fail(at, format!("{what}: {e}")))?;
             users.push(user);
         }
         let mut nas = Vec::with_capacity(self.nas.len());
@@ -156,10 +184,29 @@ impl Declared {
                 require_message_authenticator: n.require_message_authenticator,
             });
         }
+        let mut groups = Vec::with_capacity(self.groups.len());
+        for (i, g) in self.groups.iter_mut().enumerate() {
+            let mut group = GroupRecord {
+                name: std::mem::take(&mut g.name),
+                gid_number: g.gid_number,
+                description: g.description.take(),
+                members: std::mem::take(&mut g.members),
+                created_at: 0,
+            };
+            group.validate().map_err(|e| {
+                fail(
+                    format!("/groups/{i}"),
+                    format!("group {:?}: {e}", group.name),
+                )
+            })?;
+            group.members.sort();
+            groups.push(group);
+        }
         let d = Desired {
             clients,
             users,
             nas,
+            groups,
         };
         d.check_unique()
             .map_err(|(pointer, e)| fail(pointer, e.0))?;

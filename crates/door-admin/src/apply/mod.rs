@@ -1,6 +1,6 @@
 //! Configuration as code (issue 27): `portcullis apply FILE`. A TOML file declares
-//! clients, users (password hashes only) and NAS; [`Desired::load`] reads and checks it
-//! whole (every secret reference resolved, every record validated) before the store is
+//! clients, users (password hashes only, directory attributes), groups (issue 39) and
+//! NAS; [`Desired::load`] reads and checks it whole (every secret reference resolved, every record validated) before the store is
 //! touched, and [`plan`] compares it with the store and carries out the difference.
 //!
 //! Secrets are never in the file: a client secret or a NAS shared secret comes from
@@ -10,15 +10,16 @@
 //! against the stored hash, a NAS secret by opening the sealed one, in constant time.
 
 pub mod declared;
+mod groups;
 pub mod plan;
 pub mod remote;
 
 use std::path::{Path, PathBuf};
 
 use portcullis_core::IpPrefix;
-use portcullis_store::{ClientAuth, Grant, UserRecord};
+use portcullis_store::{ClientAuth, Grant, GroupRecord, UserRecord};
 
-use declared::{Declared, DeclaredClient, DeclaredNas, DeclaredUser};
+use declared::{Declared, DeclaredClient, DeclaredGroup, DeclaredNas, DeclaredUser};
 use serde::Deserialize;
 use thiserror::Error;
 use zeroize::Zeroizing;
@@ -47,6 +48,8 @@ pub struct FileDesired {
     pub users: Vec<FileUser>,
     /// `[[nas]]`
     pub nas: Vec<FileNas>,
+    /// `[[groups]]` (no secrets: as declared)
+    pub groups: Vec<DeclaredGroup>,
 }
 
 /// One `[[clients]]`: its settings and exactly one way to authenticate.
@@ -93,6 +96,8 @@ pub struct FileUser {
     /// Disabled users are refused like unknown ones.
     #[serde(default)]
     pub disabled: bool,
+    /// Directory attributes (`[users.attributes]`, `[users.attributes.posix]`).
+    pub attributes: Option<crate::directory::Attributes>,
 }
 
 /// One `[[nas]]`.
@@ -160,6 +165,8 @@ pub struct Desired {
     pub users: Vec<UserRecord>,
     /// NAS.
     pub nas: Vec<DesiredNas>,
+    /// Groups (members sorted; `created_at` 0, the plan keeps stored creation times).
+    pub groups: Vec<GroupRecord>,
 }
 
 /// Where a secret comes from: one of a file (relative to the declaring file) or an
@@ -269,6 +276,11 @@ impl Desired {
             self.users.iter().map(|u| u.username.as_str()),
         )?;
         dup("NAS", "/nas", self.nas.iter().map(|n| n.name.as_str()))?;
+        dup(
+            "group",
+            "/groups",
+            self.groups.iter().map(|g| g.name.as_str()),
+        )?;
         let cidrs: Vec<String> = self.nas.iter().map(|n| n.cidr.to_string()).collect();
         dup("NAS address", "/nas", cidrs.iter().map(String::as_str))
     }
@@ -313,6 +325,7 @@ impl Declared {
                 username: u.username,
                 password_hash: hash,
                 disabled: u.disabled,
+                attributes: u.attributes,
             });
         }
         for n in file.nas {
@@ -326,6 +339,7 @@ impl Declared {
                 require_message_authenticator: n.require_message_authenticator,
             });
         }
+        out.groups = file.groups;
         Ok(out)
     }
 }
@@ -368,9 +382,10 @@ fn client(c: FileClient, base: &Path) -> Result<DeclaredClient, ApplyError> {
 }
 
 /// An example file (`portcullis apply --example`).
-pub const EXAMPLE: &str = r#"# portcullis apply FILE: the clients, users and NAS this file declares are created or
-# updated to match; with --prune, those it does not declare are removed. Secrets are never
-# written here: they come from files (relative to this file) or environment variables.
+pub const EXAMPLE: &str = r#"# portcullis apply FILE: the clients, users, groups and NAS this file declares are created
+# or updated to match; with --prune, those it does not declare are removed. Secrets are
+# never written here: they come from files (relative to this file) or environment
+# variables.
 
 [[clients]]
 id = "billing"
@@ -388,6 +403,21 @@ private_key_jwt = "keys/reports.jwks"    # or tls_client_auth = "CN=reports,O=Ex
 username = "alice"
 password_hash = "$argon2id$v=19$m=19456,t=2,p=1$..."  # or password_hash_file / _env
 disabled = false
+[users.attributes]                       # optional; cn defaults to the username
+cn = "Alice Liddell"
+sn = "Liddell"
+mail = "alice@example.com"
+[users.attributes.posix]                 # optional POSIX account
+uid_number = 10001
+gid_number = 10000
+home_directory = "/home/alice"
+login_shell = "/bin/bash"
+
+[[groups]]
+name = "staff"
+gid_number = 10000                       # optional
+description = "Everyone"                 # optional
+members = ["alice"]
 
 [[nas]]
 name = "office-wifi"
@@ -395,3 +425,19 @@ cidr = "10.1.0.0/24"
 secret_env = "OFFICE_WIFI_SECRET"        # or secret_file
 require_message_authenticator = true
 "#;
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    /// `apply --example` stays a file apply reads (every field known), groups and
+    /// directory attributes included.
+    #[test]
+    fn the_example_parses() {
+        let f: super::FileDesired = toml::from_str(super::EXAMPLE).unwrap();
+        assert_eq!(f.groups.len(), 1);
+        assert_eq!(f.groups[0].members, ["alice"]);
+        let a = f.users[0].attributes.as_ref().unwrap().to_store().unwrap();
+        assert_eq!(a.posix.unwrap().uid_number, 10001);
+    }
+}

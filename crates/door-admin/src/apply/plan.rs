@@ -1,5 +1,5 @@
 //! The plan of `portcullis apply`: what the store holds compared with what the file
-//! declares, one [`Step`] per client, user and NAS (create, update with the fields that
+//! declares, one [`Step`] per client, user, NAS and group (create, update with the fields that
 //! differ, unchanged, remove), and carrying it out.
 //!
 //! Every update and removal is a compare-and-set on the version read while planning
@@ -13,7 +13,9 @@ use std::sync::Arc;
 
 use portcullis_hash::{Credential, Peppers, Policy};
 use portcullis_store::versioned::Resource;
-use portcullis_store::{ClientAuth, ClientRecord, MasterKey, NasRecord, Store, UserRecord};
+use portcullis_store::{
+    ClientAuth, ClientRecord, GroupRecord, MasterKey, NasRecord, Store, UserRecord,
+};
 use serde::{Deserialize, Serialize};
 use subtle::ConstantTimeEq;
 use utoipa::ToSchema;
@@ -41,13 +43,14 @@ enum Write {
     Client(ClientRecord),
     User(UserRecord),
     Nas(NasRecord),
+    Group(GroupRecord),
     Nothing,
 }
 
 /// One record's step.
 #[derive(Clone)]
 pub struct Step {
-    /// `client`, `user` or `nas`.
+    /// `client`, `user`, `nas` or `group`.
     pub kind: Resource,
     /// Its id, username or name.
     pub key: String,
@@ -69,11 +72,16 @@ fn kind_name(r: Resource) -> &'static str {
         Resource::Client => "client",
         Resource::User => "user",
         Resource::Nas => "nas",
+        Resource::Group => "group",
     }
 }
 
 fn store_err(e: portcullis_store::StoreError) -> ApplyError {
     err(e.to_string())
+}
+
+pub(super) fn store_error(e: portcullis_store::StoreError) -> ApplyError {
+    store_err(e)
 }
 
 /// What the plan needs besides the file: the store and its secrets.
@@ -193,6 +201,9 @@ impl Plan {
                     if v.record.disabled != d.disabled {
                         changed.push("disabled");
                     }
+                    if v.record.attributes != d.attributes {
+                        changed.push("attributes");
+                    }
                     let a = if changed.is_empty() {
                         Action::Unchanged
                     } else {
@@ -268,6 +279,7 @@ impl Plan {
         }
         let mut plan = Plan { steps };
         plan.undeclared(desired, cx, prune).await?;
+        super::groups::plan(&mut plan, desired, cx, prune).await?;
         Ok(plan)
     }
 
@@ -351,6 +363,11 @@ impl Plan {
                     .nas_versioned(&key)
                     .await
                     .map(|v| v.map(|v| v.version)),
+                Resource::Group => cx
+                    .store
+                    .group_versioned(&key)
+                    .await
+                    .map(|v| v.map(|v| v.version)),
             };
             match v.map_err(store_err)? {
                 Some(v) => v,
@@ -418,7 +435,17 @@ impl Plan {
             };
             err(format!("{} {:?}: {e}{hint}", kind_name(s.kind), s.key))
         };
-        for s in self.steps.iter().filter(|s| s.action == Action::Remove) {
+        // Groups are removed after the users (whose removal moves their groups'
+        // versions: the plan counted it) and written after them (members must exist).
+        let removals = self
+            .steps
+            .iter()
+            .filter(|s| s.action == Action::Remove && s.kind != Resource::Group);
+        let group_removals = self
+            .steps
+            .iter()
+            .filter(|s| s.action == Action::Remove && s.kind == Resource::Group);
+        for s in removals.chain(group_removals) {
             store
                 .remove_versioned(s.kind, &s.key, s.version)
                 .await
@@ -451,8 +478,30 @@ impl Plan {
             r.map_err(|e| fail(s, e))?;
             done(s);
         }
+        for s in &self.steps {
+            let r = match (&s.action, &s.write) {
+                (Action::Update(_), Write::Group(g)) => {
+                    store.replace_group(g, s.version).await.map(drop)
+                }
+                (Action::Create, Write::Group(g)) => store.put_group(g).await,
+                _ => continue,
+            };
+            r.map_err(|e| fail(s, e))?;
+            done(s);
+        }
         Ok(())
     }
+}
+
+/// A group's step: what [`super::groups`] planned.
+pub(super) fn group_step(key: &str, action: Action, version: i64, g: Option<GroupRecord>) -> Step {
+    step(
+        Resource::Group,
+        key,
+        action,
+        version,
+        g.map_or(Write::Nothing, Write::Group),
+    )
 }
 
 fn step(kind: Resource, key: &str, action: Action, version: i64, write: Write) -> Step {

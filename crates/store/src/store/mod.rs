@@ -9,6 +9,7 @@
 //! | [`Health`] | ping, change feed | readiness probes, the client cache |
 //! | [`ClientStore`] | OAuth clients | OAuth door, CLI `client`, `apply` |
 //! | [`UserStore`] | users | CLI `user`, `apply` (doors read users as a [`CredentialSource`]) |
+//! | [`GroupStore`] | groups and memberships, versioned | CLI `group`, `apply`, admin API |
 //! | [`SigningKeyStore`] | token signing keys | OAuth door's key manager, admin API |
 //! | [`RevocationStore`] | revoked tokens | OAuth door, maintenance, admin API |
 //! | [`NasStore`] | RADIUS clients | RADIUS doors, CLI `nas`, `apply`, admin API |
@@ -40,6 +41,7 @@ use crate::error::StoreError;
 
 mod accounting;
 mod clients;
+mod groups;
 mod health;
 mod idempotency;
 mod nas;
@@ -54,6 +56,7 @@ mod tests;
 
 pub use accounting::AccountingStore;
 pub use clients::ClientStore;
+pub use groups::GroupStore;
 pub use health::Health;
 pub use idempotency::IdempotencyStore;
 pub use nas::NasStore;
@@ -71,6 +74,7 @@ pub trait Store:
     Health
     + ClientStore
     + UserStore
+    + GroupStore
     + SigningKeyStore
     + RevocationStore
     + NasStore
@@ -89,6 +93,7 @@ where
     T: Health
         + ClientStore
         + UserStore
+        + GroupStore
         + SigningKeyStore
         + RevocationStore
         + NasStore

@@ -1,4 +1,5 @@
-//! [`UserStore`]: users (password hash, disabled flag), without versions.
+//! [`UserStore`]: users (password hash, disabled flag, directory attributes), without
+//! versions.
 //!
 //! Used by the CLI's `user` commands, `apply`, the demo and test set-up. The doors never
 //! read users through it: the credential check reads them through the core's
@@ -8,6 +9,7 @@
 
 use async_trait::async_trait;
 
+use crate::directory::UserAttributes;
 use crate::error::StoreError;
 use crate::record::UserRecord;
 
@@ -28,7 +30,15 @@ pub trait UserStore: Send + Sync {
     async fn set_user_password(&self, username: &str, hash: &str) -> Result<(), StoreError>;
     /// Enable or disable a user; [`StoreError::NotFound`] if no such user.
     async fn set_user_disabled(&self, username: &str, disabled: bool) -> Result<(), StoreError>;
-    /// Remove a user; returns whether it existed.
+    /// Replace a user's directory attributes (names, mail, POSIX account; its
+    /// `entryUUID` never changes): [`StoreError::NotFound`] if no such user,
+    /// [`StoreError::AlreadyExists`] if the `uidNumber` is another user's.
+    async fn set_user_attributes(
+        &self,
+        username: &str,
+        attributes: &UserAttributes,
+    ) -> Result<(), StoreError>;
+    /// Remove a user and its group memberships; returns whether it existed.
     async fn remove_user(&self, username: &str) -> Result<bool, StoreError>;
     /// Every user, ordered by username.
     async fn list_users(&self) -> Result<Vec<UserRecord>, StoreError>;
