@@ -56,7 +56,9 @@ impl Ava {
             .equality
             .unwrap_or(schema::Equality::CaseIgnore);
         // A value invalid in its syntax is compared as written.
-        let normalized = rule.normalize(value).unwrap_or_else(|| value.to_owned());
+        let normalized = rule
+            .normalize_plain(value)
+            .unwrap_or_else(|| value.to_owned());
         Ava {
             attribute,
             value: value.to_owned(),

@@ -36,6 +36,8 @@ pub mod dn;
 pub mod entry;
 pub mod filter;
 pub mod frame;
+mod matching;
+mod op;
 pub mod response;
 pub mod result;
 pub mod schema;

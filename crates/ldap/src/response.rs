@@ -8,7 +8,7 @@
 //! and the Notice of Disconnection (RFC 4511 4.4.1).
 
 use crate::entry::Entry;
-use crate::frame::OpKind;
+use crate::op::OpKind;
 use crate::result::ResultCode;
 use crate::select::Selection;
 use bytes::BytesMut;

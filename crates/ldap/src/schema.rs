@@ -58,38 +58,23 @@ impl Equality {
         })
     }
 
-    /// The value in the form this rule compares, or `None` when the value is not valid in
-    /// the rule's syntax (an assertion that is not an integer for integerMatch, a non-IA5
-    /// string for the IA5 rules): a filter item with such an assertion is Undefined.
-    pub fn normalize(self, value: &str) -> Option<String> {
+    /// The value in the form this rule compares, for every rule but
+    /// distinguishedNameMatch, whose values are DNs (`crate::matching` adds that rule on
+    /// top): `None` when the value is not valid in the rule's syntax. A DN's own values
+    /// are normalised with this, a DN-valued RDN compared as a caseIgnore string.
+    pub fn normalize_plain(self, value: &str) -> Option<String> {
         match self {
-            Equality::CaseIgnore => Some(prep::equality_form(value, true)),
+            Equality::CaseIgnore | Equality::DistinguishedName => {
+                Some(prep::equality_form(value, true))
+            }
             Equality::CaseExact => Some(prep::equality_form(value, false)),
             Equality::CaseIgnoreIa5 => value.is_ascii().then(|| prep::equality_form(value, true)),
             Equality::CaseExactIa5 => value.is_ascii().then(|| prep::equality_form(value, false)),
             Equality::Integer => parse_integer(value).map(|i| i.to_string()),
-            Equality::DistinguishedName => {
-                crate::dn::Dn::parse(value).ok().map(|dn| dn.normalized())
-            }
             Equality::Uuid => normalize_uuid(value),
             Equality::ObjectIdentifier => normalize_oid(value),
             Equality::Boolean => matches!(value, "TRUE" | "FALSE").then(|| value.to_owned()),
         }
-    }
-
-    /// Whether `stored` matches `assertion` under this rule: `None` (Undefined) when the
-    /// assertion is not valid in the rule's syntax.
-    pub fn matches<'a>(
-        self,
-        assertion: &str,
-        stored: impl IntoIterator<Item = &'a str>,
-    ) -> Option<bool> {
-        let wanted = self.normalize(assertion)?;
-        Some(
-            stored
-                .into_iter()
-                .any(|v| self.normalize(v).as_deref() == Some(wanted.as_str())),
-        )
     }
 }
 

@@ -76,7 +76,6 @@ pub async fn run_all(store: &dyn Store) {
     crate::nas_conformance::nas_records(store).await;
     crate::acct_conformance::run_all(store).await;
     crate::reg_conformance::run_all(store).await;
-    crate::group_conformance::run_all(store).await;
 }
 
 /// Clients that authenticate with a key or a certificate (issue 14): stored and read back

@@ -308,7 +308,7 @@ macro_rules! delegated_capabilities {
             async fn group_members(&self, group: &str) -> Result<Vec<String>, StoreError> {
                 match crate::groups::$module::get(&self.pool, group).await? {
                     Some(v) => Ok(v.record.members),
-                    None => Err(StoreError::NotFound(crate::groups::group_label(group))),
+                    None => Err(StoreError::NotFound(crate::rows::group_label(group))),
                 }
             }
 

@@ -12,7 +12,7 @@
 use std::fmt;
 
 use crate::error::StoreError;
-use crate::record::validate_name;
+use crate::names::validate_name;
 
 /// Smallest `uidNumber` / `gidNumber`: 0 (root) is refused, so a directory entry can
 /// never map to the superuser or its group on the hosts that trust it.

@@ -70,11 +70,6 @@ pub(crate) fn fold_groups(
     Ok(out)
 }
 
-/// `group "NAME"`, for messages.
-pub(crate) fn group_label(name: &str) -> String {
-    format!("group {name:?}")
-}
-
 /// Map a failed group insert or update: a unique violation is the name or the gidNumber
 /// taken.
 pub(crate) fn group_write_error(e: sqlx::Error, group: &str, gid: Option<u32>) -> StoreError {
@@ -85,7 +80,7 @@ pub(crate) fn group_write_error(e: sqlx::Error, group: &str, gid: Option<u32>) -
                 Some(gid) if msg.contains("gid_number") => {
                     StoreError::AlreadyExists(format!("a group with gidNumber {gid}"))
                 }
-                _ => StoreError::AlreadyExists(group_label(group)),
+                _ => StoreError::AlreadyExists(crate::rows::group_label(group)),
             }
         }
         _ => crate::rows::backend(e),
@@ -109,7 +104,7 @@ macro_rules! group_queries {
         use $crate::directory::GroupRecord;
         use $crate::error::StoreError;
         use $crate::groups::{
-            GroupMemberRow, fold_groups, group_label, group_select, group_write_error, member_error,
+            GroupMemberRow, fold_groups, group_select, group_write_error, member_error,
         };
         use $crate::rows::backend;
         use $crate::versioned::{Resource, Versioned, check_page, missed};
@@ -202,7 +197,7 @@ macro_rules! group_queries {
                     .await
                     .map_err(|e| group_write_error(e, name, gid_number))?;
             if done.rows_affected() == 0 {
-                return Err(StoreError::NotFound(group_label(name)));
+                return Err(StoreError::NotFound(crate::rows::group_label(name)));
             }
             Ok(())
         }
@@ -226,7 +221,7 @@ macro_rules! group_queries {
             let mut conn = pool.acquire().await.map_err(backend)?;
             match insert_member(&mut *conn, group, username).await {
                 Err(StoreError::NotFound(_)) if !group_exists(&mut *conn, group).await? => {
-                    Err(StoreError::NotFound(group_label(group)))
+                    Err(StoreError::NotFound(crate::rows::group_label(group)))
                 }
                 other => other,
             }

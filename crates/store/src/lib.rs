@@ -86,6 +86,7 @@ pub mod group_conformance;
 pub mod groups;
 #[cfg(any(test, feature = "conformance"))]
 pub mod keys_conformance;
+pub mod names;
 pub mod nas;
 #[cfg(any(test, feature = "conformance"))]
 pub mod nas_conformance;

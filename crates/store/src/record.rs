@@ -11,8 +11,7 @@ use std::str::FromStr;
 use crate::directory::{EntryUuid, UserAttributes};
 use crate::error::StoreError;
 
-/// Longest client id, username, key id or token id we accept (in characters).
-pub const MAX_NAME_CHARS: usize = 255;
+pub use crate::names::{MAX_NAME_CHARS, validate_name};
 /// Shortest token lifetime a client may be given, in seconds.
 pub const MIN_TOKEN_LIFETIME: u32 = 60;
 /// Longest token lifetime a client may be given, in seconds (one day).
@@ -337,28 +336,6 @@ impl SigningKeyRecord {
         }
         Ok(())
     }
-}
-
-/// Check a client id, username, key id or token id: 1-255 characters, no control
-/// characters, no surrounding whitespace (which would make look-alike principals).
-pub fn validate_name(what: &str, name: &str) -> Result<(), StoreError> {
-    let chars = name.chars().count();
-    if chars == 0 || chars > MAX_NAME_CHARS {
-        return Err(StoreError::invalid(format!(
-            "{what} must be 1-{MAX_NAME_CHARS} characters"
-        )));
-    }
-    if name.chars().any(char::is_control) {
-        return Err(StoreError::invalid(format!(
-            "{what} must not contain control characters"
-        )));
-    }
-    if name.trim() != name {
-        return Err(StoreError::invalid(format!(
-            "{what} must not start or end with whitespace"
-        )));
-    }
-    Ok(())
 }
 
 /// Check one scope token against RFC 6749 section 3.3:

@@ -205,6 +205,11 @@ pub(crate) fn key_from_row(row: KeyRow) -> SigningKeyRecord {
     }
 }
 
+/// `group "NAME"`, for messages.
+pub(crate) fn group_label(name: &str) -> String {
+    format!("group {name:?}")
+}
+
 pub(crate) fn client_label(id: &str) -> String {
     format!("client {id:?}")
 }

@@ -42,6 +42,7 @@ async fn issue_5_sqlite_passes_the_conformance_suite() {
     // Not from `conformance::run_all`: it uses that module's records, and modules import
     // one way (scripts/import-cycles).
     crate::versioned_conformance::run_all(dir.store().as_ref()).await;
+    crate::group_conformance::run_all(dir.store().as_ref()).await;
     // And through the trait object the server will hold.
     let shared: std::sync::Arc<dyn Store> = dir.store();
     conformance::cas_race_exactly_one_wins(shared.as_ref()).await;
@@ -367,6 +368,7 @@ async fn issue_5_postgres_passes_the_conformance_suite() {
     b.close().await;
     conformance::run_all(&a).await;
     crate::versioned_conformance::run_all(&a).await;
+    crate::group_conformance::run_all(&a).await;
     a.close().await;
     // Reconnecting finds the schema current.
     let again = crate::PgStore::connect_with(schema.options(), 2)

@@ -50,7 +50,7 @@ impl Resource {
             Resource::Client => crate::rows::client_label(key),
             Resource::User => crate::rows::user_label(key),
             Resource::Nas => crate::nas::nas_label(key),
-            Resource::Group => crate::groups::group_label(key),
+            Resource::Group => crate::rows::group_label(key),
         }
     }
 }

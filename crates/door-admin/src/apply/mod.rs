@@ -10,7 +10,6 @@
 //! against the stored hash, a NAS secret by opening the sealed one, in constant time.
 
 pub mod declared;
-mod groups;
 pub mod plan;
 pub mod remote;
 

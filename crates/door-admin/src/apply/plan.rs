@@ -8,6 +8,8 @@
 //! Dynamically registered clients (RFC 7591) belong to whoever registered them and are
 //! never pruned.
 
+mod groups;
+
 use std::fmt::Write as _;
 use std::sync::Arc;
 
@@ -279,7 +281,7 @@ impl Plan {
         }
         let mut plan = Plan { steps };
         plan.undeclared(desired, cx, prune).await?;
-        super::groups::plan(&mut plan, desired, cx, prune).await?;
+        groups::plan(&mut plan, desired, cx, prune).await?;
         Ok(plan)
     }
 

@@ -12,8 +12,8 @@ use std::collections::HashSet;
 
 use portcullis_store::versioned::Resource;
 
-use super::plan::{Action, Context, Plan, group_step, store_error};
-use super::{ApplyError, Desired};
+use super::{Action, Context, Plan, group_step, store_error};
+use crate::apply::{ApplyError, Desired};
 
 /// Every declared member is a user when the groups are written: declared, or stored and
 /// not pruned. Checked before anything is written, so such a file changes nothing.
