@@ -32,6 +32,7 @@
 pub mod config;
 mod conn;
 pub mod tls;
+mod writer;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

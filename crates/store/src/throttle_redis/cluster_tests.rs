@@ -239,6 +239,7 @@ async fn issue_30_sentinel_failover_is_followed() {
     let target = RedisTarget::Sentinel {
         nodes: c.sentinel_urls(),
         master: c.sentinel_master.clone(),
+        master_auth: None,
     };
     let (a, b) = (store(target.clone(), "sentinel"), store(target, "sentinel"));
     let now = Instant::now();
