@@ -6,15 +6,12 @@
 //! faster than it is answered is pushed back by TCP instead of queued in memory. It reads
 //! at most the rest of the current packet at a time (`Deframer::want`), so its buffer
 //! holds one packet. Each request's permit travels with its answer into the writer's
-//! queue and is released when the answer is written; a NAS that stops reading its
-//! answers therefore stops its own reader, and the write deadline closes it.
-//!
-//! The writer's deadline alone does not see such a NAS soon: a write "completes" once the
-//! kernel has the bytes, and Linux lets a loopback or LAN connection's send buffer grow to
-//! megabytes, so tens of thousands of answers can pile up unread while the writer never
-//! waits. The same deadline is therefore also given to the kernel as `TCP_USER_TIMEOUT`:
-//! answers the NAS has not acknowledged (lost, or held back by a receive window it never
-//! opens again) for `write_timeout` end the connection, whether or not the NAS still sends.
+//! queue and is released when the writer takes the answer into its bounded output; a NAS
+//! that stops reading its answers therefore stops its own reader, and the write deadline
+//! closes it (`writer`: every buffer between the door and the NAS is bounded, the
+//! kernel's send buffer included, so the writer waits soon and its deadline decides).
+//! The same deadline is also the socket's `TCP_USER_TIMEOUT`, for answers a NAS that
+//! vanished leaves unacknowledged after they were all handed to the kernel.
 
 use std::net::SocketAddr;
 use std::sync::Arc;

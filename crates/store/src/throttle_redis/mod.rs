@@ -19,9 +19,12 @@
 //! until T" per key, invalidated through pub/sub when a refund or an unblock may reopen
 //! a budget.
 //!
-//! When Redis fails or is slow (each call is bounded by `timeout`), the node concerned is
-//! "down" for `retry`: calls for its slots fail at once without contacting it, so an
-//! outage costs no request a timeout and is logged once. On one node or Sentinel the core
+//! When Redis fails or is slow, the node concerned is "down" for `retry`: calls for its
+//! slots fail at once without contacting it, so an outage costs no request a timeout and
+//! is logged once. One `timeout` bounds a request end to end (connecting, every group of
+//! an attempt, its compensation): each call runs by the request's deadline, and nothing
+//! after a failure is waited for (the Cluster's slot map is asked for again in the
+//! background, `slots.rs`; issue 41). On one node or Sentinel the core
 //! then falls back to its per-instance budgets; in a Cluster only the budgets of the down
 //! node's slots fall back (to this store's own memory budgets), the others stay shared.
 
