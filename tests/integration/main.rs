@@ -41,6 +41,7 @@ mod radius;
 mod radius_interop;
 mod radius_support;
 mod radsec;
+mod radsec_backpressure;
 mod radsec_support;
 mod radsec_v11;
 mod read_replica;

@@ -113,6 +113,7 @@ async fn issue_30_a_sentinel_failover_with_no_5xx_and_budgets_are_shared_again()
     let target = RedisTarget::Sentinel {
         nodes: rc.sentinel_urls(),
         master: rc.sentinel_master.clone(),
+        master_auth: None,
     };
     let c = instances(2, target, "sentinel").await;
     let secret = c.add_client("svc").await;
@@ -158,5 +159,30 @@ async fn issue_30_a_refused_wave_costs_redis_almost_no_command_once_refused() {
         assert_eq!(c.token(i, "svc", &secret).await.status, 200);
     }
     assert!(redis_commands(redis.port()) > before + spent);
+    c.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_41_instances_over_a_sentinel_group_with_acl_users_of_its_own_share_one_budget() {
+    let _x = exclusive();
+    let rc = OwnCluster::start_sentinel_acl();
+    let (user, password) = rc.data_login.clone().unwrap();
+    let sentinels: Vec<String> = rc
+        .sentinel_urls()
+        .iter()
+        .map(|u| format!("{u:?}"))
+        .collect();
+    // As an operator writes it: the Sentinels' user in their URLs, the data nodes' own.
+    let config = portcullis_server::Config::parse(&format!(
+        "[throttle]\nredis = {{ sentinel = [{}], master = {:?}, master_username = {user:?}, \
+         master_password = {password:?} }}\n",
+        sentinels.join(", "),
+        rc.sentinel_master
+    ))
+    .unwrap();
+    let target = config.throttle_redis.unwrap().target;
+    let c = instances(2, target, "acl").await;
+    c.add_client("svc").await;
+    until_shared(&c, "acl", Instant::now() + Duration::from_secs(20)).await;
     c.stop().await;
 }

@@ -169,7 +169,7 @@ pub struct FileThrottle {
     pub redis: Option<crate::redis_config::FileRedis>,
     /// Namespace of the keys in Redis.
     pub key_prefix: String,
-    /// Bound on one Redis call in milliseconds.
+    /// Bound on one request's use of Redis (every call it makes), in milliseconds.
     pub timeout_ms: u64,
     /// After a Redis failure, milliseconds on per-instance budgets before trying again.
     pub retry_ms: u64,

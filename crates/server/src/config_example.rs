@@ -190,9 +190,16 @@ max_connections = 16
 # redis = "redis://127.0.0.1:6379/0"
 # redis = { cluster = ["redis://10.0.0.1:6379", "redis://10.0.0.2:6379"] }
 # redis = { sentinel = ["redis://10.0.0.1:26379", "redis://10.0.0.2:26379"], master = "portcullis" }
+# With ACL users: credentials in the `sentinel` URLs are the Sentinels' own user;
+# master_username and master_password are the data nodes' (the primary the Sentinels
+# name), a user of their own (master_username absent: Redis's `default` user). A Cluster
+# or a single node takes its credentials in its URLs (redis://user:password@host:port).
+# redis = { sentinel = ["redis://sentinel-user:s3cret@10.0.0.1:26379"], master = "portcullis", master_username = "portcullis", master_password = "an0ther" }
 # Namespace of every key (portcullis:...); each identity's keys carry their own hash tag.
 key_prefix = "portcullis"
-# Bound on one Redis call in milliseconds; slower means "down" for this call.
+# Bound on one request's use of Redis in milliseconds, end to end (connecting, every
+# shard an attempt touches, the compensation of a refused one); slower means "down" for
+# this request. A Cluster's slot map is refreshed in the background, never inside it.
 timeout_ms = 200
 # After a failure, milliseconds on per-instance budgets before Redis is tried again.
 retry_ms = 1000

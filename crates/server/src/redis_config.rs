@@ -5,14 +5,18 @@
 //! redis = "redis://127.0.0.1:6379/0"                                 # one node
 //! redis = { cluster = ["redis://10.0.0.1:6379", "redis://10.0.0.2:6379"] }   # Cluster seeds
 //! redis = { sentinel = ["redis://10.0.0.1:26379", "redis://10.0.0.2:26379"], master = "portcullis" }
+//! redis = { sentinel = ["redis://su:pw@10.0.0.1:26379"], master = "portcullis", master_username = "portcullis", master_password = "..." }
 //! ```
 //!
 //! A string is a node's URL; a table names either a Cluster (`cluster`: seed nodes, the
 //! rest is discovered) or a Sentinel group (`sentinel`: the Sentinels, `master`: the name
-//! they monitor). Anything else (both, neither, `master` without `sentinel`, an unknown
-//! key, a URL that does not parse) is a configuration error naming the field.
+//! they monitor). With Sentinel, credentials in the `sentinel` URLs are the Sentinels'
+//! own ACL user; `master_username` and `master_password` are the data nodes' (the
+//! primary the Sentinels name), issue 41. Anything else (both, neither, `master` without
+//! `sentinel`, `master_*` without `sentinel`, a user without a password, an unknown key,
+//! a URL that does not parse) is a configuration error naming the field.
 
-use portcullis_store::RedisTarget;
+use portcullis_store::{RedisAuth, RedisTarget};
 use serde::{Deserialize, Deserializer};
 
 use portcullis_door::config_error::{ConfigError, invalid};
@@ -27,6 +31,10 @@ struct FileRedisTable {
     sentinel: Option<Vec<String>>,
     /// With `sentinel`: the monitored primary's name.
     master: Option<String>,
+    /// With `sentinel`: the data nodes' ACL user (absent: Redis's `default` user).
+    master_username: Option<String>,
+    /// With `sentinel`: the data nodes' password.
+    master_password: Option<String>,
 }
 
 /// `[throttle] redis` as written: a URL or a table.
@@ -42,6 +50,8 @@ pub enum FileRedis {
         sentinel: Option<Vec<String>>,
         /// Monitored name.
         master: Option<String>,
+        /// The data nodes' ACL user and password, as written.
+        master_auth: (Option<String>, Option<String>),
     },
 }
 
@@ -66,6 +76,7 @@ impl<'de> Deserialize<'de> for FileRedis {
                     cluster: t.cluster,
                     sentinel: t.sentinel,
                     master: t.master,
+                    master_auth: (t.master_username, t.master_password),
                 })
             }
         }
@@ -82,22 +93,30 @@ impl FileRedis {
                 cluster: Some(c),
                 sentinel: None,
                 master: None,
+                master_auth: (None, None),
             } => RedisTarget::Cluster(c),
             FileRedis::Table {
                 cluster: None,
                 sentinel: Some(nodes),
                 master: Some(master),
-            } => RedisTarget::Sentinel { nodes, master },
+                master_auth,
+            } => RedisTarget::Sentinel {
+                nodes,
+                master,
+                master_auth: master_auth_of(master_auth)?,
+            },
             FileRedis::Table {
                 cluster: None,
                 sentinel: Some(_),
                 master: None,
+                ..
             } => return Err(invalid("throttle.redis: `sentinel` needs `master`")),
             FileRedis::Table {
                 cluster: Some(_), ..
             } => {
                 return Err(invalid(
-                    "throttle.redis: `cluster` goes alone (no `sentinel` or `master`)",
+                    "throttle.redis: `cluster` goes alone (no `sentinel`, `master` or \
+                     `master_*`; a Cluster's credentials are in its URLs)",
                 ));
             }
             FileRedis::Table { .. } => {
@@ -110,6 +129,19 @@ impl FileRedis {
             .validate()
             .map_err(|e| invalid(format!("throttle.redis: {e}")))?;
         Ok(target)
+    }
+}
+
+/// The data nodes' credentials of a Sentinel table: a password, with or without a user.
+fn master_auth_of(
+    (username, password): (Option<String>, Option<String>),
+) -> Result<Option<RedisAuth>, ConfigError> {
+    match (username, password) {
+        (None, None) => Ok(None),
+        (username, Some(password)) => Ok(Some(RedisAuth { username, password })),
+        (Some(_), None) => Err(invalid(
+            "throttle.redis: `master_username` needs `master_password`",
+        )),
     }
 }
 
@@ -144,7 +176,22 @@ mod tests {
             parse(r#"redis = { sentinel = ["redis://s:26379"], master = "m" }"#).unwrap(),
             RedisTarget::Sentinel {
                 nodes: vec!["redis://s:26379".into()],
-                master: "m".into()
+                master: "m".into(),
+                master_auth: None,
+            }
+        );
+        assert_eq!(
+            parse(
+                r#"redis = { sentinel = ["redis://su:sp@s:26379"], master = "m", master_username = "du", master_password = "dp" }"#
+            )
+            .unwrap(),
+            RedisTarget::Sentinel {
+                nodes: vec!["redis://su:sp@s:26379".into()],
+                master: "m".into(),
+                master_auth: Some(RedisAuth {
+                    username: Some("du".into()),
+                    password: "dp".into()
+                }),
             }
         );
         for (bad, says) in [
@@ -165,6 +212,18 @@ mod tests {
             (
                 r#"redis = { sentinel = ["redis://s:1"], master = "" }"#,
                 "non-empty",
+            ),
+            (
+                r#"redis = { sentinel = ["redis://s:1"], master = "m", master_username = "u" }"#,
+                "needs `master_password`",
+            ),
+            (
+                r#"redis = { sentinel = ["redis://s:1"], master = "m", master_password = "" }"#,
+                "must not be empty",
+            ),
+            (
+                r#"redis = { cluster = ["redis://a:1"], master_password = "p" }"#,
+                "goes alone",
             ),
         ] {
             let e = parse(bad).unwrap_err();

@@ -126,6 +126,7 @@ pub use postgres::PgStore;
 pub use record::{
     ClientAuth, ClientRecord, DEFAULT_TOKEN_LIFETIME, Grant, SigningKeyRecord, UserRecord,
 };
+pub use redis_target::RedisAuth;
 pub use registration::{ClientRegistration, InitialAccessToken};
 pub use seal::MasterKey;
 pub use sessions::{MemorySessionStore, SessionStore};

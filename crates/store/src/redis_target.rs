@@ -16,7 +16,7 @@ use futures::future::{BoxFuture, FutureExt};
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
-use redis::sentinel::{SentinelClient, SentinelServerType};
+use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 
 /// Slots of a Redis Cluster.
@@ -33,11 +33,47 @@ pub enum RedisTarget {
     /// A primary managed by Sentinel: the Sentinels' URLs and the monitored primary's
     /// name. The primary is asked for again on every reconnect, so a failover is followed.
     Sentinel {
-        /// `redis://host:port` of each Sentinel.
+        /// `redis://host:port` of each Sentinel; credentials in a URL (`redis://user:pass@`)
+        /// are the Sentinels' own ACL user.
         nodes: Vec<String>,
         /// The name the Sentinels monitor the primary under.
         master: String,
+        /// The data nodes' ACL user and password (the primary the Sentinels name and its
+        /// replicas), separate from the Sentinels'; `None`: the data nodes ask for none.
+        master_auth: Option<RedisAuth>,
     },
+}
+
+/// An ACL user and password for Redis nodes (its `Debug` hides the password).
+#[derive(Clone, PartialEq, Eq)]
+pub struct RedisAuth {
+    /// The ACL user; `None`: Redis's `default` user (`requirepass`).
+    pub username: Option<String>,
+    /// Its password.
+    pub password: String,
+}
+
+impl std::fmt::Debug for RedisAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisAuth")
+            .field("username", &self.username)
+            .field("password", &"<hidden>")
+            .finish()
+    }
+}
+
+impl RedisAuth {
+    /// The connection settings a Sentinel client uses for the data nodes it names.
+    fn node_info(auth: Option<&RedisAuth>) -> SentinelNodeConnectionInfo {
+        SentinelNodeConnectionInfo {
+            tls_mode: None,
+            redis_connection_info: auth.map(|a| redis::RedisConnectionInfo {
+                username: a.username.clone(),
+                password: Some(a.password.clone()),
+                ..Default::default()
+            }),
+        }
+    }
 }
 
 impl std::fmt::Debug for RedisTarget {
@@ -58,8 +94,19 @@ impl RedisTarget {
         match self {
             RedisTarget::Node(u) => crate::backend::without_credentials(u),
             RedisTarget::Cluster(v) => format!("cluster {}", list(v)),
-            RedisTarget::Sentinel { nodes, master } => {
-                format!("sentinel {} master {master}", list(nodes))
+            RedisTarget::Sentinel {
+                nodes,
+                master,
+                master_auth,
+            } => {
+                let user = match master_auth {
+                    Some(RedisAuth {
+                        username: Some(u), ..
+                    }) => format!(" as {u}"),
+                    Some(_) => " with a password".into(),
+                    None => String::new(),
+                };
+                format!("sentinel {} master {master}{user}", list(nodes))
             }
         }
     }
@@ -103,10 +150,24 @@ impl RedisTarget {
                 .map(|_| ())
                 .map_err(|e| e.to_string()),
             RedisTarget::Cluster(v) => list(v, "cluster"),
-            RedisTarget::Sentinel { nodes, master } => {
+            RedisTarget::Sentinel {
+                nodes,
+                master,
+                master_auth,
+            } => {
                 list(nodes, "sentinel")?;
                 if master.is_empty() || master.chars().any(|c| c.is_whitespace()) {
                     return Err("sentinel: `master` must be a non-empty name".into());
+                }
+                if let Some(a) = master_auth {
+                    if a.password.is_empty() {
+                        return Err("sentinel: `master_password` must not be empty".into());
+                    }
+                    if a.username.as_ref().is_some_and(|u| {
+                        u.is_empty() || u.chars().any(|c| c.is_whitespace() || c.is_control())
+                    }) {
+                        return Err("sentinel: `master_username` must be a non-empty name".into());
+                    }
                 }
                 Ok(())
             }
@@ -125,6 +186,8 @@ pub(crate) enum Backend {
         client: tokio::sync::Mutex<SentinelClient>,
         nodes: Vec<String>,
         master: String,
+        /// How the data nodes are reached (their ACL user), for the pub/sub client too.
+        node_info: SentinelNodeConnectionInfo,
     },
 }
 
@@ -148,19 +211,27 @@ impl Backend {
                     .map_err(|e| e.to_string())?,
                 seeds: seeds.clone(),
             },
-            RedisTarget::Sentinel { nodes, master } => Backend::Sentinel {
-                client: tokio::sync::Mutex::new(
-                    SentinelClient::build(
-                        nodes.clone(),
-                        master.clone(),
-                        None,
-                        SentinelServerType::Master,
-                    )
-                    .map_err(|e| e.to_string())?,
-                ),
-                nodes: nodes.clone(),
-                master: master.clone(),
-            },
+            RedisTarget::Sentinel {
+                nodes,
+                master,
+                master_auth,
+            } => {
+                let node_info = RedisAuth::node_info(master_auth.as_ref());
+                Backend::Sentinel {
+                    client: tokio::sync::Mutex::new(
+                        SentinelClient::build(
+                            nodes.clone(),
+                            master.clone(),
+                            Some(node_info.clone()),
+                            SentinelServerType::Master,
+                        )
+                        .map_err(|e| e.to_string())?,
+                    ),
+                    nodes: nodes.clone(),
+                    master: master.clone(),
+                    node_info,
+                }
+            }
         })
     }
 
@@ -212,14 +283,24 @@ impl Backend {
                     async move { redis::Client::open(url.as_str()) }.boxed()
                 })
             }
-            Backend::Sentinel { nodes, master, .. } => {
-                let (nodes, master) = (nodes.clone(), master.clone());
+            Backend::Sentinel {
+                nodes,
+                master,
+                node_info,
+                ..
+            } => {
+                let (nodes, master, info) = (nodes.clone(), master.clone(), node_info.clone());
                 Box::new(move |_| {
-                    let (nodes, master) = (nodes.clone(), master.clone());
+                    let (nodes, master, info) = (nodes.clone(), master.clone(), info.clone());
                     async move {
-                        SentinelClient::build(nodes, master, None, SentinelServerType::Master)?
-                            .async_get_client()
-                            .await
+                        SentinelClient::build(
+                            nodes,
+                            master,
+                            Some(info),
+                            SentinelServerType::Master,
+                        )?
+                        .async_get_client()
+                        .await
                     }
                     .boxed()
                 })
@@ -335,11 +416,26 @@ mod tests {
         let sentinel = |m: &str| RedisTarget::Sentinel {
             nodes: s(&["redis://127.0.0.1:26379"]),
             master: m.into(),
+            master_auth: None,
         };
         assert!(sentinel("mymaster").validate().is_ok());
         assert!(sentinel("").validate().is_err());
         assert!(sentinel("a b").validate().is_err());
         let secret = RedisTarget::Cluster(s(&["redis://:hunter2@a:1"]));
         assert!(!format!("{secret:?}").contains("hunter2"));
+        let auth = |u: Option<&str>, p: &str| RedisTarget::Sentinel {
+            nodes: s(&["redis://sentinel-user:pw1@127.0.0.1:26379"]),
+            master: "m".into(),
+            master_auth: Some(RedisAuth {
+                username: u.map(Into::into),
+                password: p.into(),
+            }),
+        };
+        assert!(auth(Some("data"), "pw2").validate().is_ok());
+        assert!(auth(None, "pw2").validate().is_ok());
+        assert!(auth(Some("data"), "").validate().is_err());
+        assert!(auth(Some("a b"), "pw2").validate().is_err());
+        let shown = format!("{:?}", auth(Some("data"), "pw2"));
+        assert!(!shown.contains("pw1") && !shown.contains("pw2"), "{shown}");
     }
 }

@@ -317,6 +317,10 @@ pub struct OwnCluster {
     pub sentinel_master: String,
     /// The Sentinel group's first primary.
     pub sentinel_primary: u16,
+    /// With ACL users (`start_sentinel_acl`): the Sentinels' user and password.
+    pub sentinel_login: Option<(String, String)>,
+    /// With ACL users: the data nodes' user and password.
+    pub data_login: Option<(String, String)>,
 }
 
 impl OwnCluster {
@@ -326,14 +330,22 @@ impl OwnCluster {
 
     /// Start a cluster, and a Sentinel group when `sentinel`; returns once both are ready.
     pub fn start(sentinel: bool) -> OwnCluster {
+        Self::start_with(if sentinel { &[] } else { &["--no-sentinel"] })
+    }
+
+    /// Only a Sentinel group whose Sentinels and data nodes each know only an ACL user of
+    /// their own (`scripts/redis-cluster --acl`; issue 41).
+    pub fn start_sentinel_acl() -> OwnCluster {
+        Self::start_with(&["--no-cluster", "--acl"])
+    }
+
+    fn start_with(flags: &[&str]) -> OwnCluster {
         let dir = tempfile::tempdir().unwrap();
         let mut cmd = Command::new("python3");
         cmd.arg(Self::script())
             .args(["start", "--dir"])
-            .arg(dir.path());
-        if !sentinel {
-            cmd.arg("--no-sentinel");
-        }
+            .arg(dir.path())
+            .args(flags);
         let out = cmd
             .stderr(Stdio::inherit())
             .output()
@@ -353,7 +365,12 @@ impl OwnCluster {
                 .map(|s| s.parse().unwrap())
                 .collect()
         };
+        let login = |user: &str, password: &str| {
+            Some((field(user), field(password))).filter(|(u, _)| !u.is_empty())
+        };
         OwnCluster {
+            sentinel_login: login("sentinel_user", "sentinel_password"),
+            data_login: login("data_user", "data_password"),
             cluster: ports("cluster"),
             sentinels: ports("sentinels"),
             sentinel_master: field("sentinel_master"),
@@ -370,11 +387,17 @@ impl OwnCluster {
             .collect()
     }
 
-    /// `redis://127.0.0.1:PORT` of each Sentinel.
+    /// `redis://127.0.0.1:PORT` of each Sentinel (with ACL users: logged in as `login`).
     pub fn sentinel_urls(&self) -> Vec<String> {
+        self.sentinel_urls_as(self.sentinel_login.as_ref())
+    }
+
+    /// `redis://[user:password@]127.0.0.1:PORT` of each Sentinel.
+    pub fn sentinel_urls_as(&self, login: Option<&(String, String)>) -> Vec<String> {
+        let who = login.map_or_else(String::new, |(u, p)| format!("{u}:{p}@"));
         self.sentinels
             .iter()
-            .map(|p| format!("redis://127.0.0.1:{p}"))
+            .map(|p| format!("redis://{who}127.0.0.1:{p}"))
             .collect()
     }
 

@@ -38,8 +38,8 @@ pub struct FileRadsec {
     pub handshake_timeout_ms: u64,
     /// A connection with no request for this long (and none in flight) is closed, seconds.
     pub idle_timeout_secs: u64,
-    /// A reply that cannot be written, or that the NAS does not acknowledge (TCP), for this
-    /// long closes its connection, milliseconds. Also the socket's `TCP_USER_TIMEOUT`.
+    /// Once a write has to wait, the writer must catch up within this long or the
+    /// connection is closed, milliseconds. Also the socket's `TCP_USER_TIMEOUT`.
     pub write_timeout_ms: u64,
     /// RADIUS/1.1 (RFC 9765) by ALPN: "off", "allow" or "require".
     pub radius_1_1: String,
@@ -228,8 +228,12 @@ handshake_timeout_ms = 5000
 # A connection that sends no whole request for this long, with none in flight, is closed
 # (octets trickling in do not keep it open).
 idle_timeout_secs = 300
-# A reply that cannot be written within this many milliseconds, or that the NAS does not
-# acknowledge within it (it stopped reading; Linux TCP_USER_TIMEOUT), closes the connection.
+# Output per connection is bounded (max_in_flight answers queued, one packet being
+# written, 8 KiB in TLS, a kernel send buffer of max_in_flight x 4 KiB between 64 KiB and
+# 1 MiB). Once a write has to wait, the writer must catch up (everything queued in the
+# kernel) within this many milliseconds, or the connection is closed: a NAS that stops
+# reading, or reads slower than it asks. Also the socket's TCP_USER_TIMEOUT (answers the
+# NAS does not acknowledge within it close the connection).
 write_timeout_ms = 10000
 # RADIUS/1.1 (RFC 9765), negotiated by TLS ALPN: no MD5 and no shared secret at all
 # (TLS authenticates and hides every packet), a 32-bit Token instead of the 8-bit

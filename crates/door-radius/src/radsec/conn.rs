@@ -6,15 +6,12 @@
 //! faster than it is answered is pushed back by TCP instead of queued in memory. It reads
 //! at most the rest of the current packet at a time (`Deframer::want`), so its buffer
 //! holds one packet. Each request's permit travels with its answer into the writer's
-//! queue and is released when the answer is written; a NAS that stops reading its
-//! answers therefore stops its own reader, and the write deadline closes it.
-//!
-//! The writer's deadline alone does not see such a NAS soon: a write "completes" once the
-//! kernel has the bytes, and Linux lets a loopback or LAN connection's send buffer grow to
-//! megabytes, so tens of thousands of answers can pile up unread while the writer never
-//! waits. The same deadline is therefore also given to the kernel as `TCP_USER_TIMEOUT`:
-//! answers the NAS has not acknowledged (lost, or held back by a receive window it never
-//! opens again) for `write_timeout` end the connection, whether or not the NAS still sends.
+//! queue and is released when the writer takes the answer into its bounded output; a NAS
+//! that stops reading its answers therefore stops its own reader, and the write deadline
+//! closes it (`writer`: every buffer between the door and the NAS is bounded, the
+//! kernel's send buffer included, so the writer waits soon and its deadline decides).
+//! The same deadline is also the socket's `TCP_USER_TIMEOUT`, for answers a NAS that
+//! vanished leaves unacknowledged after they were all handed to the kernel.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -31,6 +28,7 @@ use tokio_util::task::TaskTracker;
 use portcullis_radius::v11::ALPN_RADIUS_1_1;
 
 use super::config::Radius11;
+use super::writer;
 use super::{CLOSED, CONNECTIONS, RadsecDoor};
 use crate::nas::{Nas, NasTable};
 use crate::reply::{ReplyPath, StreamReply};
@@ -68,7 +66,9 @@ pub(super) async fn serve(
 ) {
     let c = &door.config;
     bound_unacknowledged(&tcp, c.write_timeout, peer);
-    let tls = match tokio::time::timeout(c.handshake_timeout, door.acceptor().accept(tcp)).await {
+    bound_send_buffer(&tcp, writer::send_buffer(c.max_in_flight), peer);
+    let mut tls = match tokio::time::timeout(c.handshake_timeout, door.acceptor().accept(tcp)).await
+    {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
             let alpn = e
@@ -140,40 +140,28 @@ pub(super) async fn serve(
     metrics::counter!(CONNECTIONS, "outcome" => "accepted").increment(1);
     tracing::debug!(%peer, nas = %nas.name, radius_1_1, "RadSec connection");
 
-    let (mut rd, mut wr) = tokio::io::split(tls);
+    // rustls holds at most this much of what the NAS has not taken (see `writer`).
+    tls.get_mut().1.set_buffer_limit(Some(writer::TLS_BUFFER));
+    let (mut rd, wr) = tokio::io::split(tls);
     let in_flight = Arc::new(Semaphore::new(c.max_in_flight));
-    let (tx, mut rx) = mpsc::channel::<StreamReply>(c.max_in_flight);
+    let (tx, rx) = mpsc::channel::<StreamReply>(c.max_in_flight);
     let closed = CancellationToken::new();
     let started = Instant::now();
-    // Milliseconds since `started` of the last whole request or written reply.
+    // Milliseconds since `started` of the last whole request or answer taken.
     let active = Arc::new(AtomicU64::new(0));
-    let write_timeout = c.write_timeout;
     let writer = {
         let closed = closed.clone();
         let active = Arc::clone(&active);
+        let write_timeout = c.write_timeout;
         tokio::spawn(async move {
-            while let Some((bytes, permit)) = rx.recv().await {
-                match tokio::time::timeout(write_timeout, wr.write_all(&bytes)).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => {
-                        closed.cancel();
-                        return if e.kind() == std::io::ErrorKind::TimedOut {
-                            "write_timeout"
-                        } else {
-                            "write_failed"
-                        };
-                    }
-                    Err(_) => {
-                        closed.cancel();
-                        return "write_timeout";
-                    }
-                }
+            let why = writer::run(wr, rx, write_timeout, || {
                 active.store(millis(started), Ordering::Relaxed);
-                drop(permit);
+            })
+            .await;
+            if !why.is_empty() {
+                closed.cancel();
             }
-            // Every sender is gone: the reader stopped and every request was answered.
-            let _ = tokio::time::timeout(write_timeout, wr.shutdown()).await;
-            ""
+            why
         })
     };
 
@@ -316,6 +304,15 @@ fn bound_unacknowledged(tcp: &TcpStream, within: std::time::Duration, peer: Sock
     }
     #[cfg(not(target_os = "linux"))]
     let _ = (tcp, within, peer);
+}
+
+/// Fix the kernel's send buffer at `bytes` (no autotuning to megabytes), so what a NAS
+/// that does not read can make the connection hold is bounded and the writer's deadline
+/// starts once that much waits.
+fn bound_send_buffer(tcp: &TcpStream, bytes: usize, peer: SocketAddr) {
+    if let Err(e) = nix::sys::socket::setsockopt(tcp, nix::sys::socket::sockopt::SndBuf, &bytes) {
+        tracing::warn!(%peer, "RadSec: SO_SNDBUF not set ({e}); the kernel may buffer more");
+    }
 }
 
 fn millis(since: Instant) -> u64 {

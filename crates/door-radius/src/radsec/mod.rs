@@ -16,7 +16,8 @@
 //!
 //! Parts: this module (binding, the accept loop with its connection limits, counters);
 //! [`conn`] (one connection: handshake deadline, NAS by certificate, reader with its
-//! in-flight bound and idle deadline, writer with its write deadline); [`tls`] (the rustls
+//! in-flight bound and idle deadline); `writer` (bounded output, the write deadline from
+//! the first wait); [`tls`] (the rustls
 //! configuration and certificate names); [`config`] (`[radius.radsec]`). The framing
 //! itself is `portcullis_radius::stream`.
 //!
@@ -26,12 +27,14 @@
 //! `handshake_timeout`; a connection holds at most `max_in_flight` requests and is not
 //! read further until one is answered; its buffer holds at most one packet; it is closed
 //! when no whole request arrived for `idle_timeout` with none in flight (trickled octets
-//! do not count), when a reply cannot be written within `write_timeout`, when a Length is
+//! do not count), when its writer, once a write had to wait, has not caught up within
+//! `write_timeout` (its output is bounded, kernel send buffer included), when a Length is
 //! impossible (RFC 6613 §2.6.4), and when its NAS is removed or no longer matches.
 
 pub mod config;
 mod conn;
 pub mod tls;
+mod writer;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -12,6 +12,7 @@ use portcullis_core::net::{IpPrefix, Origin};
 use portcullis_core::{Charge, Decision, GcraLimit, PrincipalKind, ThrottleKey, ThrottleStore};
 
 use super::*;
+use crate::redis_target::RedisAuth;
 use crate::testing::{OwnCluster, OwnRedis, free_port};
 
 fn store(target: RedisTarget, prefix: &str) -> RedisThrottleStore {
@@ -239,6 +240,7 @@ async fn issue_30_sentinel_failover_is_followed() {
     let target = RedisTarget::Sentinel {
         nodes: c.sentinel_urls(),
         master: c.sentinel_master.clone(),
+        master_auth: None,
     };
     let (a, b) = (store(target.clone(), "sentinel"), store(target, "sentinel"));
     let now = Instant::now();
@@ -257,6 +259,47 @@ async fn issue_30_sentinel_failover_is_followed() {
     assert!(allowed(&b.acquire(&ch, now).await.unwrap()));
     assert!(allowed(&a.acquire(&ch, now).await.unwrap()));
     assert!(!allowed(&b.acquire(&ch, now).await.unwrap()));
+}
+
+#[tokio::test]
+async fn issue_41_sentinel_with_acl_users_of_their_own_for_the_sentinels_and_the_data_nodes() {
+    let c = OwnCluster::start_sentinel_acl();
+    let sentinel = c.sentinel_login.clone().unwrap();
+    let data = c.data_login.clone().unwrap();
+    let target = |sentinels: Option<&(String, String)>, nodes: Option<&(String, String)>| {
+        RedisTarget::Sentinel {
+            nodes: c.sentinel_urls_as(sentinels),
+            master: c.sentinel_master.clone(),
+            master_auth: nodes.map(|(u, p)| RedisAuth {
+                username: Some(u.clone()),
+                password: p.clone(),
+            }),
+        }
+    };
+    let now = Instant::now();
+    let ch = attempt("acl", "192.0.2.41", 2, 50, 20);
+    // Each side as its own user: one budget shared by two instances through the primary.
+    let own = || store(target(Some(&sentinel), Some(&data)), "acl");
+    let (a, b) = (own(), own());
+    assert!(allowed(&a.acquire(&ch, now).await.unwrap()));
+    assert!(allowed(&b.acquire(&ch, now).await.unwrap()));
+    assert!(!allowed(&a.acquire(&ch, now).await.unwrap()));
+    // Every other pairing is refused: no user where one is needed, or one side's user
+    // on the other side.
+    for (s, n) in [
+        (Some(&sentinel), None),
+        (None, Some(&data)),
+        (Some(&data), Some(&data)),
+        (Some(&sentinel), Some(&sentinel)),
+    ] {
+        let wrong = store(target(s, n), "acl");
+        assert!(
+            wrong.peek(&ch, now).await.is_err(),
+            "sentinels as {:?}, data nodes as {:?}",
+            s.map(|x| &x.0),
+            n.map(|x| &x.0)
+        );
+    }
 }
 
 #[tokio::test]

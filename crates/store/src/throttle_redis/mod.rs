@@ -19,13 +19,15 @@
 //! until T" per key, invalidated through pub/sub when a refund or an unblock may reopen
 //! a budget.
 //!
-//! When Redis fails or is slow (each call is bounded by `timeout`), the node concerned is
-//! "down" for `retry`: calls for its slots fail at once without contacting it, so an
-//! outage costs no request a timeout and is logged once. On one node or Sentinel the core
+//! When Redis fails or is slow, the node concerned is "down" for `retry`: calls for its
+//! slots fail at once without contacting it, so an outage costs no request a timeout and
+//! is logged once. One `timeout` bounds a request end to end (connecting, every group of
+//! an attempt, its compensation): each call runs by the request's deadline, and nothing
+//! after a failure is waited for (the Cluster's slot map is asked for again in the
+//! background, `slots.rs`; issue 41). On one node or Sentinel the core
 //! then falls back to its per-instance budgets; in a Cluster only the budgets of the down
 //! node's slots fall back (to this store's own memory budgets), the others stay shared.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -69,38 +71,19 @@ impl RedisThrottleConfig {
 /// Refusals remembered per instance (about 100 bytes each).
 const KNOWN_REFUSALS: usize = 100_000;
 
-/// Node health: which node serves which slots (Cluster) and which are down until when.
-#[derive(Default)]
-struct Health {
-    /// `(first slot, last slot, node)` from `CLUSTER SLOTS`; empty on one node.
-    map: Vec<(u16, u16, String)>,
-    /// Node ("" for the single node) considered down until the instant.
-    down: HashMap<String, Instant>,
-    /// When the slot map was last asked for (at most once per `retry`).
-    refreshed: Option<Instant>,
-}
-
-impl Health {
-    fn node(&self, slot: Option<u16>) -> String {
-        match slot {
-            None => String::new(),
-            Some(s) => self
-                .map
-                .iter()
-                .find(|(a, b, _)| (*a..=*b).contains(&s))
-                .map_or_else(String::new, |(_, _, n)| n.clone()),
-        }
-    }
-}
-
 /// Failure budgets and trust marks in Redis. See the module doc.
 pub struct RedisThrottleStore {
     backend: Backend,
     cluster: bool,
-    /// The live connection; `None` until first use and (outside a Cluster, whose
-    /// connection repairs itself) after a failure, so a restarted or newly elected
-    /// primary is picked up by a fresh connect.
-    conn: tokio::sync::Mutex<Option<Conn>>,
+    /// The live connection and its generation; `None` until first use and (outside a
+    /// Cluster, whose connection repairs itself) after a failure on it, so a restarted or
+    /// newly elected primary is picked up by a fresh connect. Held only to copy or clear
+    /// (never across an await), so clearing it never waits for a connect.
+    conn: Mutex<Option<(u64, Conn)>>,
+    /// One connect at a time (the others wait for it, within their own deadline).
+    connecting: tokio::sync::Mutex<()>,
+    /// Generations of `conn`: a failure clears only the connection it failed on.
+    generation: AtomicU64,
     acquire: redis::Script,
     refund: redis::Script,
     trust: redis::Script,
@@ -111,7 +94,8 @@ pub struct RedisThrottleStore {
     channel: String,
     timeout: Duration,
     retry: Duration,
-    health: Mutex<Health>,
+    /// Cluster slot map (refreshed in the background) and down nodes.
+    slots: slots::Slots,
     /// Failed calls since start (also counted by the core as store errors).
     failures: AtomicU64,
     /// Cluster: budgets of slots whose node is down.
@@ -175,7 +159,9 @@ impl RedisThrottleStore {
         Ok(RedisThrottleStore {
             backend,
             cluster: config.target.is_cluster(),
-            conn: tokio::sync::Mutex::new(None),
+            conn: Mutex::new(None),
+            connecting: tokio::sync::Mutex::new(()),
+            generation: AtomicU64::new(0),
             acquire: redis::Script::new(ACQUIRE),
             refund: redis::Script::new(REFUND),
             trust: redis::Script::new(TRUST),
@@ -184,7 +170,7 @@ impl RedisThrottleStore {
             channel: format!("{}:reopened", config.key_prefix),
             timeout: config.timeout,
             retry: config.retry,
-            health: Mutex::new(Health::default()),
+            slots: slots::Slots::default(),
             failures: AtomicU64::new(0),
             fallback: MemoryThrottleStore::new(1 << 16),
             refusals: Arc::new(KnownRefusals::new(KNOWN_REFUSALS)),
@@ -236,16 +222,32 @@ impl RedisThrottleStore {
         self.cluster.then_some(slot)
     }
 
-    /// Run `f` on a connection within the timeout, with the per-node down bookkeeping.
-    /// `slot`: the Cluster slot every key of the call is in (`None` outside a Cluster).
+    /// Run `f` on a connection within one timeout from now. See [`Self::call_by`].
     async fn call<T, F, Fut>(&self, slot: Option<u16>, f: F) -> Result<T, ThrottleError>
+    where
+        F: FnOnce(Conn) -> Fut,
+        Fut: std::future::Future<Output = redis::RedisResult<T>>,
+    {
+        self.call_by(Instant::now() + self.timeout, slot, f).await
+    }
+
+    /// Run `f` on a connection (connecting first if need be) by `deadline`, with the
+    /// per-node down bookkeeping. `slot`: the Cluster slot every key of the call is in
+    /// (`None` outside a Cluster). Nothing after a failure waits: a new connection is
+    /// made by the next call, the slot map is refreshed in the background.
+    async fn call_by<T, F, Fut>(
+        &self,
+        deadline: Instant,
+        slot: Option<u16>,
+        f: F,
+    ) -> Result<T, ThrottleError>
     where
         F: FnOnce(Conn) -> Fut,
         Fut: std::future::Future<Output = redis::RedisResult<T>>,
     {
         self.start_listener();
         let node = {
-            let mut h = self.health.lock();
+            let mut h = self.slots.health.lock();
             let node = h.node(slot);
             if let Some(until) = h.down.get(&node).copied() {
                 let now = Instant::now();
@@ -259,90 +261,86 @@ impl RedisThrottleStore {
             }
             node
         };
+        let mut used = None;
         let attempt = async {
-            let conn = self.conn().await?;
+            let (generation, conn) = self.conn().await?;
+            used = Some(generation);
             f(conn).await
         };
-        let result = match tokio::time::timeout(self.timeout, attempt).await {
+        let result = match tokio::time::timeout_at(deadline.into(), attempt).await {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => Err(err(e)),
             Err(_) => Err(err(format!("no answer within {:?}", self.timeout))),
         };
         match &result {
             Ok(_) => {
-                if self.health.lock().down.remove(&node).is_some() {
+                if self.slots.health.lock().down.remove(&node).is_some() {
                     tracing::info!(node, "throttle: Redis answers again; budgets are shared");
                 }
             }
-            Err(e) => {
-                self.failures.fetch_add(1, Ordering::Relaxed);
-                if !self.cluster {
-                    // A fresh connection next time: the old one may be to a dead server
-                    // or to a primary Sentinel has since demoted.
-                    *self.conn.lock().await = None;
-                }
-                let was_up = self
-                    .health
-                    .lock()
-                    .down
-                    .insert(node.clone(), Instant::now() + self.retry)
-                    .is_none();
-                // (A failed probe finds the node down already: logged once per outage.)
-                if was_up {
-                    tracing::warn!(
-                        node,
-                        "throttle: {e}; failure budgets of this node's slots are per \
-                         instance until it answers"
-                    );
-                }
-                if self.cluster {
-                    self.refresh_slots().await;
-                }
-            }
+            Err(e) => self.failed(&node, used, e),
         }
         result
     }
 
-    async fn conn(&self) -> redis::RedisResult<Conn> {
-        let mut slot = self.conn.lock().await;
-        if let Some(c) = slot.as_ref() {
-            return Ok(c.clone());
+    /// Book a failed call on `node` (over connection generation `used`, if one was had):
+    /// down for `retry`, logged once per outage; outside a Cluster the connection is
+    /// dropped, in a Cluster the slot map is asked for again in the background.
+    fn failed(&self, node: &str, used: Option<u64>, e: &ThrottleError) {
+        self.failures.fetch_add(1, Ordering::Relaxed);
+        if !self.cluster {
+            // A fresh connection next time: the old one may be to a dead server or to a
+            // primary Sentinel has since demoted.
+            let mut c = self.conn.lock();
+            if c.as_ref().is_some_and(|(g, _)| Some(*g) == used) {
+                *c = None;
+            }
         }
-        let c = self.backend.connect(self.timeout).await?;
-        *slot = Some(c.clone());
-        drop(slot);
-        if self.cluster {
-            self.refresh_slots().await;
+        let was_up = self
+            .slots
+            .health
+            .lock()
+            .down
+            .insert(node.to_owned(), Instant::now() + self.retry)
+            .is_none();
+        // (A failed probe finds the node down already: logged once per outage.)
+        if was_up {
+            tracing::warn!(
+                node,
+                "throttle: {e}; failure budgets of this node's slots are per instance until \
+                 it answers"
+            );
         }
-        Ok(c)
+        self.refresh_slots_soon();
     }
 
-    /// Ask the Cluster which node serves which slots (at most once per `retry`), so a
-    /// down node's slots are known and a failover's new primary is used.
-    async fn refresh_slots(&self) {
-        {
-            let mut h = self.health.lock();
-            let now = Instant::now();
-            if h.refreshed.is_some_and(|t| now < t + self.retry) && !h.map.is_empty() {
-                return;
-            }
-            h.refreshed = Some(now);
+    /// The live connection, or a new one (one connect at a time).
+    async fn conn(&self) -> redis::RedisResult<(u64, Conn)> {
+        if let Some(c) = self.conn.lock().clone() {
+            return Ok(c);
         }
-        let Some(mut conn) = self.conn.lock().await.clone() else {
+        let _one = self.connecting.lock().await;
+        if let Some(c) = self.conn.lock().clone() {
+            return Ok(c);
+        }
+        let c = self.backend.connect(self.timeout).await?;
+        let generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
+        *self.conn.lock() = Some((generation, c.clone()));
+        self.refresh_slots_soon();
+        Ok((generation, c))
+    }
+
+    /// Cluster: ask which node serves which slots, in the background (coalesced, at most
+    /// once per `retry`), so a down node's slots are known and a failover's new primary
+    /// is used. No call waits for it.
+    fn refresh_slots_soon(&self) {
+        if !self.cluster {
+            return;
+        }
+        let Some((_, conn)) = self.conn.lock().clone() else {
             return;
         };
-        let reply = tokio::time::timeout(
-            self.timeout,
-            redis::cmd("CLUSTER")
-                .arg("SLOTS")
-                .query_async::<redis::Value>(&mut conn),
-        )
-        .await;
-        if let Ok(Ok(v)) = reply
-            && let Some(map) = parse_cluster_slots(&v)
-        {
-            self.health.lock().map = map;
-        }
+        self.slots.refresh_soon(conn, self.retry, self.timeout);
     }
 
     /// Subscribe to invalidations on first use (the store is built before a runtime).
@@ -405,6 +403,7 @@ impl RedisThrottleStore {
     /// One group's script; its node down (Cluster): this instance's own budgets.
     async fn group_acquire(
         &self,
+        deadline: Instant,
         g: &Group,
         charges: &[Charge],
         charge: bool,
@@ -417,7 +416,7 @@ impl RedisThrottleStore {
                 .arg(micros(charges[i].limit.tolerance));
         }
         let reply = self
-            .call(g.slot, |mut conn| async move {
+            .call_by(deadline, g.slot, |mut conn| async move {
                 inv.invoke_async::<Vec<i64>>(&mut conn).await
             })
             .await;
@@ -455,6 +454,8 @@ impl RedisThrottleStore {
         }
         let groups = self.groups(charges);
         let start = Instant::now();
+        // One timeout for the whole attempt, compensation included.
+        let deadline = start + self.timeout;
         if let Some(wait) = self.refusals.refused(
             groups
                 .iter()
@@ -471,7 +472,7 @@ impl RedisThrottleStore {
         let answers: Vec<Result<GroupAnswer, ThrottleError>> = join_all(
             groups
                 .iter()
-                .map(|g| self.group_acquire(g, charges, charge)),
+                .map(|g| self.group_acquire(deadline, g, charges, charge)),
         )
         .await;
         let answers: Vec<GroupAnswer> = answers.into_iter().collect::<Result<_, _>>()?;
@@ -525,13 +526,25 @@ impl RedisThrottleStore {
                 })
                 .map(|(g, _)| g)
                 .collect();
-            join_all(charged.into_iter().map(|g| self.group_refund(g, charges))).await;
+            // Within what is left of the attempt's time; a refund that cannot be made in
+            // it leaves that charge standing (conservative; ARCHITECTURE.md's bound).
+            join_all(
+                charged
+                    .into_iter()
+                    .map(|g| self.group_refund(deadline, g, charges)),
+            )
+            .await;
         }
         Ok(Decision::Denied { retry_after })
     }
 
     /// Give back one group's charges (its node down: this instance's own budgets).
-    async fn group_refund(&self, g: &Group, charges: &[Charge]) -> Result<(), ThrottleError> {
+    async fn group_refund(
+        &self,
+        deadline: Instant,
+        g: &Group,
+        charges: &[Charge],
+    ) -> Result<(), ThrottleError> {
         let mut inv = self.refund.prepare_invoke();
         inv.arg(self.channel.as_str());
         for (&i, k) in g.idx.iter().zip(&g.keys) {
@@ -540,7 +553,7 @@ impl RedisThrottleStore {
                 .arg(micros(charges[i].limit.tolerance));
         }
         let r = self
-            .call(g.slot, |mut conn| async move {
+            .call_by(deadline, g.slot, |mut conn| async move {
                 inv.invoke_async::<i64>(&mut conn).await
             })
             .await;
@@ -566,19 +579,24 @@ impl RedisThrottleStore {
                 limit: portcullis_core::GcraLimit::new(1, Duration::from_secs(1)),
             })
             .collect();
-        let mut n = 0;
-        for g in self.groups(&charges) {
+        // Every group at once, all within one timeout.
+        let deadline = Instant::now() + self.timeout;
+        let groups = self.groups(&charges);
+        let counts = join_all(groups.iter().map(|g| {
             let mut inv = self.unblock.prepare_invoke();
             inv.arg(self.channel.as_str());
             for k in &g.keys {
                 inv.key(k.as_str());
                 self.refusals.forget(k);
             }
-            n += self
-                .call(g.slot, |mut conn| async move {
-                    inv.invoke_async::<u64>(&mut conn).await
-                })
-                .await?;
+            self.call_by(deadline, g.slot, |mut conn| async move {
+                inv.invoke_async::<u64>(&mut conn).await
+            })
+        }))
+        .await;
+        let mut n = 0;
+        for c in counts {
+            n += c?;
         }
         for k in keys {
             self.fallback.forget(k);
@@ -587,41 +605,12 @@ impl RedisThrottleStore {
     }
 }
 
-/// `(first, last, "host:port")` of each range of a `CLUSTER SLOTS` reply.
-fn parse_cluster_slots(v: &redis::Value) -> Option<Vec<(u16, u16, String)>> {
-    use redis::Value;
-    let Value::Array(ranges) = v else {
-        return None;
-    };
-    let mut out = Vec::new();
-    for r in ranges {
-        let Value::Array(r) = r else { return None };
-        let (Some(Value::Int(a)), Some(Value::Int(b)), Some(Value::Array(node))) =
-            (r.first(), r.get(1), r.get(2))
-        else {
-            return None;
-        };
-        let host = match node.first() {
-            Some(Value::BulkString(h)) => String::from_utf8_lossy(h).into_owned(),
-            _ => return None,
-        };
-        let Some(Value::Int(port)) = node.get(1) else {
-            return None;
-        };
-        out.push((
-            u16::try_from(*a).ok()?,
-            u16::try_from(*b).ok()?,
-            format!("{host}:{port}"),
-        ));
-    }
-    Some(out)
-}
-
 fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX).max(1)
 }
 
 mod kv;
+mod slots;
 
 impl ThrottleStore for RedisThrottleStore {
     fn acquire<'a>(
@@ -650,7 +639,13 @@ impl ThrottleStore for RedisThrottleStore {
                 return Ok(());
             }
             let groups = self.groups(charges);
-            let r: Vec<_> = join_all(groups.iter().map(|g| self.group_refund(g, charges))).await;
+            let deadline = Instant::now() + self.timeout;
+            let r: Vec<_> = join_all(
+                groups
+                    .iter()
+                    .map(|g| self.group_refund(deadline, g, charges)),
+            )
+            .await;
             r.into_iter().collect()
         }
         .boxed()
@@ -712,3 +707,6 @@ mod tests;
 
 #[cfg(test)]
 mod cluster_tests;
+
+#[cfg(test)]
+mod silent_tests;
