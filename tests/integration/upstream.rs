@@ -243,6 +243,9 @@ async fn fifty_guessing_stations_do_not_lock_the_user_in_slapd() {
     );
     let r = start_radius("127.0.0.1:0", "127.0.0.0/8", |c| {
         c.radius.reject_delay = Duration::from_millis(100);
+        // The core's distributed-attack rule would also cut the guesses at 3 origins:
+        // widened, so that the directory's failure budget is what holds.
+        c.verifier.throttle.distributed_origins = 100;
         with_directory(c, &dir);
     })
     .await;
@@ -338,4 +341,44 @@ async fn with_the_cache_a_cached_user_logs_in_while_the_directory_is_down() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(nas.nothing_queued());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_reads_the_ppolicy_threshold_and_fails_a_budget_that_reaches_it() {
+    use portcullis_server::doctor::Level;
+
+    let slapd = Slapd::start(&["--ppolicy", "5"]);
+    let url = slapd.get("ldap_url").to_owned();
+    let findings = |budget: u32| {
+        let mut config = portcullis_server::Config::default();
+        let dir = slapd.search(&[&url]).replace(
+            "name = \"corp\"\n",
+            &format!("name = \"corp\"\nfailure_budget = {budget}\n"),
+        );
+        with_directory(&mut config, &dir);
+        async move {
+            portcullis_server::doctor::run(&config)
+                .await
+                .findings
+                .into_iter()
+                .filter(|f| f.subject == "directory")
+                .collect::<Vec<_>>()
+        }
+    };
+    let risky = findings(5).await;
+    assert_eq!(risky.len(), 1, "{risky:?}");
+    assert_eq!(risky[0].level, Level::Fail, "{risky:?}");
+    assert!(risky[0].text.contains("lockout threshold (5"), "{risky:?}");
+    let safe = findings(3).await;
+    assert_eq!(safe.len(), 1, "{safe:?}");
+    assert_eq!(safe[0].level, Level::Ok, "{safe:?}");
+    // The budget is also refused at load when the threshold is configured.
+    let dir = slapd.search(&[&url]).replace(
+        "name = \"corp\"\n",
+        "name = \"corp\"\nfailure_budget = 5\nlockout_threshold = 5\n",
+    );
+    let err = portcullis_server::Config::parse(&format!("[[directory]]\n{dir}"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("must be below lockout_threshold"), "{err}");
 }

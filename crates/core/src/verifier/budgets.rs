@@ -153,11 +153,16 @@ impl Verifier {
         if !adm.trusted {
             self.spread_failed(adm.kind, &adm.principal, adm.origin_id, now);
             if i.spread.attacked(adm.kind, &adm.principal, now) {
-                for c in &mut adm.charges {
+                let last = adm.charges.len().saturating_sub(1);
+                for (n, c) in adm.charges.iter_mut().enumerate() {
                     if matches!(c.key, ThrottleKey::Principal { .. }) {
                         c.limit = match adm.remote_limit {
-                            Some(r) => super::remote::stricter(i.limits[3], r),
-                            None => i.limits[3],
+                            // The directory's own budget (issue 40), pushed last.
+                            Some(r) if n == last => super::remote::under_attack(
+                                r,
+                                i.config.throttle.distributed_origins,
+                            ),
+                            _ => i.limits[3],
                         };
                     }
                 }

@@ -3,9 +3,9 @@
 //! The attempt has passed step 1 (classify, throttle) and the local store does not hold the
 //! user; the [`RemoteSource`] named a directory. Then, in order:
 //!
-//! 1. the directory's per-user failure budget joins the attempt's budgets (the stricter of
-//!    it and `throttle.principal` for untrusted origins) and the attempt is charged up
-//!    front like a hash: a concurrent flood gets at most the budget's burst of guesses to
+//! 1. the directory's per-user failure budget joins the attempt's budgets (untrusted
+//!    origins only, beside `throttle.principal`) and the attempt is charged up front like
+//!    a hash: a concurrent flood gets at most the budget's burst of guesses to
 //!    the directory, which stays below its lockout threshold;
 //! 2. the check is awaited on this task (never a hash thread, never a pool slot), bounded
 //!    by the attempt's deadline; the directory bounds its own checks in flight, queued
@@ -27,13 +27,14 @@ use crate::attempt::{Class, Outcome};
 use crate::audit::{BUDGET_EXHAUSTED, UNKNOWN_PRINCIPAL, WRONG_SECRET};
 use crate::remote::{RemoteRoute, RemoteVerdict};
 use crate::stats::{Latencies, jittered};
-use crate::throttle::{Decision, GcraLimit, ThrottleKey};
+use crate::throttle::{Charge, Decision, GcraLimit, ThrottleKey};
 
-/// The stricter of two budgets: the slower refill and the smaller burst.
-pub(super) fn stricter(a: GcraLimit, b: GcraLimit) -> GcraLimit {
+/// A directory's budget under a distributed attack: its burst cut to the origins that
+/// revealed the attack, as the core cuts `throttle.principal` (issue 16).
+pub(super) fn under_attack(limit: GcraLimit, origins: u32) -> GcraLimit {
     GcraLimit {
-        interval: a.interval.max(b.interval),
-        tolerance: a.tolerance.min(b.tolerance),
+        tolerance: (limit.interval * origins.saturating_sub(1)).min(limit.tolerance),
+        ..limit
     }
 }
 
@@ -52,12 +53,19 @@ impl Verifier {
             note.reason = "store_unavailable";
             return (self.overloaded(Duration::from_secs(1)), adm.class);
         };
-        for c in &mut adm.charges {
-            if matches!(c.key, ThrottleKey::Principal { .. }) {
-                c.limit = stricter(c.limit, route.failure_limit);
-            }
+        // Untrusted origins also spend the directory's own per-user budget, kept under a
+        // key of its own (its GCRA parameters differ from `throttle.principal`'s); it is
+        // the last charge, which `charge` cuts under a distributed attack.
+        if !adm.trusted {
+            adm.charges.push(Charge {
+                key: ThrottleKey::Principal {
+                    kind: adm.kind,
+                    principal: format!("{}\u{1f}{}", route.directory, adm.principal),
+                },
+                limit: route.failure_limit,
+            });
+            adm.remote_limit = Some(route.failure_limit);
         }
-        adm.remote_limit = Some(route.failure_limit);
         match self.charge(&mut adm).await {
             Decision::Denied { retry_after } => {
                 note.reason = BUDGET_EXHAUSTED;
