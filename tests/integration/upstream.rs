@@ -35,6 +35,12 @@ async fn pap_checks_directory_users_in_dn_template_mode_over_starttls() {
     let url = slapd.get("ldap_url").to_owned();
     let dir = slapd.dn_template(&[&url]);
     let r = start_radius("127.0.0.1:0", "127.0.0.0/8", |c| {
+        c.audit =
+            portcullis_server::audit::AuditConfig::from_file(portcullis_server::audit::FileAudit {
+                destination: "file".into(),
+                ..Default::default()
+            })
+            .unwrap();
         with_directory(c, &dir);
     })
     .await;
@@ -57,6 +63,34 @@ async fn pap_checks_directory_users_in_dn_template_mode_over_starttls() {
         pap(&nas, 4, "alice", "alice-local-pw", "st-4").await,
         Some(Code::AccessAccept)
     );
+    // The audit events say which directory decided (the writer thread appends them).
+    let file = r.s.dir.path().join("audit.jsonl");
+    let started = Instant::now();
+    let events: Vec<serde_json::Value> = loop {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        let events: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .filter(|e: &serde_json::Value| e["event"] == "authentication")
+            .collect();
+        if events.len() >= 4 {
+            break events;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "{text}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let of = |user: &str| {
+        events
+            .iter()
+            .find(|e| e["principal"] == user)
+            .unwrap_or_else(|| panic!("no event for {user}: {events:?}"))
+            .clone()
+    };
+    assert_eq!(of("user1")["directory"], "corp");
+    assert_eq!(of("user1")["outcome"], "accepted");
+    assert_eq!(of("user2")["directory"], "corp");
+    assert_eq!(of("user2")["outcome"], "rejected");
+    assert_eq!(of("alice")["directory"], serde_json::Value::Null);
     let status = r.s.get("/status.json").await.json();
     let corp = &status["directories"][0];
     assert_eq!(corp["name"], "corp");

@@ -360,3 +360,63 @@ pub const EXAMPLE: &str = r#"
 # failures_to_open = 3
 # open_ms = 5000
 "#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    /// A plain-text directory on a port nothing listens on (no connection is made).
+    fn section(name: &str, extra: &str) -> String {
+        format!(
+            "[[directory]]\nname = \"{name}\"\nservers = [\"ldap://127.0.0.1:1\"]\n\
+             starttls = false\nallow_plaintext = true\n\
+             bind_dn_template = \"uid={{user}},dc=example,dc=org\"\n{extra}"
+        )
+    }
+
+    fn err(text: &str) -> String {
+        match Config::parse(text) {
+            Ok(_) => panic!("accepted: {text}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn the_budget_must_stay_below_the_lockout_threshold() {
+        let e = err(&section("a", "failure_budget = 5\nlockout_threshold = 5\n"));
+        assert!(e.contains("must be below lockout_threshold"), "{e}");
+        assert!(
+            Config::parse(&section("a", "failure_budget = 4\nlockout_threshold = 5\n")).is_ok()
+        );
+        let e = err(&section("a", "failure_budget = 0\n"));
+        assert!(e.contains("failure_budget must be at least 1"), "{e}");
+        let e = err(&section("a", "failure_budgte = 2\n"));
+        assert!(e.contains("failure_budgte"), "{e}");
+    }
+
+    #[test]
+    fn users_are_routed_by_realm_and_one_directory_takes_the_rest() {
+        let text = format!(
+            "{}{}",
+            section("corp", ""),
+            section("ad", "realm = \"ad.example.com\"\n")
+        );
+        let config = Config::parse(&text).unwrap();
+        let dirs = directories(&config.directories).unwrap().unwrap();
+        let to = |user: &str| dirs.route(user).map(|r| r.directory.to_string());
+        assert_eq!(to("ann").as_deref(), Some("corp"));
+        assert_eq!(to("ann@AD.example.com").as_deref(), Some("ad"));
+        assert_eq!(to("ann@elsewhere").as_deref(), Some("corp"));
+        let e = err(&format!("{}{}", section("a", ""), section("b", "")));
+        assert!(e.contains("at most one directory without a realm"), "{e}");
+    }
+
+    #[test]
+    fn without_a_catch_all_a_foreign_name_goes_nowhere() {
+        let config = Config::parse(&section("ad", "realm = \"ad.example.com\"\n")).unwrap();
+        let dirs = directories(&config.directories).unwrap().unwrap();
+        assert!(dirs.route("ann").is_none());
+        assert!(dirs.route("ann@ad.example.com").is_some());
+    }
+}

@@ -12,7 +12,7 @@ use parking_lot::Mutex;
 
 use super::{Harness, config, phc};
 use crate::remote::{RemoteAnswer, RemoteRoute, RemoteSource, RemoteVerdict};
-use crate::{GcraLimit, Outcome, PrincipalKind};
+use crate::{Clock, GcraLimit, ManualClock, Outcome, PrincipalKind};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Behaviour {
@@ -26,13 +26,19 @@ enum Behaviour {
 struct Fake {
     behaviour: [Mutex<Behaviour>; 2],
     checks: [AtomicUsize; 2],
+    /// A bind of an existing user takes this long on the test's clock (a search that
+    /// finds nothing takes no time).
+    bind_time: Duration,
+    clock: ManualClock,
 }
 
 impl Fake {
-    fn new() -> Arc<Fake> {
+    fn new(clock: ManualClock) -> Arc<Fake> {
         Arc::new(Fake {
             behaviour: [Mutex::new(Behaviour::Answer), Mutex::new(Behaviour::Answer)],
             checks: [AtomicUsize::new(0), AtomicUsize::new(0)],
+            bind_time: Duration::from_millis(200),
+            clock,
         })
     }
 }
@@ -66,8 +72,14 @@ impl RemoteSource for Fake {
                 Behaviour::Hang => futures::future::pending().await,
                 Behaviour::Down => RemoteVerdict::Unavailable("down"),
                 Behaviour::Answer if user.starts_with("nobody@") => RemoteVerdict::Unknown,
-                Behaviour::Answer if password == b"secret" => RemoteVerdict::Accepted,
-                Behaviour::Answer => RemoteVerdict::Rejected,
+                Behaviour::Answer => {
+                    self.clock.advance(self.bind_time);
+                    if password == b"secret" {
+                        RemoteVerdict::Accepted
+                    } else {
+                        RemoteVerdict::Rejected
+                    }
+                }
             };
             RemoteAnswer {
                 verdict,
@@ -84,7 +96,7 @@ fn harness() -> (Harness, Arc<Fake>) {
     // to 3 after 3 origins; widened, so that only the directory's budget holds below.
     config.throttle.distributed_origins = 100;
     let h = Harness::new(config);
-    let fake = Fake::new();
+    let fake = Fake::new(h.clock.clone());
     h.v.set_remote_source(Arc::clone(&fake) as _);
     (h, fake)
 }
@@ -190,4 +202,29 @@ async fn a_hanging_directory_holds_only_its_own_users() {
     for t in stuck {
         t.abort();
     }
+}
+
+#[tokio::test]
+async fn an_unknown_name_is_answered_when_a_real_bind_would_have_been() {
+    let (h, _fake) = harness();
+    // Real checks of this directory take 200 ms (the fake moves the clock).
+    for k in 0..5 {
+        let ip = format!("10.2.{k}.1");
+        let d = h.v.verify_deferred(h.attempt("ann@a", "secret", &ip)).await;
+        assert!(matches!(d.outcome, Outcome::Accepted { .. }));
+    }
+    let t0 = h.clock.now();
+    let real =
+        h.v.verify_deferred(h.attempt("ann@a", "nope", "10.3.0.1"))
+            .await;
+    let real_total = h.clock.now().saturating_duration_since(t0) + real.answer_after;
+    let t1 = h.clock.now();
+    let unknown =
+        h.v.verify_deferred(h.attempt("nobody@a", "nope", "10.3.1.1"))
+            .await;
+    let unknown_total = h.clock.now().saturating_duration_since(t1) + unknown.answer_after;
+    assert_eq!(real.outcome, Outcome::Rejected);
+    assert_eq!(unknown.outcome, Outcome::Rejected);
+    assert_eq!(real_total, Duration::from_millis(200));
+    assert_eq!(unknown_total, real_total, "same time as a real bind");
 }
