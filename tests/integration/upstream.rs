@@ -95,6 +95,14 @@ async fn pap_checks_directory_users_in_dn_template_mode_over_starttls() {
     let corp = &status["directories"][0];
     assert_eq!(corp["name"], "corp");
     assert_eq!(corp["servers"][0]["answered"], 3, "{corp}");
+    let metrics = String::from_utf8(r.s.get("/metrics").await.body).unwrap();
+    for name in [
+        "portcullis_upstream_checks_total",
+        "portcullis_upstream_server_seconds",
+        "portcullis_upstream_in_flight",
+    ] {
+        assert!(metrics.contains(name), "{name} missing from /metrics");
+    }
     let ready = r.s.get("/readyz").await;
     assert_eq!(ready.status, 200);
     assert!(
