@@ -191,6 +191,8 @@ async fn failover_then_a_stopped_directory_refuses_fast_and_local_users_go_on() 
         )
         .await;
     assert_eq!(a.status, 503, "{}", a.error());
+    assert_eq!(a.error(), "temporarily_unavailable");
+    assert!(a.header("retry-after").is_some());
     assert!(
         started.elapsed() < Duration::from_secs(4),
         "within check_ms"

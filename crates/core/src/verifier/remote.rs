@@ -9,7 +9,8 @@
 //!    the directory, which stays below its lockout threshold;
 //! 2. the check is awaited on this task (never a hash thread, never a pool slot), bounded
 //!    by the attempt's deadline; the directory bounds its own checks in flight, queued
-//!    fairly per origin, so a slow directory holds only its own users;
+//!    fairly per origin (suspect origins all under one key), so a slow directory holds
+//!    only its own users;
 //! 3. the verdict maps onto a local hash's: accepted (charge refunded, origin trusted),
 //!    rejected (charge kept, reject delay), unknown (charge kept, answered when a real
 //!    check of that directory would have been: the mimic samples its recent latencies),
@@ -78,7 +79,13 @@ impl Verifier {
         }
         let class = adm.class;
         let budget = adm.deadline.saturating_duration_since(i.clock.now());
-        let source = format!("{:016x}", adm.origin_id);
+        // The directory queues fairly per source key: each origin its own, except that
+        // every suspect origin (half its budget spent) shares one, so guessing stations
+        // together hold at most one source's share of the directory's slots.
+        let source = match class {
+            Class::Suspect => "suspect".to_owned(),
+            _ => format!("{:016x}", adm.origin_id),
+        };
         let check = remote.check(&route, &source, &adm.principal, &secret);
         let answer = match tokio::time::timeout(budget, check).await {
             Ok(a) => a,
