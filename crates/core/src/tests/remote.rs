@@ -30,6 +30,8 @@ struct Fake {
     /// finds nothing takes no time).
     bind_time: Duration,
     clock: ManualClock,
+    /// The credential cache's maximum age, when on.
+    cache: Mutex<Option<Duration>>,
 }
 
 impl Fake {
@@ -39,6 +41,7 @@ impl Fake {
             checks: [AtomicUsize::new(0), AtomicUsize::new(0)],
             bind_time: Duration::from_millis(200),
             clock,
+            cache: Mutex::new(None),
         })
     }
 }
@@ -54,7 +57,7 @@ impl RemoteSource for Fake {
             index,
             directory: Arc::from(if index == 0 { "a" } else { "b" }),
             failure_limit: GcraLimit::new(3, Duration::from_secs(3600)),
-            cache_max_age: None,
+            cache_max_age: *self.cache.lock(),
         })
     }
 
@@ -227,4 +230,82 @@ async fn an_unknown_name_is_answered_when_a_real_bind_would_have_been() {
     assert_eq!(unknown.outcome, Outcome::Rejected);
     assert_eq!(real_total, Duration::from_millis(200));
     assert_eq!(unknown_total, real_total, "same time as a real bind");
+}
+
+/// Waits (bounded) until the cache holds `n` users: hashes are made on the pool's
+/// background queue after the answer.
+async fn cached(h: &Harness, n: usize) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while h.v.cached_credentials() != n {
+        assert!(std::time::Instant::now() < deadline, "cache never held {n}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test]
+async fn the_cache_answers_only_while_the_directory_is_down_and_only_while_fresh() {
+    let (h, fake) = harness();
+    *fake.cache.lock() = Some(Duration::from_secs(3600));
+    let ok = |d: crate::Deferred| matches!(d.outcome, Outcome::Accepted { .. });
+    let down = |d: crate::Deferred| matches!(d.outcome, Outcome::Unavailable { .. });
+    assert!(ok(h
+        .v
+        .verify_deferred(h.attempt("ann@a", "secret", "10.0.0.1"))
+        .await));
+    cached(&h, 1).await;
+    *fake.behaviour[0].lock() = Behaviour::Down;
+    assert!(ok(h
+        .v
+        .verify_deferred(h.attempt("ann@a", "secret", "10.0.0.1"))
+        .await));
+    let wrong =
+        h.v.verify_deferred(h.attempt("ann@a", "nope", "10.0.0.1"))
+            .await;
+    assert_eq!(wrong.outcome, Outcome::Rejected);
+    // Never cached: unavailable.
+    assert!(down(
+        h.v.verify_deferred(h.attempt("bob@a", "secret", "10.0.0.2"))
+            .await
+    ));
+    // Past its age the entry goes.
+    h.clock.advance(Duration::from_secs(3601));
+    assert!(down(
+        h.v.verify_deferred(h.attempt("ann@a", "secret", "10.0.0.1"))
+            .await
+    ));
+    assert_eq!(h.v.cached_credentials(), 0);
+    // Cached again, then the directory rejects the user: the entry goes at once.
+    *fake.behaviour[0].lock() = Behaviour::Answer;
+    assert!(ok(h
+        .v
+        .verify_deferred(h.attempt("ann@a", "secret", "10.0.0.1"))
+        .await));
+    cached(&h, 1).await;
+    let refused =
+        h.v.verify_deferred(h.attempt("ann@a", "old", "10.0.0.1"))
+            .await;
+    assert_eq!(refused.outcome, Outcome::Rejected);
+    assert_eq!(h.v.cached_credentials(), 0);
+    *fake.behaviour[0].lock() = Behaviour::Down;
+    assert!(down(
+        h.v.verify_deferred(h.attempt("ann@a", "secret", "10.0.0.1"))
+            .await
+    ));
+}
+
+#[tokio::test]
+async fn without_the_cache_nothing_is_kept() {
+    let (h, fake) = harness();
+    assert!(matches!(
+        h.v.verify_deferred(h.attempt("ann@a", "secret", "10.0.0.1"))
+            .await
+            .outcome,
+        Outcome::Accepted { .. }
+    ));
+    *fake.behaviour[0].lock() = Behaviour::Down;
+    let d =
+        h.v.verify_deferred(h.attempt("ann@a", "secret", "10.0.0.1"))
+            .await;
+    assert!(matches!(d.outcome, Outcome::Unavailable { .. }));
+    assert_eq!(h.v.cached_credentials(), 0);
 }
