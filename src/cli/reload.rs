@@ -108,7 +108,7 @@ fn apply(parts: &Assembly, old: &Config, new: &Config) {
             )
         }))
     };
-    let sections: [(&str, String, String); 13] = [
+    let sections: [(&str, String, String); 14] = [
         ("server.http", d(&old.http), d(&new.http)),
         ("server.issuer", d(&old.issuer), d(&new.issuer)),
         (
@@ -155,6 +155,7 @@ fn apply(parts: &Assembly, old: &Config, new: &Config) {
         ),
         ("[throttle]", d(&old.throttle_redis), d(&new.throttle_redis)),
         ("[radius]", d(&old.radius), d(&new.radius)),
+        ("[[directory]]", d(&old.directories), d(&new.directories)),
         (
             "audit.destination, log.format",
             d(&(&old.audit.destination, old.log.format)),

@@ -61,3 +61,5 @@ mod service;
 mod status_page;
 mod store_cli;
 mod tls_cli;
+mod upstream;
+mod upstream_support;

@@ -152,6 +152,9 @@ td.l,th.l{text-align:left} svg{width:100%;height:140px;display:block}
 <h2 class="k" id="ah" hidden>RADIUS accounting: <span id="online"></span> sessions online (per NAS, totals)</h2>
 <table id="at" hidden><thead><tr><th>NAS</th><th>requests</th><th>stored</th><th>duplicates</th>
 <th>dropped</th></tr></thead><tbody></tbody></table>
+<h2 class="k" id="dh" hidden>Upstream directories, per server (totals)</h2>
+<table id="dt" hidden><thead><tr><th>directory</th><th>server</th><th>state</th><th>in flight</th>
+<th>answered</th><th>errors</th><th>last error</th></tr></thead><tbody></tbody></table>
 <script>
 const cards=[["calls_s","verifications / s"],["tokens_s","tokens issued / s"],
 ["outstanding","verifications outstanding"],["in_flight","HTTP requests in flight"],
@@ -237,6 +240,10 @@ async function poll(){
      du:c.duplicates,dr:Object.entries(c.dropped).filter(([k,x])=>x>0).map(([k,x])=>k+" "+x).join(", ")||"0"}));
     rows("#at tbody",ar,[["n"],["req"],["st"],["du"],["dr"]]);
     document.getElementById("at").hidden=false; document.getElementById("ah").hidden=false;}}
+  if(s.directories){const ds=s.directories.flatMap(d=>d.servers.map(v=>({d:d.name,u:v.url,
+    st:v.state,f:v.in_flight,a:v.answered,e:v.errors,le:v.last_error||"-"})));
+   rows("#dt tbody",ds,[["d","l"],["u","l"],["st","l"],["f"],["a"],["e"],["le","l"]]);
+   document.getElementById("dt").hidden=false; document.getElementById("dh").hidden=false;}
   set("err",""); prev=s; document.body.setAttribute("data-polled",(+document.body.getAttribute("data-polled")||0)+1);
  }catch(e){set("err","(status unavailable)");}
 }

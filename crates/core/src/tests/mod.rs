@@ -6,6 +6,7 @@ mod admission;
 mod memory;
 mod pool;
 mod proofs;
+mod remote;
 mod stations;
 mod throttling;
 mod waves;

@@ -114,6 +114,7 @@ impl Verifier {
             pp_key,
             charges,
             charged: false,
+            remote_limit: None,
             class,
             start,
             deadline,
@@ -152,9 +153,17 @@ impl Verifier {
         if !adm.trusted {
             self.spread_failed(adm.kind, &adm.principal, adm.origin_id, now);
             if i.spread.attacked(adm.kind, &adm.principal, now) {
-                for c in &mut adm.charges {
+                let last = adm.charges.len().saturating_sub(1);
+                for (n, c) in adm.charges.iter_mut().enumerate() {
                     if matches!(c.key, ThrottleKey::Principal { .. }) {
-                        c.limit = i.limits[3];
+                        c.limit = match adm.remote_limit {
+                            // The directory's own budget (issue 40), pushed last.
+                            Some(r) if n == last => super::remote::under_attack(
+                                r,
+                                i.config.throttle.distributed_origins,
+                            ),
+                            _ => i.limits[3],
+                        };
                     }
                 }
             }

@@ -9,12 +9,15 @@
 //!   SQLite database and TLS keys;
 //! - [`services`]: the store and Redis answering, the clock against this binary's file
 //!   time and PostgreSQL's clock, the issuer of a shared store;
+//! - [`directories`]: each `[[directory]]` answers and its lockout policy stays above the
+//!   per-user failure budget (issue 40);
 //! - [`host`]: listener addresses (privileged ports), certificate/suite fit (the same
 //!   check as `tls check` and `serve`), and the hash kernels this CPU runs.
 //!
 //! The checks only read: nothing is created, migrated or written (a listener address is
 //! bound and released at once to see whether `serve` could bind it).
 
+pub mod directories;
 pub mod files;
 pub mod host;
 pub mod services;
@@ -115,5 +118,6 @@ pub async fn run(config: &Config) -> Report {
     files::check(config, &mut out);
     services::check(config, &mut out).await;
     host::check(config, &mut out);
+    directories::check(config, &mut out).await;
     Report { findings: out }
 }
