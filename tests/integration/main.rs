@@ -34,6 +34,8 @@ mod hash_cli;
 mod hostile;
 mod lab;
 mod lab_eap;
+mod ldap;
+mod ldap_support;
 mod nas_cli;
 mod package;
 mod process_support;
