@@ -35,6 +35,8 @@ mod hostile;
 mod lab;
 mod lab_eap;
 mod ldap;
+mod ldap_malformed;
+mod ldap_python;
 mod ldap_support;
 mod nas_cli;
 mod package;
