@@ -488,10 +488,7 @@ async fn issue_39_a_trusted_proxys_proxy_v2_header_names_the_source() {
     .await;
     let addr: std::net::SocketAddr = l.url.trim_start_matches("ldap://").parse().unwrap();
     // HAProxy's send-proxy-v2: PROXY, TCP over IPv4, 198.51.100.7:40000 -> 127.0.0.1:389.
-    let mut header = b"\r\n\r\n\0\r\nQUIT\n".to_vec();
-    header.extend([0x21, 0x11, 0, 12, 198, 51, 100, 7, 127, 0, 0, 1]);
-    header.extend(40000u16.to_be_bytes());
-    header.extend(389u16.to_be_bytes());
+    let header = proxy_header([198, 51, 100, 7]);
     let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
     s.write_all(&[header, raw_bind(ALICE, "wrong")].concat())
         .await
@@ -566,4 +563,40 @@ async fn issue_39_a_reload_serves_the_new_ldap_certificate() {
     assert_ne!(served.trim(), old.trim());
     let args = ["-x", "-H", &l.ldaps_url, "-D", ALICE, "-w", ALICE_PASSWORD];
     assert_eq!(code(&tool(&l, "ldapwhoami", &args).await), 0);
+}
+
+/// A PROXY v2 header naming `source` (IPv4) as the client.
+fn proxy_header(source: [u8; 4]) -> Vec<u8> {
+    let mut header = b"\r\n\r\n\0\r\nQUIT\n".to_vec();
+    header.extend([0x21, 0x11, 0, 12]);
+    header.extend(source);
+    header.extend([127, 0, 0, 1]);
+    header.extend(40000u16.to_be_bytes());
+    header.extend(389u16.to_be_bytes());
+    header
+}
+
+/// One bind on its own connection from `source` (through the trusted proxy).
+async fn bind_from(addr: std::net::SocketAddr, source: [u8; 4], password: &str) -> Option<u8> {
+    use tokio::io::AsyncWriteExt;
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let bytes = [proxy_header(source), raw_bind(ALICE, password)].concat();
+    s.write_all(&bytes).await.unwrap();
+    bind_result(&mut s).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_39_a_guessing_source_is_throttled_and_never_locks_the_user_out() {
+    let l = start_ldap("allow_plain_binds = true\ntrusted_proxies = [\"127.0.0.1\"]\n").await;
+    let addr: std::net::SocketAddr = l.url.trim_start_matches("ldap://").parse().unwrap();
+    let (home, attacker) = ([10, 0, 0, 1], [203, 0, 113, 9]);
+    assert_eq!(bind_from(addr, home, ALICE_PASSWORD).await, Some(0));
+    for guess in 0..10 {
+        let wrong = format!("guess-{guess}");
+        assert_eq!(bind_from(addr, attacker, &wrong).await, Some(49));
+    }
+    // The attacker's budget for alice is spent: even the right password is refused there.
+    assert_eq!(bind_from(addr, attacker, ALICE_PASSWORD).await, Some(49));
+    // Where alice logs in from, it still works (ppolicy would have locked her out).
+    assert_eq!(bind_from(addr, home, ALICE_PASSWORD).await, Some(0));
 }
