@@ -230,6 +230,32 @@ async fn issue_39_refusals_carry_their_result_codes() {
     );
     let anon = ["-LLL", "-x", "-H", &l.url, "-b", BASE, "(uid=alice)"];
     assert_eq!(code(&tool(&l, "ldapsearch", &anon).await), 50);
+    // A critical control it does not serve fails the operation (RFC 4511 4.1.11);
+    // ManageDsaIT (-MM, critical) is met by a directory without referrals.
+    let app = service("app");
+    let with = |control: &'static str| {
+        let mut a = vec![
+            "-LLL",
+            "-x",
+            "-H",
+            l.url.as_str(),
+            "-ZZ",
+            "-D",
+            app.as_str(),
+        ];
+        a.extend([
+            "-w",
+            l.app_secret.as_str(),
+            control,
+            "-b",
+            BASE,
+            "(uid=alice)",
+            "1.1",
+        ]);
+        a
+    };
+    assert_eq!(code(&tool(&l, "ldapsearch", &with("-e!1.2.3.4")).await), 12);
+    assert_eq!(code(&tool(&l, "ldapsearch", &with("-MM")).await), 0);
     // Writes: unwillingToPerform.
     let ldif = l.s.dir.path().join("change.ldif");
     std::fs::write(
