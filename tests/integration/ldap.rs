@@ -626,3 +626,39 @@ async fn issue_39_a_guessing_source_is_throttled_and_never_locks_the_user_out() 
     // Where alice logs in from, it still works (ppolicy would have locked her out).
     assert_eq!(bind_from(addr, home, ALICE_PASSWORD).await, Some(0));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_39_idle_connections_close_and_shutdown_sends_a_notice_of_disconnection() {
+    use tokio::io::AsyncReadExt;
+    let l = start_ldap("idle_timeout_secs = 1\n").await;
+    let addr: std::net::SocketAddr = l.url.trim_start_matches("ldap://").parse().unwrap();
+    let mut idle = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut sink = Vec::new();
+    let read = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        idle.read_to_end(&mut sink),
+    )
+    .await;
+    assert!(read.is_ok(), "an idle connection stays open");
+    assert!(sink.is_empty(), "closed without a word: {sink:?}");
+    let mut open = tokio::net::TcpStream::connect(addr).await.unwrap();
+    // The connection is served (a bind answered) before the shutdown begins.
+    {
+        use tokio::io::AsyncWriteExt;
+        open.write_all(&raw_bind("", "")).await.unwrap();
+        assert_eq!(bind_result(&mut open).await, Some(0));
+    }
+    let shutdown = tokio::spawn(l.s.server.shutdown());
+    let mut notice = Vec::new();
+    let _ = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        open.read_to_end(&mut notice),
+    )
+    .await;
+    let oid = b"1.3.6.1.4.1.1466.20036";
+    assert!(
+        notice.windows(oid.len()).any(|w| w == oid),
+        "no Notice of Disconnection: {notice:?}"
+    );
+    shutdown.await.unwrap().unwrap();
+}
