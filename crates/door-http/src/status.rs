@@ -65,7 +65,7 @@ pub async fn json(State(ctx): State<Arc<HttpContext>>) -> Response {
             })
         }).collect::<Vec<_>>(),
     });
-    // Other doors' sections ("radius"); absent when that door is off.
+    // Other doors' sections ("radius", "ldap"); absent when that door is off.
     if let Some(map) = body.as_object_mut() {
         for panel in ctx.panels.read().iter() {
             map.insert(panel.key().to_owned(), panel.json());
@@ -155,6 +155,8 @@ td.l,th.l{text-align:left} svg{width:100%;height:140px;display:block}
 <h2 class="k" id="dh" hidden>Upstream directories, per server (totals)</h2>
 <table id="dt" hidden><thead><tr><th>directory</th><th>server</th><th>state</th><th>in flight</th>
 <th>answered</th><th>errors</th><th>last error</th></tr></thead><tbody></tbody></table>
+<h2 class="k" id="lh" hidden>LDAP: <span id="lopen"></span> connections open (operations by result, totals)</h2>
+<table id="lt" hidden><thead><tr><th class="l">operation</th><th class="l">results</th></tr></thead><tbody></tbody></table>
 <script>
 const cards=[["calls_s","verifications / s"],["tokens_s","tokens issued / s"],
 ["outstanding","verifications outstanding"],["in_flight","HTTP requests in flight"],
@@ -244,6 +246,10 @@ async function poll(){
     st:v.state,f:v.in_flight,a:v.answered,e:v.errors,le:v.last_error||"-"})));
    rows("#dt tbody",ds,[["d","l"],["u","l"],["st","l"],["f"],["a"],["e"],["le","l"]]);
    document.getElementById("dt").hidden=false; document.getElementById("dh").hidden=false;}
+  if(s.ldap){set("lopen",s.ldap.connections_open);
+   const lr=Object.entries(s.ldap.operations).map(([op,by])=>({op,res:Object.entries(by).map(([k,x])=>k+" "+x).join(", ")}));
+   rows("#lt tbody",lr,[["op","l"],["res","l"]]);
+   document.getElementById("lt").hidden=false; document.getElementById("lh").hidden=false;}
   set("err",""); prev=s; document.body.setAttribute("data-polled",(+document.body.getAttribute("data-polled")||0)+1);
  }catch(e){set("err","(status unavailable)");}
 }

@@ -55,6 +55,8 @@ pub struct FileConfig {
     /// `[[directory]]`: existing LDAP directories that check the passwords of users the
     /// local store does not hold (issue 40; none by default).
     pub directory: Vec<crate::upstream::FileDirectory>,
+    /// `[ldap]`: the LDAP door (issue 39; off unless it has a listener).
+    pub ldap: portcullis_door_ldap::FileLdap,
 }
 
 /// `[server]`
@@ -285,6 +287,8 @@ pub struct Config {
     pub registration: portcullis_oauth::registration::config::RegistrationConfig,
     /// Upstream LDAP directories (validated: built once at load, again by the assembly).
     pub directories: Vec<crate::upstream::FileDirectory>,
+    /// The LDAP door (no listener: off).
+    pub ldap: portcullis_door_ldap::LdapConfig,
 }
 
 impl Default for Config {
@@ -399,6 +403,7 @@ impl Config {
         let log = crate::logging::LogConfig::from_file(f.log)?;
         let registration = f.registration.validate()?;
         crate::upstream::directories(&f.directory)?;
+        let ldap = f.ldap.validate(tls.is_some())?;
         // A method registered clients cannot use would register clients that never get
         // a token: refuse it here instead.
         let offers =
@@ -511,6 +516,7 @@ impl Config {
             admin,
             registration,
             directories: f.directory,
+            ldap,
         })
     }
 }

@@ -12,7 +12,9 @@
 //! - [`directories`]: each `[[directory]]` answers and its lockout policy stays above the
 //!   per-user failure budget (issue 40);
 //! - [`host`]: listener addresses (privileged ports), certificate/suite fit (the same
-//!   check as `tls check` and `serve`), and the hash kernels this CPU runs.
+//!   check as `tls check` and `serve`), and the hash kernels this CPU runs;
+//! - [`ldap`]: the LDAP door's listeners and certificate, and an `[ldap]` that would refuse
+//!   every bind (no StartTLS) or accept passwords in clear.
 //!
 //! The checks only read: nothing is created, migrated or written (a listener address is
 //! bound and released at once to see whether `serve` could bind it).
@@ -20,6 +22,7 @@
 pub mod directories;
 pub mod files;
 pub mod host;
+pub mod ldap;
 pub mod services;
 
 use std::fmt;
@@ -119,5 +122,6 @@ pub async fn run(config: &Config) -> Report {
     services::check(config, &mut out).await;
     host::check(config, &mut out);
     directories::check(config, &mut out).await;
+    ldap::check(config, &mut out);
     Report { findings: out }
 }
