@@ -54,7 +54,8 @@ pub async fn start_ldap(extra: &str) -> Ldap {
     start_ldap_with(extra, "").await
 }
 
-/// [`start_ldap`] with `sections` of TOML after `[ldap]` (only `[audit]` is taken).
+/// [`start_ldap`] with `sections` of TOML after `[ldap]` (only `[audit]` and
+/// `[[directory]]` are taken).
 pub async fn start_ldap_with(extra: &str, sections: &str) -> Ldap {
     let certs = tempfile::tempdir().unwrap();
     let ca = TestCa::new(certs.path(), "ca").unwrap();
@@ -73,6 +74,7 @@ pub async fn start_ldap_with(extra: &str, sections: &str) -> Ldap {
     let s = start_with(|c| {
         c.ldap = parsed.ldap;
         c.audit = parsed.audit;
+        c.directories = parsed.directories;
     })
     .await;
     let grants = [Grant::ClientCredentials];

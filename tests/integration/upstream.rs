@@ -426,3 +426,37 @@ async fn doctor_reads_the_ppolicy_threshold_and_fails_a_budget_that_reaches_it()
         .to_string();
     assert!(err.contains("must be below lockout_threshold"), "{err}");
 }
+
+/// The LDAP door's binds of directory users (issue 39 over issue 40): a user the local
+/// store does not hold binds with the password of the directory, through the core; a
+/// wrong password is 49; with the directory stopped the bind says `unavailable` (52), not
+/// 49, while a local user's bind goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ldap_door_binds_directory_users_through_the_core() {
+    use crate::ldap_support::{ALICE, ALICE_PASSWORD, BASE, code, start_ldap_with, tool};
+    let slapd = Slapd::start(&[]);
+    let dir = slapd.dn_template(&[slapd.get("ldap_url")]);
+    let l = start_ldap_with("", &format!("[[directory]]\n{dir}")).await;
+    let user1 = format!("uid=user1,ou=people,{BASE}");
+    let bind = |dn: String, pw: &'static str| {
+        let url = l.url.clone();
+        let l = &l;
+        async move {
+            let args = ["-x", "-ZZ", "-H", &url, "-D", &dn, "-w", pw];
+            tool(l, "ldapwhoami", &args).await
+        }
+    };
+    let ok = bind(user1.clone(), "password1").await;
+    assert_eq!(code(&ok), 0, "{ok:?}");
+    assert!(
+        String::from_utf8_lossy(&ok.stdout).contains(&format!("dn:{user1}")),
+        "{ok:?}"
+    );
+    let wrong = bind(user1.clone(), "not-the-password").await;
+    assert_eq!(code(&wrong), 49, "{wrong:?}");
+    slapd.stop();
+    let down = bind(user1.clone(), "password1").await;
+    assert_eq!(code(&down), 52, "{down:?}");
+    let local = bind(ALICE.to_owned(), ALICE_PASSWORD).await;
+    assert_eq!(code(&local), 0, "{local:?}");
+}
