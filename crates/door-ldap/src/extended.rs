@@ -81,6 +81,24 @@ pub async fn password_modify(
         let text = "the new password must be 1-1024 bytes";
         return reply(msgid, ResultCode::ConstraintViolation, text);
     }
+    // A user whose password lives in an upstream directory (issue 40) changes it there:
+    // a hash stored here would never be read while the directory answers.
+    match door
+        .ctx
+        .credentials
+        .credentials(PrincipalKind::User, name)
+        .await
+    {
+        Ok(Some(_)) => {}
+        Ok(None) => {
+            let text = "this password lives in an upstream directory: change it there";
+            return reply(msgid, ResultCode::UnwillingToPerform, text);
+        }
+        Err(e) => {
+            portcullis_door::metrics::store_failure("changing a password over LDAP", &e);
+            return reply(msgid, ResultCode::Unavailable, "store unavailable");
+        }
+    }
     let attempt = Attempt {
         kind: PrincipalKind::User,
         principal: name.clone(),
