@@ -24,6 +24,10 @@ pub struct DemoArgs {
     /// Leave FreeRADIUS out of the RADIUS sections even when it is installed.
     #[arg(long)]
     pub no_freeradius: bool,
+    /// Run only these sections, by scenario name (comma-separated; e.g.
+    /// `slow-directory,directory-lockout`, or `acct-storm-beside-logins`).
+    #[arg(long, value_name = "SECTIONS", value_delimiter = ',')]
+    pub only: Vec<String>,
 }
 
 /// Run `portcullis demo`.
@@ -52,6 +56,7 @@ pub fn run(args: DemoArgs) -> ExitCode {
         quick: args.quick,
         progress: !args.quiet,
         verify_target: Duration::from_millis(4),
+        only: args.only,
     };
     eprintln!(
         "portcullis demo: {} scenarios against the naive baseline and Portcullis{}...",
@@ -278,6 +283,7 @@ mod ours {
                     radius,
                     replies_lack_message_authenticator: false,
                     accounting,
+                    pool_state: None,
                     stop: Box::new(move || -> BoxFuture<()> {
                         Box::pin(async move {
                             let _ = server.shutdown().await;

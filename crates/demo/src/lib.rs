@@ -8,14 +8,18 @@
 
 pub mod acct_storm;
 pub mod baseline;
+pub mod directory;
 mod eap;
 mod fr_files;
 mod freeradius;
 mod freeradius_eap;
+mod freeradius_ldap;
+mod freeradius_status;
 
 pub use acct_storm::Accounting;
 pub use eap::{EapSetup, eap_table};
 pub use freeradius::FreeRadiusServer;
+pub use freeradius_status::PoolSample;
 
 use std::future::Future;
 use std::net::TcpListener;
@@ -54,6 +58,32 @@ pub struct Setup {
     pub eap: Option<EapSetup>,
     /// Serve RADIUS accounting too (the accounting storm section), for the same NAS.
     pub accounting: bool,
+    /// The users live in this directory (the "slow directory" section): check their
+    /// passwords there instead of provisioning `clients` as RADIUS users.
+    pub directory: Option<DirectorySetup>,
+}
+
+/// An existing directory the demo's users live in: OpenLDAP slapd behind the lab's
+/// delaying relay, reached over plain LDAP on loopback.
+#[derive(Debug, Clone)]
+pub struct DirectorySetup {
+    /// The relay's address (servers bind through it, never to slapd directly).
+    pub addr: std::net::SocketAddr,
+    /// The directory's base DN.
+    pub base: String,
+    /// Where the users' entries are (`ou=people,BASE`), for search-then-bind.
+    pub people: String,
+    /// The users' DNs, `{user}` standing for the name.
+    pub user_dn_template: String,
+    /// A service account that may search the users (not read their passwords).
+    pub service_dn: String,
+    /// Its password.
+    pub service_password: String,
+    /// How long to wait for the directory's answer to one bind: past the relay's hold,
+    /// so a held failure is an answer, not a timeout.
+    pub answer_timeout: Duration,
+    /// The directory locks an account after this many failed binds (ppolicy).
+    pub lockout_threshold: Option<u32>,
 }
 
 /// A started server.
@@ -70,9 +100,15 @@ pub struct Started {
     /// Its accounting listener and stored-record count, when [`Setup::accounting`] was
     /// asked for and it serves accounting.
     pub accounting: Option<Accounting>,
+    /// Reads its worker pool now, when it has one the demo can read (FreeRADIUS, with
+    /// [`Setup::directory`]: its status server). Blocking (a UDP round trip).
+    pub pool_state: Option<PoolProbe>,
     /// Stops the server.
     pub stop: Box<dyn FnOnce() -> BoxFuture<()> + Send>,
 }
+
+/// Reads a server's worker pool (see [`Started::pool_state`]).
+pub type PoolProbe = std::sync::Arc<dyn Fn() -> Result<PoolSample, String> + Send + Sync>;
 
 /// A boxed future (the trait is used as a trait object).
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -100,6 +136,11 @@ pub trait DemoServer: Send + Sync {
     /// It serves RADIUS accounting (with [`Setup::accounting`]) and can count what it
     /// stored: the demo runs the accounting storm section against it.
     fn speaks_accounting(&self) -> bool {
+        false
+    }
+    /// It checks passwords against an existing directory (with [`Setup::directory`]):
+    /// the demo runs the "slow directory" section against it.
+    fn speaks_directory(&self) -> bool {
         false
     }
 }
@@ -171,6 +212,7 @@ impl DemoServer for BaselineServer {
                 radius: radius.as_ref().map(|r| format!("radius://{}", r.addr())),
                 replies_lack_message_authenticator: false,
                 accounting: None,
+                pool_state: None,
                 stop: Box::new(move || -> BoxFuture<()> {
                     Box::pin(async move {
                         let _ = tokio::task::spawn_blocking(move || {
@@ -196,6 +238,8 @@ pub struct DemoOptions {
     pub progress: bool,
     /// Target time of one PBKDF2 verification, which sets the iteration count.
     pub verify_target: Duration,
+    /// Run only these sections (scenario names, or the accounting storm's); empty: all.
+    pub only: Vec<String>,
 }
 
 /// Measured hashing speed of this machine.
@@ -241,8 +285,10 @@ pub fn scenarios(quick: bool, capacity: f64) -> Result<Vec<Scenario>, LabError> 
     let mut out = Vec::new();
     for (_, text) in BUILTIN {
         let mut s = Scenario::parse(text, None)?;
+        // Directory scenarios have their own section (`directory`), after these.
         if !matches!(s.driver, DriverSpec::OAuth2 { .. } | DriverSpec::Radius(_))
             || (quick && !s.demo.quick)
+            || s.demo.directory.is_some()
         {
             continue;
         }
@@ -282,9 +328,27 @@ pub async fn run(servers: &[&dyn DemoServer], opts: &DemoOptions) -> Result<Repo
     let cal = tokio::task::spawn_blocking(move || calibrate(target))
         .await
         .map_err(|e| LabError::Baseline(e.to_string()))?;
-    let scns = scenarios(opts.quick, cal.capacity)?;
-    let count = scns.iter().map(|s| s.principals.len()).max().unwrap_or(0);
-    let clients: Vec<(String, String)> = match scns.first().map(|s| &s.principals) {
+    let all = scenarios(opts.quick, cal.capacity)?;
+    let picked = |name: &str| opts.only.is_empty() || opts.only.iter().any(|o| o == name);
+    let known: Vec<String> = all
+        .iter()
+        .chain(&directory_scenarios(false)?)
+        .map(|s| s.raw.name.clone())
+        .chain([acct_storm::SECTION.to_owned()])
+        .collect();
+    if let Some(o) = opts.only.iter().find(|o| !known.contains(o)) {
+        return Err(LabError::Scenario(format!(
+            "no demo section {o:?}; the sections are {}",
+            known.join(", ")
+        )));
+    }
+    let scns: Vec<Scenario> = all
+        .iter()
+        .filter(|s| picked(&s.raw.name))
+        .cloned()
+        .collect();
+    let count = all.iter().map(|s| s.principals.len()).max().unwrap_or(0);
+    let clients: Vec<(String, String)> = match all.first().map(|s| &s.principals) {
         Some(p @ Principals::Generated { .. }) => (0..count).filter_map(|i| p.get(i)).collect(),
         _ => Vec::new(),
     };
@@ -332,6 +396,7 @@ pub async fn run(servers: &[&dyn DemoServer], opts: &DemoOptions) -> Result<Repo
                     server: server.clone(),
                 }),
                 accounting: false,
+                directory: None,
             };
             let started = srv.start(setup).await?;
             let (url, metrics) = match (&radius_secret, &started.radius) {
@@ -388,7 +453,11 @@ pub async fn run(servers: &[&dyn DemoServer], opts: &DemoOptions) -> Result<Repo
         });
     }
     let _ = std::fs::remove_dir_all(&pki_dir);
-    let storm = accounting_storm(servers, &scns, &clients, cal.iterations, opts).await?;
+    let storm = match picked(acct_storm::SECTION) {
+        true => accounting_storm(servers, &all, &clients, cal.iterations, opts).await?,
+        false => None,
+    };
+    let (slow, slow_note) = slow_directory(servers, opts, &picked).await?;
     let mut notes = vec![
         format!(
             "Client secrets are stored as PBKDF2-HMAC-SHA256 with {} iterations (demo cost, chosen so one verification takes about {:.1} ms on this machine; the production default is 600,000). Estimated hashing capacity with all {} cores (single-stream PBKDF2, which is what the baseline runs): {:.0} verifications/s; the overload scenario offers twice that. The machine is shared, so absolute rates are noisy: compare the two servers within one report.",
@@ -451,6 +520,11 @@ pub async fn run(servers: &[&dyn DemoServer], opts: &DemoOptions) -> Result<Repo
         sections.push(section);
         tables.push(table);
     }
+    notes.extend(slow_note);
+    if let Some(d) = slow {
+        tables.extend(directory::table(&d.runs));
+        sections.extend(d.sections);
+    }
     Ok(Report {
         title: "Portcullis demo: naive baseline vs Portcullis under the field reports' scenarios"
             .into(),
@@ -493,10 +567,52 @@ async fn accounting_storm(
             generated_secrets: false,
             eap: None,
             accounting: true,
+            directory: None,
         };
         found.push((srv.label(), acct_storm::run(*srv, setup, &durations).await?));
     }
     Ok((!found.is_empty()).then(|| acct_storm::report(&found)))
+}
+
+/// The built-in scenarios with `[demo.directory]`; `--quick` halves their runs.
+pub fn directory_scenarios(quick: bool) -> Result<Vec<Scenario>, LabError> {
+    let mut out = Vec::new();
+    for (_, text) in BUILTIN {
+        let mut s = Scenario::parse(text, None)?;
+        if s.demo.directory.is_none() {
+            continue;
+        }
+        if quick {
+            s.scale_time(0.5);
+        }
+        out.push(s);
+    }
+    Ok(out)
+}
+
+/// The "slow directory" section, when slapd is installed and a server speaks to a
+/// directory; otherwise a note saying why it is missing.
+async fn slow_directory(
+    servers: &[&dyn DemoServer],
+    opts: &DemoOptions,
+    picked: &dyn Fn(&str) -> bool,
+) -> Result<(Option<directory::DirectorySection>, Option<String>), LabError> {
+    let mut scns = directory_scenarios(opts.quick)?;
+    scns.retain(|s| picked(&s.raw.name));
+    if scns.is_empty() || !servers.iter().any(|s| s.speaks_directory()) {
+        return Ok((None, None));
+    }
+    let script = match directory::find_slapd() {
+        Ok(p) => p,
+        Err(why) => {
+            return Ok((
+                None,
+                Some(format!("\"{}\" is left out: {why}.", directory::TITLE)),
+            ));
+        }
+    };
+    let d = directory::run(servers, &scns, &script, opts.progress).await?;
+    Ok((Some(d), None))
 }
 
 /// One sentence per scenario comparing legitimate clients' experience across targets.
