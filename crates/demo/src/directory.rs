@@ -212,7 +212,11 @@ pub async fn run(
         };
         let mut alone = Vec::new();
         let mut attacked = Vec::new();
-        for srv in servers.iter().filter(|s| s.speaks_directory()) {
+        let radius = matches!(scn.driver, DriverSpec::Radius(_));
+        for srv in servers
+            .iter()
+            .filter(|s| s.speaks_directory() && (radius || !s.radius_only()))
+        {
             if progress {
                 eprintln!(
                     "{}: {} (a directory behind the relay)...",
@@ -283,9 +287,17 @@ async fn with_directory(
         DriverSpec::Radius(r) => Some(r.secret.clone()),
         _ => None,
     };
+    // The password grant's application client; the users are the directory's.
+    let clients = match &scn.driver {
+        DriverSpec::OAuth2 {
+            app_client: Some(app),
+            ..
+        } => vec![app.clone()],
+        _ => Vec::new(),
+    };
     let setup = Setup {
         reject_delay: scn.demo.reject_delay.unwrap_or(Duration::from_secs(1)),
-        clients: Vec::new(),
+        clients,
         iterations: 1000,
         radius_secret,
         tls: None,

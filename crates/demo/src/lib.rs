@@ -59,7 +59,8 @@ pub struct Setup {
     /// Serve RADIUS accounting too (the accounting storm section), for the same NAS.
     pub accounting: bool,
     /// The users live in this directory (the "slow directory" section): check their
-    /// passwords there instead of provisioning `clients` as RADIUS users.
+    /// passwords there; `clients` are then OAuth applications allowed the password
+    /// grant, not users.
     pub directory: Option<DirectorySetup>,
 }
 
@@ -574,12 +575,13 @@ async fn accounting_storm(
     Ok((!found.is_empty()).then(|| acct_storm::report(&found)))
 }
 
-/// The built-in scenarios with `[demo.directory]`; `--quick` halves their runs.
+/// The built-in scenarios with `[demo.directory]`; `--quick` halves their runs and leaves
+/// out those with `quick = false`.
 pub fn directory_scenarios(quick: bool) -> Result<Vec<Scenario>, LabError> {
     let mut out = Vec::new();
     for (_, text) in BUILTIN {
         let mut s = Scenario::parse(text, None)?;
-        if s.demo.directory.is_none() {
+        if s.demo.directory.is_none() || (quick && !s.demo.quick) {
             continue;
         }
         if quick {

@@ -87,6 +87,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../scenarios/slow-directory.toml"),
     ),
     (
+        "slow-directory-oauth",
+        include_str!("../../../../scenarios/slow-directory-oauth.toml"),
+    ),
+    (
         "directory-lockout",
         include_str!("../../../../scenarios/directory-lockout.toml"),
     ),
