@@ -9,6 +9,9 @@
 //! Portcullis the lockout victim is not locked in slapd and its owner logged in from its
 //! usual station, through FreeRADIUS the same traffic locked it.
 
+// Test helpers outside #[test] functions: a failed set-up is the test's failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::HashMap;
 use std::process::Command;
 
