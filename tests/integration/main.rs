@@ -61,3 +61,5 @@ mod slow_directory;
 mod status_page;
 mod store_cli;
 mod tls_cli;
+mod upstream;
+mod upstream_support;

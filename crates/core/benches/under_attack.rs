@@ -117,7 +117,8 @@ async fn legit_client(v: Verifier, i: usize, stop: Arc<AtomicBool>, out: Arc<Mut
                     h.saturating_record(took.as_micros() as u64);
                 }
             }
-            Outcome::Overloaded { retry_after } => {
+            // No directory here: "unavailable" cannot happen; counted like overload.
+            Outcome::Overloaded { retry_after } | Outcome::Unavailable { retry_after } => {
                 mine.overloaded += 1;
                 tokio::time::sleep(retry_after).await;
             }
@@ -167,7 +168,9 @@ async fn attacker(
         let took = t.elapsed();
         mine.sent += 1;
         match o {
-            Outcome::Throttled { .. } | Outcome::Overloaded { .. } => {
+            Outcome::Throttled { .. }
+            | Outcome::Overloaded { .. }
+            | Outcome::Unavailable { .. } => {
                 if matches!(o, Outcome::Throttled { .. }) {
                     mine.throttled += 1;
                 } else {

@@ -171,6 +171,14 @@ pub enum Outcome {
         /// When to try again (jittered).
         retry_after: Duration,
     },
+    /// The user's password lives in an external directory that could not answer (down,
+    /// too slow, its own queue full): nothing was charged. Doors answer it as their
+    /// "service unavailable" (HTTP 503, RADIUS silence so the NAS fails over, LDAP
+    /// `unavailable` (52)).
+    Unavailable {
+        /// When to try again (jittered).
+        retry_after: Duration,
+    },
 }
 
 /// Priority class of an attempt (see the crate docs).

@@ -12,6 +12,7 @@
 //! presented secret, a token or a stored hash: [`AuditEvent`] has no field that could.
 
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
@@ -94,6 +95,9 @@ pub struct AuditEvent {
     pub latency: Duration,
     /// The priority class the core gave the attempt (none for events from the door).
     pub class: Option<Class>,
+    /// The external directory whose answer decided the attempt (issue 40): `None` for
+    /// principals of the local store and for events from the door.
+    pub directory: Option<Arc<str>>,
 }
 
 /// Audit reasons the verifier sets that [`verdict_event`] looks at.
@@ -114,6 +118,7 @@ pub(crate) fn verdict_event(
     reason: &'static str,
     latency: Duration,
     class: Class,
+    directory: Option<Arc<str>>,
 ) -> AuditEvent {
     use crate::attempt::Outcome;
     let (kind, principal, source, station, context) = who;
@@ -122,7 +127,8 @@ pub(crate) fn verdict_event(
         Outcome::Rejected if reason == UNKNOWN_PRINCIPAL => AuditOutcome::UnknownPrincipal,
         Outcome::Rejected => AuditOutcome::Rejected,
         Outcome::Throttled { .. } => AuditOutcome::Throttled,
-        Outcome::Overloaded { .. } => AuditOutcome::Overloaded,
+        // A directory that could not answer is the service's fault, not the user's.
+        Outcome::Overloaded { .. } | Outcome::Unavailable { .. } => AuditOutcome::Overloaded,
     };
     let reason = match (outcome, reason) {
         // The unknown principal's admission check refused it like a real job.
@@ -142,6 +148,7 @@ pub(crate) fn verdict_event(
         reason,
         latency,
         class: Some(class),
+        directory,
     }
 }
 

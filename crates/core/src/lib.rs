@@ -66,6 +66,7 @@ mod memory;
 mod metrics;
 pub mod net;
 mod pool;
+pub mod remote;
 mod scheduler;
 pub mod source;
 mod spread;
@@ -82,6 +83,7 @@ pub use config::{
 };
 pub use error::CoreError;
 pub use net::{IpPrefix, Origin};
+pub use remote::{RemoteAnswer, RemoteRoute, RemoteSource, RemoteVerdict};
 pub use source::{CredentialSource, SourceError, StoredCredentials};
 pub use throttle::{
     Charge, Decision, GcraLimit, MemoryThrottleStore, ThrottleError, ThrottleKey, ThrottleStore,

@@ -53,6 +53,7 @@ pub(crate) fn outcome_label(o: &Outcome) -> &'static str {
         Outcome::Rejected => "rejected",
         Outcome::Throttled { .. } => "throttled",
         Outcome::Overloaded { .. } => "overloaded",
+        Outcome::Unavailable { .. } => "unavailable",
     }
 }
 
@@ -68,7 +69,13 @@ pub(crate) struct AttemptMetrics {
     in_flight: metrics::Gauge,
 }
 
-const OUTCOMES: [&str; 4] = ["accepted", "rejected", "throttled", "overloaded"];
+const OUTCOMES: [&str; 5] = [
+    "accepted",
+    "rejected",
+    "throttled",
+    "overloaded",
+    "unavailable",
+];
 const CLASSES: [Class; 3] = [Class::Trusted, Class::Unknown, Class::Suspect];
 const PROTOCOLS: [Protocol; 12] = [
     Protocol::OAuthClient,
@@ -109,6 +116,7 @@ impl AttemptMetrics {
             Outcome::Rejected => 1,
             Outcome::Throttled { .. } => 2,
             Outcome::Overloaded { .. } => 3,
+            Outcome::Unavailable { .. } => 4,
         };
         let ci = match class {
             Class::Trusted => 0,

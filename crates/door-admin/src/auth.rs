@@ -192,7 +192,7 @@ async fn authenticate(
             ));
         }
         Outcome::Throttled { retry_after } => return Err(Problem::throttled(retry_after)),
-        Outcome::Overloaded { retry_after } => {
+        Outcome::Overloaded { retry_after } | Outcome::Unavailable { retry_after } => {
             return Err(Problem::unavailable(
                 "cannot check the token now; retry",
                 retry_after,
@@ -269,10 +269,9 @@ async fn by_certificate(
             false,
         )),
         Outcome::Throttled { retry_after } => Err(Problem::throttled(retry_after)),
-        Outcome::Overloaded { retry_after } => Err(Problem::unavailable(
-            "cannot check the certificate now; retry",
-            retry_after,
-        )),
+        Outcome::Overloaded { retry_after } | Outcome::Unavailable { retry_after } => Err(
+            Problem::unavailable("cannot check the certificate now; retry", retry_after),
+        ),
     }
 }
 

@@ -135,6 +135,8 @@ fn refused(outcome: Outcome, rejected: OAuthError) -> Result<(), OAuthError> {
         Outcome::Rejected => Err(rejected),
         Outcome::Throttled { retry_after } => Err(OAuthError::throttled(retry_after)),
         Outcome::Overloaded { retry_after } => Err(OAuthError::overloaded(retry_after)),
+        // The user's directory could not answer (issue 40): 503, nothing charged.
+        Outcome::Unavailable { retry_after } => Err(OAuthError::unavailable(retry_after)),
     }
 }
 

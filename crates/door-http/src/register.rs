@@ -171,6 +171,7 @@ where
         )),
         Outcome::Throttled { retry_after } => Err(OAuthError::throttled(retry_after)),
         Outcome::Overloaded { retry_after } => Err(OAuthError::overloaded(retry_after)),
+        Outcome::Unavailable { retry_after } => Err(OAuthError::unavailable(retry_after)),
     }
 }
 

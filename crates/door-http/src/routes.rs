@@ -225,7 +225,17 @@ async fn readyz(State(ctx): State<Arc<HttpContext>>) -> Response {
         return (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response();
     }
     match ctx.health.ping().await {
-        Ok(()) => (StatusCode::OK, "ready\n").into_response(),
+        Ok(()) => {
+            // Detail of what is behind the server (issue 40: each upstream directory).
+            let mut body = String::from("ready\n");
+            for panel in ctx.panels.read().iter() {
+                for line in panel.readiness() {
+                    body.push_str(&line);
+                    body.push('\n');
+                }
+            }
+            (StatusCode::OK, body).into_response()
+        }
         Err(e) => {
             tracing::warn!("readiness: store unavailable: {e}");
             let mut r = (StatusCode::SERVICE_UNAVAILABLE, "store unavailable\n").into_response();

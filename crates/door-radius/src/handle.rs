@@ -173,6 +173,9 @@ async fn decide(radius: &Radius, req: &Request, packet: &Packet<'_>) -> Verdict 
             reject(radius, req.arrived, deferred.answer_after)
         }
         Outcome::Overloaded { .. } => Verdict::Drop(DropReason::Overload),
+        // The user's directory could not answer (issue 40): silence, so the NAS retries
+        // or fails over, as for overload; counted apart.
+        Outcome::Unavailable { .. } => Verdict::Drop(DropReason::Unavailable),
     }
 }
 

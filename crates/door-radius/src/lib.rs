@@ -151,6 +151,7 @@ impl Radius {
             reason,
             latency: std::time::Duration::ZERO,
             class: None,
+            directory: None,
         });
     }
 

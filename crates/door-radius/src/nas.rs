@@ -43,16 +43,19 @@ pub enum DropReason {
     Overload,
     /// A retransmission of a request still being worked on.
     InProgress,
+    /// The user's external directory could not answer (issue 40).
+    Unavailable,
 }
 
 impl DropReason {
     /// Every reason, for registering counters up front.
-    pub const ALL: [DropReason; 5] = [
+    pub const ALL: [DropReason; 6] = [
         DropReason::UnknownNas,
         DropReason::BadAuthenticator,
         DropReason::Malformed,
         DropReason::Overload,
         DropReason::InProgress,
+        DropReason::Unavailable,
     ];
 
     /// Stable label.
@@ -63,6 +66,7 @@ impl DropReason {
             DropReason::Malformed => "malformed",
             DropReason::Overload => "overload",
             DropReason::InProgress => "in_progress",
+            DropReason::Unavailable => "directory_unavailable",
         }
     }
 }
@@ -79,9 +83,9 @@ pub struct NasStats {
     /// Retransmissions answered from the duplicate cache.
     pub duplicates: AtomicU64,
     /// Dropped datagrams, by [`Drop`] in `DropReason::ALL` order.
-    pub dropped: [AtomicU64; 5],
+    pub dropped: [AtomicU64; DropReason::ALL.len()],
     counters: [Counter; 4],
-    dropped_counters: [Counter; 5],
+    dropped_counters: [Counter; DropReason::ALL.len()],
 }
 
 impl NasStats {

@@ -471,6 +471,7 @@ pub fn event_json(e: &AuditEvent) -> serde_json::Value {
         "reason": e.reason,
         "latency_ms": (e.latency.as_secs_f64() * 1e6).round() / 1e3,
         "class": e.class.map(|c| c.label()),
+        "directory": e.directory.as_deref(),
         "eap": e.context.eap.as_ref().map(|d| serde_json::json!({
             "method": d.method,
             "outer_identity": d.outer_identity,
@@ -495,6 +496,7 @@ fn log_event(e: &AuditEvent) {
         reason = e.reason,
         latency_ms = (e.latency.as_secs_f64() * 1e6).round() / 1e3,
         class = e.class.map_or("none", |c| c.label()),
+        directory = e.directory.as_deref().unwrap_or("none"),
         eap_method = e.context.eap.as_ref().map_or("none", |d| d.method),
         eap_outer_identity = ?e.context.eap.as_ref().map(|d| &d.outer_identity),
         eap_resumed = e.context.eap.as_ref().is_some_and(|d| d.resumed),

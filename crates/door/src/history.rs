@@ -273,6 +273,7 @@ mod tests {
             reason: "wrong_secret",
             latency: Duration::ZERO,
             class: None,
+            directory: None,
         }
     }
 

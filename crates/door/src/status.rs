@@ -7,4 +7,9 @@ pub trait StatusPanel: Send + Sync {
     fn key(&self) -> &'static str;
     /// Its counters now.
     fn json(&self) -> serde_json::Value;
+    /// Lines `/readyz` adds below its verdict (a dependency's up/down), none by default.
+    /// They never turn the answer to 503: the server serves whatever is up.
+    fn readiness(&self) -> Vec<String> {
+        Vec::new()
+    }
 }

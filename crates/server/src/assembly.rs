@@ -88,6 +88,8 @@ pub struct Assembly {
     pub admin_ca: Option<Arc<ClientCa>>,
     /// The HTTP door's context (the HTTP door always runs: health, metrics, status).
     pub http: Arc<HttpContext>,
+    /// Upstream LDAP directories (`[[directory]]`, issue 40), installed in the verifier.
+    pub directories: Option<Arc<crate::upstream::Directories>>,
 }
 
 impl std::fmt::Debug for Assembly {
@@ -157,6 +159,11 @@ impl Assembly {
         )?;
         let audit = Audit::start(&config.audit, &config.data_dir)?;
         verifier.set_audit_sink(audit.clone());
+        let directories = crate::upstream::directories(&config.directories)
+            .map_err(|e| ServerError::Config(e.to_string()))?;
+        if let Some(d) = &directories {
+            verifier.set_remote_source(Arc::clone(d) as _);
+        }
         let http = Arc::new(HttpContext {
             config: http_config(&config),
             oauth: Arc::clone(&oauth),
@@ -171,7 +178,12 @@ impl Assembly {
             stats: portcullis_door_http::Stats::default(),
             started: Instant::now(),
             history: portcullis_door::history::History::default(),
-            panels: parking_lot::RwLock::default(),
+            panels: parking_lot::RwLock::new(
+                directories
+                    .iter()
+                    .map(|d| Arc::clone(d) as Arc<dyn portcullis_door::status::StatusPanel>)
+                    .collect(),
+            ),
             tokens_issued: HttpContext::token_counters(),
         });
         Ok(Arc::new(Assembly {
@@ -186,6 +198,7 @@ impl Assembly {
             reloads: Arc::new(Reloads::default()),
             admin_ca,
             http,
+            directories,
         }))
     }
 

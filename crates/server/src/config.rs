@@ -52,6 +52,9 @@ pub struct FileConfig {
     pub admin: portcullis_door_admin::config::FileAdmin,
     /// `[registration]`: RFC 7591/7592 dynamic client registration (off by default).
     pub registration: portcullis_oauth::registration::config::FileRegistration,
+    /// `[[directory]]`: existing LDAP directories that check the passwords of users the
+    /// local store does not hold (issue 40; none by default).
+    pub directory: Vec<crate::upstream::FileDirectory>,
 }
 
 /// `[server]`
@@ -280,6 +283,8 @@ pub struct Config {
     pub admin: portcullis_door_admin::config::AdminConfig,
     /// Dynamic client registration.
     pub registration: portcullis_oauth::registration::config::RegistrationConfig,
+    /// Upstream LDAP directories (validated: built once at load, again by the assembly).
+    pub directories: Vec<crate::upstream::FileDirectory>,
 }
 
 impl Default for Config {
@@ -393,6 +398,7 @@ impl Config {
         let audit = portcullis_door::audit::AuditConfig::from_file(f.audit)?;
         let log = crate::logging::LogConfig::from_file(f.log)?;
         let registration = f.registration.validate()?;
+        crate::upstream::directories(&f.directory)?;
         // A method registered clients cannot use would register clients that never get
         // a token: refuse it here instead.
         let offers =
@@ -504,6 +510,7 @@ impl Config {
             log,
             admin,
             registration,
+            directories: f.directory,
         })
     }
 }

@@ -33,6 +33,7 @@ pub mod logging;
 pub mod redis_config;
 pub mod serve;
 pub mod systemd;
+pub mod upstream;
 
 pub use assembly::{Assembly, ServerError};
 pub use config::{Config, ConfigError};

@@ -114,6 +114,7 @@ impl Verifier {
             pp_key,
             charges,
             charged: false,
+            remote_limit: None,
             class,
             start,
             deadline,
@@ -154,7 +155,10 @@ impl Verifier {
             if i.spread.attacked(adm.kind, &adm.principal, now) {
                 for c in &mut adm.charges {
                     if matches!(c.key, ThrottleKey::Principal { .. }) {
-                        c.limit = i.limits[3];
+                        c.limit = match adm.remote_limit {
+                            Some(r) => super::remote::stricter(i.limits[3], r),
+                            None => i.limits[3],
+                        };
                     }
                 }
             }

@@ -57,6 +57,7 @@ use crate::error::CoreError;
 use crate::metrics;
 
 use crate::pool::{JobHook, JobReply, Pool, VerifyJob};
+use crate::remote::RemoteSource;
 use crate::scheduler::Flow;
 use crate::source::CredentialSource;
 use crate::spread::Spread;
@@ -70,10 +71,12 @@ use crate::timer::{PRECISE_TAIL, PreciseTimer};
 const MAX_LATENESS: Duration = Duration::from_micros(500);
 
 mod budgets;
+mod cache;
 mod inspect;
 mod proof;
 mod rehash;
 mod release;
+mod remote;
 
 pub use inspect::{BudgetScope, BudgetState, ThrottleReport};
 use release::{now_answer, refusal_wait};
@@ -138,6 +141,8 @@ pub struct PoolSnapshot {
     pub rejected: u64,
     /// Attempts answered "overloaded" (shed, infeasible deadline, store error).
     pub overloaded: u64,
+    /// Attempts answered "unavailable" (an external directory could not answer).
+    pub unavailable: u64,
     /// Stored hashes upgraded by rehash-on-login.
     pub rehashed: u64,
     /// Memory budget for memory-hard KDFs (argon2, scrypt), in bytes.
@@ -212,6 +217,21 @@ struct Inner {
     metrics: metrics::AttemptMetrics,
     /// Where the audit event of every attempt goes, once the server installed a sink.
     audit: std::sync::OnceLock<Arc<dyn AuditSink>>,
+    /// External directories for users the local store does not hold (issue 40), once
+    /// the server installed them.
+    remote: std::sync::OnceLock<Arc<dyn RemoteSource>>,
+    /// Recent real check latencies per directory (the unknown-user mimic of each).
+    remote_latencies: Mutex<std::collections::HashMap<Arc<str>, Latencies>>,
+    /// Hashes of directory users' passwords, when a directory caches them.
+    cache: Mutex<cache::CredentialCache>,
+}
+
+/// What the audit event says beside the outcome: the reason, and the directory that
+/// answered (issue 40).
+#[derive(Default)]
+struct Note {
+    reason: &'static str,
+    directory: Option<Arc<str>>,
 }
 
 #[derive(Default)]
@@ -222,6 +242,7 @@ struct Counts {
     rejected: AtomicU64,
     throttled: AtomicU64,
     overloaded: AtomicU64,
+    unavailable: AtomicU64,
     cheap: AtomicU64,
     rehashed: AtomicU64,
 }
@@ -259,6 +280,9 @@ struct Admitted {
     /// The budgets hold a reservation for this attempt (KDF and unknown principals) that
     /// a success or a shed gives back; cheap credentials are only charged on failure.
     charged: bool,
+    /// The per-user failure budget of the user's directory, when an external directory
+    /// checks this user (issue 40).
+    remote_limit: Option<GcraLimit>,
     class: Class,
     flow: Flow,
     /// Keyed hash of the origin (distributed-attack detection).
@@ -339,6 +363,9 @@ impl Verifier {
                 counts: Counts::default(),
                 metrics: metrics::AttemptMetrics::register(),
                 audit: std::sync::OnceLock::new(),
+                remote: std::sync::OnceLock::new(),
+                remote_latencies: Mutex::new(std::collections::HashMap::new()),
+                cache: Mutex::new(cache::CredentialCache::default()),
             }),
         })
     }
@@ -402,6 +429,12 @@ impl Verifier {
         let _ = self.inner.audit.set(sink);
     }
 
+    /// Install the external directories that check users the local store does not hold
+    /// (once; later calls are ignored). Until then such users are unknown.
+    pub fn set_remote_source(&self, remote: Arc<dyn RemoteSource>) {
+        let _ = self.inner.remote.set(remote);
+    }
+
     /// The installed audit sink, for front ends' own events (RADIUS drops, duplicates).
     pub fn audit_sink(&self) -> Option<&Arc<dyn AuditSink>> {
         self.inner.audit.get()
@@ -436,13 +469,14 @@ impl Verifier {
             );
             (sink, who)
         });
-        let mut reason = "";
-        let (d, class) = self.run(attempt, proof, &mut reason).await;
+        let mut note = Note::default();
+        let (d, class) = self.run(attempt, proof, &mut note).await;
         let counter = match d.outcome {
             Outcome::Accepted { .. } => &inner.counts.accepted,
             Outcome::Rejected => &inner.counts.rejected,
             Outcome::Throttled { .. } => &inner.counts.throttled,
             Outcome::Overloaded { .. } => &inner.counts.overloaded,
+            Outcome::Unavailable { .. } => &inner.counts.unavailable,
         };
         counter.fetch_add(1, Ordering::Relaxed);
         let c = match class {
@@ -455,7 +489,13 @@ impl Verifier {
         if let Some((sink, who)) = audit {
             let latency = inner.clock.now().saturating_duration_since(start);
             sink.record(crate::audit::verdict_event(
-                who, protocol, &d.outcome, reason, latency, class,
+                who,
+                protocol,
+                &d.outcome,
+                note.reason,
+                latency,
+                class,
+                note.directory,
             ));
         }
         d
@@ -494,6 +534,7 @@ impl Verifier {
             accepted: i.counts.accepted.load(Ordering::Relaxed),
             rejected: i.counts.rejected.load(Ordering::Relaxed),
             overloaded: i.counts.overloaded.load(Ordering::Relaxed),
+            unavailable: i.counts.unavailable.load(Ordering::Relaxed),
             rehashed: i.counts.rehashed.load(Ordering::Relaxed),
             memory_budget_bytes: p.memory.budget,
             memory_held_bytes: p.memory.held,
@@ -534,15 +575,11 @@ impl Verifier {
 
     /// The path of one attempt (module doc); `reason` is set to the audit reason of the
     /// verdict.
-    async fn run<F>(
-        &self,
-        attempt: Attempt,
-        proof: Option<F>,
-        reason: &mut &'static str,
-    ) -> (Deferred, Class)
+    async fn run<F>(&self, attempt: Attempt, proof: Option<F>, note: &mut Note) -> (Deferred, Class)
     where
         F: std::future::Future<Output = ProofCheck>,
     {
+        let reason = &mut note.reason;
         let Attempt {
             kind,
             principal,
@@ -563,7 +600,7 @@ impl Verifier {
         match proof {
             Some(check) => self.run_proof(adm, check, reason).await,
             // 2.-6. Look up and verify.
-            None => self.run_secret(adm, secret, reason).await,
+            None => self.run_secret(adm, secret, note).await,
         }
     }
 
@@ -572,9 +609,10 @@ impl Verifier {
         &self,
         mut adm: Admitted,
         secret: Zeroizing<Vec<u8>>,
-        reason: &mut &'static str,
+        note: &mut Note,
     ) -> (Deferred, Class) {
         let i = &*self.inner;
+        let reason = &mut note.reason;
         let (kind, start, deadline, trusted) = (adm.kind, adm.start, adm.deadline, adm.trusted);
         let class = adm.class;
         let budget = deadline.saturating_duration_since(i.clock.now());
@@ -588,6 +626,12 @@ impl Verifier {
                 return (self.overloaded(Duration::from_secs(1)), class);
             }
         };
+        if stored.is_none() && kind == PrincipalKind::User {
+            let remote = i.remote.get().and_then(|r| r.route(&adm.principal));
+            if let Some(route) = remote {
+                return self.run_remote(adm, route, secret, note).await;
+            }
+        }
         let mut creds: Vec<(String, Credential)> = Vec::new();
         if let Some(s) = stored.filter(|s| !s.disabled) {
             for h in s.hashes {

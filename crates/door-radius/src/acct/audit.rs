@@ -125,5 +125,6 @@ fn event(
         reason,
         latency: Duration::ZERO,
         class: None,
+        directory: None,
     }
 }

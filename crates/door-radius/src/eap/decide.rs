@@ -66,7 +66,7 @@ fn outcome_to_decision(
         }
         Outcome::Rejected => Decided::Done(Decision::Deny(deny), after, None),
         Outcome::Throttled { .. } => Decided::Done(Decision::Deny("throttled"), after, None),
-        Outcome::Overloaded { .. } => Decided::Unavailable,
+        Outcome::Overloaded { .. } | Outcome::Unavailable { .. } => Decided::Unavailable,
     }
 }
 
@@ -232,7 +232,7 @@ pub(super) async fn learn_hold(
             )
             .await
             .refused_for(),
-        Outcome::Accepted { .. } | Outcome::Overloaded { .. } => None,
+        Outcome::Accepted { .. } | Outcome::Overloaded { .. } | Outcome::Unavailable { .. } => None,
     };
     if let Some(d) = refused_for {
         door.holds

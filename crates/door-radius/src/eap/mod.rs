@@ -639,6 +639,7 @@ fn audit_failure(
         reason: reason.label(),
         latency: req.arrived.elapsed(),
         class: None,
+        directory: None,
     });
 }
 

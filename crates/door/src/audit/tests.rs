@@ -26,6 +26,7 @@ fn event(source: &str, outcome: AuditOutcome, principal: &str) -> AuditEvent {
         reason: "wrong_secret",
         latency: Duration::from_micros(12_345),
         class: Some(Class::Unknown),
+        directory: None,
     }
 }
 
