@@ -95,7 +95,7 @@ mod ours {
     use std::path::PathBuf;
     use std::sync::atomic::{AtomicU32, Ordering};
 
-    use portcullis_demo::{Accounting, BoxFuture, DemoServer, Setup, Started};
+    use portcullis_demo::{Accounting, BoxFuture, DemoServer, DirectorySetup, Setup, Started};
     use portcullis_hash::{Policy, Prf};
     use portcullis_lab::LabError;
     use portcullis_server::{Config, Server};
@@ -132,6 +132,10 @@ mod ours {
             true
         }
 
+        fn speaks_directory(&self) -> bool {
+            true
+        }
+
         fn start(&self, setup: Setup) -> BoxFuture<Result<Started, LabError>> {
             let n = self.starts.fetch_add(1, Ordering::Relaxed);
             Box::pin(async move {
@@ -155,6 +159,9 @@ mod ours {
                     verifier,
                     ..Config::default()
                 };
+                if let Some(d) = &setup.directory {
+                    config.directories = directories(d)?;
+                }
                 if let Some(secret) = &setup.radius_secret {
                     // One NAS for every loopback source, registered before the server
                     // loads its NAS table; the same delay as the baseline, no jitter.
@@ -243,12 +250,17 @@ mod ours {
                         id,
                         auth: portcullis_store::ClientAuth::Secret,
                         secret_hashes: vec![hash],
-                        grants: vec![Grant::ClientCredentials],
+                        // In front of a directory the clients are applications its
+                        // users log in through (the password grant).
+                        grants: match setup.directory {
+                            Some(_) => vec![Grant::ClientCredentials, Grant::Password],
+                            None => vec![Grant::ClientCredentials],
+                        },
                         scopes: Vec::new(),
                         token_lifetime: 300,
                         created_at: now,
                     };
-                    if setup.radius_secret.is_some() {
+                    if setup.radius_secret.is_some() && setup.directory.is_none() {
                         // RADIUS users log in with the same names and passwords.
                         let user =
                             UserRecord::new(rec.id.clone(), rec.secret_hashes[0].clone(), now)
@@ -293,5 +305,30 @@ mod ours {
                 })
             })
         }
+    }
+
+    /// The demo's directory as one `[[directory]]` section, written as an operator would:
+    /// search-then-bind with the service account (as FreeRADIUS's rlm_ldap beside it),
+    /// plain LDAP on loopback, the directory's lockout threshold when it has one, and
+    /// timeouts that outlast the relay's hold (a held failure is an answer, not a fault);
+    /// everything else at its default.
+    fn directories(
+        d: &DirectorySetup,
+    ) -> Result<Vec<portcullis_server::upstream::FileDirectory>, LabError> {
+        let ms = d.answer_timeout.as_millis();
+        let lockout = d
+            .lockout_threshold
+            .map(|n| format!("lockout_threshold = {n}\n"))
+            .unwrap_or_default();
+        // Debug form of these ASCII strings is a TOML basic string.
+        let text = format!(
+            "[[directory]]\nname = \"demo-slapd\"\nservers = [\"ldap://{}\"]\nstarttls = false\nallow_plaintext = true\n{lockout}[directory.search]\nbase = {:?}\nfilter = \"(uid={{user}})\"\nservice_dn = {:?}\nservice_password = {:?}\n[directory.timeouts]\nbind_ms = {ms}\nsearch_ms = {ms}\ncheck_ms = {}\n",
+            d.addr,
+            d.people,
+            d.service_dn,
+            d.service_password,
+            ms + 2000,
+        );
+        Config::parse(&text).map(|c| c.directories).map_err(err)
     }
 }

@@ -331,10 +331,17 @@ pub async fn run(servers: &[&dyn DemoServer], opts: &DemoOptions) -> Result<Repo
         .map_err(|e| LabError::Baseline(e.to_string()))?;
     let all = scenarios(opts.quick, cal.capacity)?;
     let picked = |name: &str| opts.only.is_empty() || opts.only.iter().any(|o| o == name);
+    let in_directory =
+        |text: &str| Scenario::parse(text, None).is_ok_and(|s| s.demo.directory.is_some());
     let known: Vec<String> = all
         .iter()
-        .chain(&directory_scenarios(false)?)
         .map(|s| s.raw.name.clone())
+        .chain(
+            BUILTIN
+                .iter()
+                .filter(|(_, t)| in_directory(t))
+                .map(|(n, _)| (*n).to_owned()),
+        )
         .chain([acct_storm::SECTION.to_owned()])
         .collect();
     if let Some(o) = opts.only.iter().find(|o| !known.contains(o)) {
@@ -458,7 +465,7 @@ pub async fn run(servers: &[&dyn DemoServer], opts: &DemoOptions) -> Result<Repo
         true => accounting_storm(servers, &all, &clients, cal.iterations, opts).await?,
         false => None,
     };
-    let (slow, slow_note) = slow_directory(servers, opts, &picked).await?;
+    let (slow, slow_note) = slow_directory(servers, opts).await?;
     let mut notes = vec![
         format!(
             "Client secrets are stored as PBKDF2-HMAC-SHA256 with {} iterations (demo cost, chosen so one verification takes about {:.1} ms on this machine; the production default is 600,000). Estimated hashing capacity with all {} cores (single-stream PBKDF2, which is what the baseline runs): {:.0} verifications/s; the overload scenario offers twice that. The machine is shared, so absolute rates are noisy: compare the two servers within one report.",
@@ -575,13 +582,18 @@ async fn accounting_storm(
     Ok((!found.is_empty()).then(|| acct_storm::report(&found)))
 }
 
-/// The built-in scenarios with `[demo.directory]`; `--quick` halves their runs and leaves
-/// out those with `quick = false`.
-pub fn directory_scenarios(quick: bool) -> Result<Vec<Scenario>, LabError> {
+/// The built-in scenarios with `[demo.directory]` the demo runs: those `only` names, or
+/// with no names every one not `on_request` (under `quick`, not `quick = false` either);
+/// `quick` halves their runs.
+pub fn directory_scenarios(quick: bool, only: &[String]) -> Result<Vec<Scenario>, LabError> {
     let mut out = Vec::new();
-    for (_, text) in BUILTIN {
+    for (name, text) in BUILTIN {
         let mut s = Scenario::parse(text, None)?;
-        if s.demo.directory.is_none() || (quick && !s.demo.quick) {
+        let wanted = match only.is_empty() {
+            true => !s.demo.on_request && (!quick || s.demo.quick),
+            false => only.iter().any(|o| o == name),
+        };
+        if s.demo.directory.is_none() || !wanted {
             continue;
         }
         if quick {
@@ -597,10 +609,8 @@ pub fn directory_scenarios(quick: bool) -> Result<Vec<Scenario>, LabError> {
 async fn slow_directory(
     servers: &[&dyn DemoServer],
     opts: &DemoOptions,
-    picked: &dyn Fn(&str) -> bool,
 ) -> Result<(Option<directory::DirectorySection>, Option<String>), LabError> {
-    let mut scns = directory_scenarios(opts.quick)?;
-    scns.retain(|s| picked(&s.raw.name));
+    let scns = directory_scenarios(opts.quick, &opts.only)?;
     if scns.is_empty() || !servers.iter().any(|s| s.speaks_directory()) {
         return Ok((None, None));
     }

@@ -496,6 +496,8 @@ pub struct DemoSpec {
     pub generated_secrets: bool,
     /// The demo makes the EAP certificates.
     pub eap_pki: bool,
+    /// Run only when `demo --only` names it.
+    pub on_request: bool,
     /// The users live in a directory behind the delaying relay (`[demo.directory]`).
     pub directory: Option<DirectorySpec>,
 }
