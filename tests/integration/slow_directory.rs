@@ -28,6 +28,7 @@ const FIELDS: &[&str] = &[
     "failed binds held by the directory (most at once)",
     "worker pool during the attack",
     "victim in slapd",
+    "verdict",
 ];
 
 /// The section's table from `summary.json`: one map (column -> cell) per row.

@@ -459,6 +459,39 @@ fn figures(
     }
 }
 
+/// Retention the issue asks for: honest logins/s beside the guessers over without.
+pub const RETENTION_GOAL: f64 = 0.95;
+
+/// One row's verdict against issue 40's bar: honest users keep at least
+/// [`RETENTION_GOAL`] of their logins; the victim is not locked and its owner logs in.
+pub fn verdict(r: &DirectoryRun) -> String {
+    let mut parts = Vec::new();
+    if let Some(k) = r.retention {
+        parts.push(if k >= RETENTION_GOAL {
+            format!("PASS: honest users kept {:.0}% of their logins", k * 100.0)
+        } else {
+            format!(
+                "FAIL: honest users kept {:.0}% of their logins (goal {:.0}%)",
+                k * 100.0,
+                RETENTION_GOAL * 100.0
+            )
+        });
+    }
+    match r.victim_locked {
+        Some(false) if r.honest_successes > 0 => {
+            parts.push("PASS: victim not locked, its owner logged in".into());
+        }
+        Some(false) => parts.push("FAIL: victim not locked but its owner never logged in".into()),
+        Some(true) => parts.push("FAIL: the guesses locked the victim in the directory".into()),
+        None => {}
+    }
+    if parts.is_empty() {
+        "-".into()
+    } else {
+        parts.join("; ")
+    }
+}
+
 /// The section's table: one row per server and scenario.
 pub fn table(runs: &[DirectoryRun]) -> Option<Table> {
     if runs.is_empty() {
@@ -499,6 +532,7 @@ pub fn table(runs: &[DirectoryRun]) -> Option<Table> {
                     Some(false) => "not locked".into(),
                     None => "-".into(),
                 },
+                verdict(r),
             ]
         })
         .collect();
@@ -516,10 +550,45 @@ pub fn table(runs: &[DirectoryRun]) -> Option<Table> {
             "failed binds held by the directory (most at once)",
             "worker pool during the attack",
             "victim in slapd",
+            "verdict",
         ]
         .map(String::from)
         .to_vec(),
         rows,
-        note: "The users live in OpenLDAP slapd (Debian's, as scripts/slapd builds it) behind the lab's relay, which answers every failed bind late (report 000's back office); each server is given a fresh slapd and relay and checks passwords there: Portcullis through its upstream directory, FreeRADIUS through rlm_ldap (search with a service account, then a bind as the user). Retention is honest logins/s with the guessers over without. The victim's lock state is a bind of its right password straight to slapd after the run.".into(),
+        note: "Verdicts against issue 40's bar: retention of at least 0.95, the victim not locked. The users live in OpenLDAP slapd (Debian's, as scripts/slapd builds it) behind the lab's relay, which answers every failed bind late (report 000's back office); each server is given a fresh slapd and relay and checks passwords there: Portcullis through its upstream directory, FreeRADIUS through rlm_ldap (search with a service account, then a bind as the user). Retention is honest logins/s with the guessers over without. The victim's lock state is a bind of its right password straight to slapd after the run.".into(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(retention: Option<f64>, locked: Option<bool>, successes: u64) -> DirectoryRun {
+        DirectoryRun {
+            server: "s".into(),
+            scenario: "x".into(),
+            alone_per_s: retention.map(|_| 10.0),
+            attacked_per_s: retention.map_or(1.0, |k| 10.0 * k),
+            retention,
+            honest_timeout_rate: 0.0,
+            honest_p99_ms: 1.0,
+            honest_successes: successes,
+            honest_refusals: 0,
+            relay: RelayCounts::default(),
+            pool: None,
+            victim_locked: locked,
+        }
+    }
+
+    #[test]
+    fn verdicts_hold_each_row_to_the_issues_bar() {
+        assert!(verdict(&run(Some(0.96), None, 5)).starts_with("PASS"));
+        assert!(verdict(&run(Some(0.94), None, 5)).starts_with("FAIL"));
+        assert!(verdict(&run(None, Some(false), 3)).starts_with("PASS"));
+        assert!(verdict(&run(None, Some(false), 0)).starts_with("FAIL"));
+        assert!(verdict(&run(None, Some(true), 3)).starts_with("FAIL"));
+        assert_eq!(verdict(&run(None, None, 3)), "-");
+        let t = table(&[run(Some(0.5), None, 1)]).unwrap();
+        assert_eq!(t.rows[0].len(), t.columns.len());
+    }
 }
