@@ -154,3 +154,188 @@ async fn failover_then_a_stopped_directory_refuses_fast_and_local_users_go_on() 
         "within check_ms"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn password_grant_and_ttls_pap_in_search_mode_over_ldaps() {
+    use portcullis_eap::peer::{Credentials, Peer};
+    use rustls::pki_types::ServerName;
+    use zeroize::Zeroizing;
+
+    use crate::eap_support::{Login, Pki, client_config, login};
+
+    let slapd = Slapd::start(&[]);
+    let url = slapd.get("ldaps_url").to_owned();
+    assert!(url.starts_with("ldaps://"), "{url}");
+    let dir = slapd.search(&[&url]);
+    let pki = Pki::new(&[]);
+    let eap = pki.eap_config(|_| {});
+    let r = start_radius("127.0.0.1:0", "127.0.0.0/8", move |c| {
+        c.radius.reject_delay = Duration::from_millis(100);
+        c.radius.eap = Some(eap);
+        with_directory(c, &dir);
+    })
+    .await;
+    // OAuth password grant.
+    let client =
+        r.s.add_client("app", &[portcullis_store::Grant::Password], &[])
+            .await;
+    let grant = |user: &str, password: &str| {
+        crate::server_support::form(&[
+            ("grant_type", "password"),
+            ("username", user),
+            ("password", password),
+        ])
+    };
+    let ok =
+        r.s.post(
+            "/oauth2/token",
+            Some(("app", &client)),
+            &grant("user3", "password3"),
+        )
+        .await;
+    assert_eq!(ok.status, 200, "{}", ok.error());
+    let bad =
+        r.s.post(
+            "/oauth2/token",
+            Some(("app", &client)),
+            &grant("user3", "password4"),
+        )
+        .await;
+    assert_eq!(bad.status, 400);
+    assert_eq!(bad.error(), "invalid_grant");
+    // EAP-TTLS with inner PAP.
+    let nas = Nas::bind("127.0.0.1:0", r.addr).await;
+    let mut salt = 0;
+    for (password, accepted) in [("password5", true), ("password6", false)] {
+        let creds = Credentials::TtlsPap {
+            user: "user5".into(),
+            password: Zeroizing::new(password.as_bytes().to_vec()),
+        };
+        let mut peer = Peer::new(
+            client_config(&pki, None),
+            ServerName::try_from("radius.test").unwrap(),
+            "anonymous",
+            creds,
+        );
+        let got = login(&nas, &mut peer, "02-00-00-00-00-05", &mut salt).await;
+        assert_eq!(
+            matches!(got, Login::Accepted { .. }),
+            accepted,
+            "TTLS/PAP with {password}"
+        );
+    }
+    let status = r.s.get("/status.json").await.json();
+    assert_eq!(status["directories"][0]["mode"], "search");
+    assert_eq!(
+        status["directories"][0]["servers"][0]["answered"], 4,
+        "{status}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_guessing_stations_do_not_lock_the_user_in_slapd() {
+    let slapd = Slapd::start(&["--ppolicy", "5"]);
+    let url = slapd.get("ldap_url").to_owned();
+    let mut dir = slapd.dn_template(&[&url]);
+    dir = dir.replace(
+        "name = \"corp\"\n",
+        "name = \"corp\"\nfailure_budget = 3\nlockout_threshold = 5\n",
+    );
+    let r = start_radius("127.0.0.1:0", "127.0.0.0/8", |c| {
+        c.radius.reject_delay = Duration::from_millis(100);
+        with_directory(c, &dir);
+    })
+    .await;
+    let nas = Nas::bind("127.0.0.1:0", r.addr).await;
+    // The user's own station logs in first: it becomes trusted for user1.
+    assert_eq!(
+        pap(&nas, 1, "user1", "password1", "home").await,
+        Some(Code::AccessAccept)
+    );
+    // 50 stations, two wrong guesses each, all at once.
+    let guesses = 100u16;
+    for k in 0..guesses {
+        let req = Nas::access_request(
+            (k % 200 + 2) as u8,
+            u64::from(k) + 1000,
+            "user1",
+            &format!("guess-{k}"),
+            &format!("attacker-{}", k % 50),
+            &[],
+        );
+        nas.send(&req.bytes).await;
+    }
+    let mut answered = 0;
+    while answered < guesses {
+        let raw = nas
+            .recv(Duration::from_secs(20))
+            .await
+            .expect("every guess is answered");
+        assert_eq!(raw[0], 3, "a guess never logs in (3: Access-Reject)");
+        answered += 1;
+    }
+    assert!(!slapd.locked("user1"), "guesses through us locked the user");
+    assert_eq!(
+        pap(&nas, 250, "user1", "password1", "home").await,
+        Some(Code::AccessAccept),
+        "the user's trusted station still logs in"
+    );
+    let status = r.s.get("/status.json").await.json();
+    let binds = status["directories"][0]["servers"][0]["answered"]
+        .as_u64()
+        .unwrap();
+    // Two logins and at most the failure budget of guesses reached the directory.
+    assert!(binds <= 5, "{binds} binds reached slapd: {status}");
+    assert!(!slapd.locked("user1"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_cache_a_cached_user_logs_in_while_the_directory_is_down() {
+    let slapd = Slapd::start(&[]);
+    let url = slapd.get("ldap_url").to_owned();
+    let mut dir = slapd.dn_template(&[&url]);
+    dir = dir.replace(
+        "name = \"corp\"\n",
+        "name = \"corp\"\ncache_max_age_secs = 3600\n",
+    );
+    dir.push_str("[directory.timeouts]\ncheck_ms = 3000\nconnect_ms = 1000\n");
+    let r = start_radius("127.0.0.1:0", "127.0.0.0/8", |c| {
+        c.radius.reject_delay = Duration::from_millis(100);
+        with_directory(c, &dir);
+    })
+    .await;
+    let nas = Nas::bind("127.0.0.1:0", r.addr).await;
+    assert_eq!(
+        pap(&nas, 1, "user1", "password1", "st-1").await,
+        Some(Code::AccessAccept)
+    );
+    // The hash is made on the pool's background queue after the answer: wait for it.
+    let started = Instant::now();
+    while r.s.server.parts().verifier.cached_credentials() == 0 {
+        assert!(started.elapsed() < Duration::from_secs(20), "never cached");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    slapd.stop();
+    assert_eq!(
+        pap(&nas, 2, "user1", "password1", "st-1").await,
+        Some(Code::AccessAccept),
+        "the cached user logs in while slapd is down"
+    );
+    assert_eq!(
+        pap(&nas, 3, "user1", "wrong", "st-1").await,
+        Some(Code::AccessReject),
+        "a wrong password against the cache is refused"
+    );
+    // A user never cached: unavailable (silence).
+    let req = Nas::access_request(4, 4 << 8, "user2", "password2", "st-2", &[]);
+    nas.send(&req.bytes).await;
+    loop {
+        let status = r.s.get("/status.json").await.json();
+        if status["radius"]["nas"]["lab"]["dropped"]["directory_unavailable"] == 1 {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "{status}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(nas.nothing_queued());
+}
