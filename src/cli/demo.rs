@@ -14,8 +14,8 @@ pub struct DemoArgs {
     /// Output directory (default ./lab-out/demo-<UTC time>).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Short version: fewer, shorter scenarios (about 3 minutes in all on 2 cores with
-    /// FreeRADIUS installed).
+    /// Short version: fewer, shorter scenarios (under 2 minutes in all on 2 cores with
+    /// FreeRADIUS installed; the full demo about 7).
     #[arg(long)]
     pub quick: bool,
     /// No live progress line.
@@ -67,7 +67,14 @@ pub fn run(args: DemoArgs) -> ExitCode {
             ""
         }
     );
-    let mut report = match rt.block_on(demo::run(&servers, &opts)) {
+    // Each part's tables as it ends (the headline first), so the terminal shows results
+    // within the first minute rather than one report at the end.
+    let mut print = |part: &demo::Finished| {
+        for t in &part.tables {
+            println!("\n{}", t.to_text());
+        }
+    };
+    let mut report = match rt.block_on(demo::run(&servers, &opts, &mut print)) {
         Ok(r) => r,
         Err(e) => return super::fail(e),
     };
