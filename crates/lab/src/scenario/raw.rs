@@ -473,8 +473,7 @@ pub struct RawDemo {
     /// fills in `eap.ca`, `eap.cert` and `eap.key` (the file may then leave them out).
     #[serde(default)]
     pub eap_pki: Option<bool>,
-    /// With `[demo.directory]`: run only when `portcullis demo --only` names it (default
-    /// false).
+    /// Run only when `portcullis demo --only` names it (default false).
     #[serde(default)]
     pub on_request: Option<bool>,
     /// `[demo.directory]`: the users live in a directory (slapd behind the lab's delaying

@@ -1,0 +1,64 @@
+//! The accounting storm's control (issue 41 item 8): a UDP listener in the demo's process
+//! that answers every Accounting-Request signed with the demo's secret at once with a valid Accounting-Response and
+//! stores nothing, so the lab's storm generator does its sending, receiving and checking
+//! while the server does no accounting work.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use portcullis_lab::LabError;
+use portcullis_radius::acct::{check_accounting_request, encode_accounting_response};
+use portcullis_radius::packet::Packet;
+use tokio::net::UdpSocket;
+
+/// A started stub; stopped by [`AckStub::stop`] or when dropped.
+pub struct AckStub {
+    addr: SocketAddr,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl AckStub {
+    /// Listen on a free loopback port, answering requests signed with `secret`.
+    pub async fn start(secret: &[u8]) -> Result<AckStub, LabError> {
+        let io = |e: std::io::Error| LabError::Target(format!("accounting stub: {e}"));
+        let sock = Arc::new(UdpSocket::bind("127.0.0.1:0").await.map_err(io)?);
+        let addr = sock.local_addr().map_err(io)?;
+        let secret = secret.to_vec();
+        let task = tokio::spawn(async move {
+            let mut buf = vec![0u8; 4096];
+            loop {
+                let Ok((n, from)) = sock.recv_from(&mut buf).await else {
+                    continue;
+                };
+                // Checked as a server checks it (a wrong secret is dropped), so the
+                // control's cost per record is the server's minus storing it.
+                let Ok(p) = Packet::parse(&buf[..n]) else {
+                    continue;
+                };
+                if check_accounting_request(&p, &secret).is_err() {
+                    continue;
+                }
+                if let Ok(reply) = encode_accounting_response(&p, &secret) {
+                    let _ = sock.send_to(&reply, from).await;
+                }
+            }
+        });
+        Ok(AckStub { addr, task })
+    }
+
+    /// `radius://127.0.0.1:port`.
+    pub fn url(&self) -> String {
+        format!("radius://{}", self.addr)
+    }
+
+    /// Stop answering.
+    pub fn stop(self) {
+        self.task.abort();
+    }
+}
+
+impl Drop for AckStub {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
