@@ -1,7 +1,9 @@
 //! The accounting storm's control (issue 41 item 8): a UDP listener in the demo's process
 //! that answers every Accounting-Request signed with the demo's secret at once with a valid Accounting-Response and
 //! stores nothing, so the lab's storm generator does its sending, receiving and checking
-//! while the server does no accounting work.
+//! while the server does no accounting work. Given the rate the server acknowledged, it
+//! answers no more than that and drops the rest (as the server sheds them), so the
+//! generator sends, retransmits and receives as it did against the server.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -18,14 +20,18 @@ pub struct AckStub {
 }
 
 impl AckStub {
-    /// Listen on a free loopback port, answering requests signed with `secret`.
-    pub async fn start(secret: &[u8]) -> Result<AckStub, LabError> {
+    /// Listen on a free loopback port, answering requests signed with `secret`, at most
+    /// `max_rate` per second when given.
+    pub async fn start(secret: &[u8], max_rate: Option<f64>) -> Result<AckStub, LabError> {
         let io = |e: std::io::Error| LabError::Target(format!("accounting stub: {e}"));
         let sock = Arc::new(UdpSocket::bind("127.0.0.1:0").await.map_err(io)?);
         let addr = sock.local_addr().map_err(io)?;
         let secret = secret.to_vec();
         let task = tokio::spawn(async move {
             let mut buf = vec![0u8; 4096];
+            // A token bucket holding a tenth of a second's answers.
+            let burst = max_rate.map_or(0.0, |r| (r / 10.0).max(1.0));
+            let (mut tokens, mut last) = (burst, std::time::Instant::now());
             loop {
                 let Ok((n, from)) = sock.recv_from(&mut buf).await else {
                     continue;
@@ -37,6 +43,15 @@ impl AckStub {
                 };
                 if check_accounting_request(&p, &secret).is_err() {
                     continue;
+                }
+                if let Some(rate) = max_rate {
+                    let now = std::time::Instant::now();
+                    tokens = (tokens + rate * now.duration_since(last).as_secs_f64()).min(burst);
+                    last = now;
+                    if tokens < 1.0 {
+                        continue;
+                    }
+                    tokens -= 1.0;
                 }
                 if let Ok(reply) = encode_accounting_response(&p, &secret) {
                     let _ = sock.send_to(&reply, from).await;
