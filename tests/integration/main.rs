@@ -62,6 +62,7 @@ mod server_interop;
 mod server_malformed;
 mod server_support;
 mod service;
+mod slow_directory;
 mod status_page;
 mod store_cli;
 mod tls_cli;

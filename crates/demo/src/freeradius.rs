@@ -118,6 +118,11 @@ impl DemoServer for FreeRadiusServer {
         true
     }
 
+    fn speaks_directory(&self) -> bool {
+        // rlm_ldap comes in Debian's freeradius-ldap, a package of its own.
+        Path::new("/usr/lib/freeradius/rlm_ldap.so").is_file()
+    }
+
     fn start(&self, setup: Setup) -> BoxFuture<Result<Started, LabError>> {
         let n = self.starts.fetch_add(1, Ordering::Relaxed);
         let binary = self.binary.clone();
@@ -134,7 +139,7 @@ impl DemoServer for FreeRadiusServer {
                     .await
                     .map_err(|e| fr_err(e.to_string()))?
             };
-            let port = match prepared {
+            let (port, status_port) = match prepared {
                 Ok(p) => p,
                 Err(e) => {
                     let _ = std::fs::remove_dir_all(&dir);
@@ -154,12 +159,16 @@ impl DemoServer for FreeRadiusServer {
                 return Err(e);
             }
             let url = format!("radius://127.0.0.1:{port}");
+            let pid = running.child.id();
             Ok(Started {
                 url: url.clone(),
                 metrics: "off".into(),
                 radius: Some(url),
                 replies_lack_message_authenticator: lacks_ma,
                 accounting: None,
+                pool_state: status_port.map(|p| -> super::PoolProbe {
+                    std::sync::Arc::new(move || super::freeradius_status::sample(p, pid))
+                }),
                 stop: Box::new(move || -> BoxFuture<()> {
                     Box::pin(async move {
                         let _ = tokio::task::spawn_blocking(move || running.stop()).await;
@@ -239,8 +248,9 @@ fn spawn(binary: &Path, dir: &Path) -> Result<Child, LabError> {
         .map_err(|e| fr_err(format!("{}: {e}", binary.display())))
 }
 
-/// Write the configuration into `dir`; returns the port it will listen on.
-fn prepare(dir: &Path, setup: &Setup) -> Result<u16, LabError> {
+/// Write the configuration into `dir`; returns the port it will listen on, and its status
+/// server's (in front of a directory only).
+fn prepare(dir: &Path, setup: &Setup) -> Result<(u16, Option<u16>), LabError> {
     let secret = setup
         .radius_secret
         .as_deref()
@@ -263,11 +273,13 @@ fn prepare(dir: &Path, setup: &Setup) -> Result<u16, LabError> {
     // Keep only what PAP needs (and EAP, for the 802.1X section): no SQL/LDAP/MS-CHAP,
     // our own virtual servers.
     let eap = setup.eap.is_some();
+    let ldap = setup.directory.is_some();
     for entry in std::fs::read_dir(dir.join("mods-enabled")).map_err(fr_err)? {
         let entry = entry.map_err(fr_err)?;
         let name = entry.file_name();
         let keep = matches!(name.to_str(), Some("pap" | "files" | "always" | "expr"))
             || (eap && name.to_str() == Some("eap"));
+        let keep = keep && !(ldap && name.to_str() == Some("files"));
         if !keep {
             std::fs::remove_file(entry.path()).map_err(fr_err)?;
         }
@@ -275,17 +287,20 @@ fn prepare(dir: &Path, setup: &Setup) -> Result<u16, LabError> {
     for entry in std::fs::read_dir(dir.join("sites-enabled")).map_err(fr_err)? {
         std::fs::remove_file(entry.map_err(fr_err)?.path()).map_err(fr_err)?;
     }
-    // A free port now; the kernel does not hand it out again this soon.
-    let port = std::net::UdpSocket::bind("127.0.0.1:0")
-        .and_then(|s| s.local_addr())
-        .map_err(fr_err)?
-        .port();
+    let port = free_udp_port()?;
+    let mut status_port = None;
     let site = format!(
         "server demo {{\n  listen {{\n    type = auth\n    ipaddr = 127.0.0.1\n    port = {port}\n  }}\n  authorize {{\n    files\n    pap\n  }}\n  authenticate {{\n    Auth-Type PAP {{\n      pap\n    }}\n  }}\n}}\n"
     );
-    match &setup.eap {
-        Some(e) => super::freeradius_eap::configure(dir, e, port)?,
-        None => write(&dir.join("sites-enabled/demo"), &site)?,
+    match (&setup.eap, &setup.directory) {
+        (Some(e), _) => super::freeradius_eap::configure(dir, e, port)?,
+        (None, Some(d)) => {
+            super::freeradius_ldap::configure(dir, d, port)?;
+            let status = free_udp_port()?;
+            super::freeradius_status::configure(dir, status)?;
+            status_port = Some(status);
+        }
+        (None, None) => write(&dir.join("sites-enabled/demo"), &site)?,
     }
     write(
         &dir.join("clients.conf"),
@@ -303,7 +318,15 @@ fn prepare(dir: &Path, setup: &Setup) -> Result<u16, LabError> {
     for sub in ["run", "log"] {
         std::fs::create_dir_all(dir.join(sub)).map_err(fr_err)?;
     }
-    Ok(port)
+    Ok((port, status_port))
+}
+
+/// A free UDP port now; the kernel does not hand it out again this soon.
+fn free_udp_port() -> Result<u16, LabError> {
+    std::net::UdpSocket::bind("127.0.0.1:0")
+        .and_then(|s| s.local_addr())
+        .map_err(fr_err)
+        .map(|a| a.port())
 }
 
 /// The packaged radiusd.conf, run as the invoking user (no `user`/`group` switch) with

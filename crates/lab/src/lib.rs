@@ -15,6 +15,8 @@
 //! - [`eap`]: the 802.1X driver (whole EAP-TLS and EAP-TTLS/PAP logins inside RADIUS,
 //!   each client a station with its own TLS session cache; keys of every accept checked).
 //! - [`jwt`]: JWKS parsing and RFC 9068 token checks (Ed25519), bound to the asking client.
+//! - [`relay`]: a directory that answers failed binds late (report 000's back office): a TCP
+//!   relay in front of slapd that holds failed BindResponses.
 //! - [`record`]: outcomes, HdrHistograms, per-second series.
 //! - [`scrape`]: the server's Prometheus `/metrics`, as per-second figures.
 //! - [`runner`]: executes a scenario (groups, ticker, caps, repeats, thresholds).
@@ -38,6 +40,7 @@ pub mod outcome;
 pub mod radius;
 pub mod radius_acct;
 pub mod record;
+pub mod relay;
 pub mod report;
 pub mod runner;
 pub mod safety;

@@ -250,3 +250,64 @@ honour_retry_after = false
     assert_eq!(s.whoami("user2", "password2"), 0);
     assert_eq!(s.whoami("user3", "password3"), 0);
 }
+
+/// The delaying relay in front of a real slapd (issue 40, report 000's back office): a
+/// right password binds through it, a wrong one is answered with slapd's 49 no sooner than
+/// the hold; five wrong binds through it lock the user under ppolicy (the relay holds the
+/// answers, not the binds), which the lab's probe (`simple_bind`, straight to slapd) and
+/// `ldapwhoami` agree on, while another user still binds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_relay_holds_slapds_failed_binds_and_the_probe_agrees_with_ldapwhoami() {
+    use portcullis_lab::relay::{Relay, RelayConfig, simple_bind};
+    use std::time::{Duration, Instant};
+
+    let slapd = Slapd::start(&[
+        "--users",
+        "3",
+        "--ppolicy",
+        "5",
+        "--pbkdf2-iterations",
+        "1000",
+    ]);
+    let port: u16 = slapd.get("port").parse().unwrap();
+    let direct = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let hold = Duration::from_millis(300);
+    let relay = Relay::start(
+        "127.0.0.1:0".parse().unwrap(),
+        RelayConfig {
+            upstream: direct,
+            failed_bind_delay: hold,
+        },
+    )
+    .await
+    .unwrap();
+    let dn = |u: &str| slapd.get("user_dn_template").replace("{user}", u);
+    let t = Duration::from_secs(20);
+    assert_eq!(
+        simple_bind(relay.addr(), &dn("user2"), "password2", t).await,
+        Ok(0)
+    );
+    for _ in 0..5 {
+        let started = Instant::now();
+        let code = simple_bind(relay.addr(), &dn("user1"), "guess", t).await;
+        assert_eq!(code, Ok(49));
+        assert!(
+            started.elapsed() >= hold,
+            "answered after {:?}",
+            started.elapsed()
+        );
+    }
+    let c = relay.counts();
+    assert_eq!((c.binds_succeeded, c.binds_failed, c.undecoded), (1, 5, 0));
+    // Locked: the right password is refused, by the probe and by ldapwhoami alike.
+    assert_eq!(
+        simple_bind(direct, &dn("user1"), "password1", t).await,
+        Ok(49)
+    );
+    assert_eq!(slapd.whoami("user1", "password1"), 49);
+    assert_eq!(
+        simple_bind(direct, &dn("user2"), "password2", t).await,
+        Ok(0)
+    );
+    assert_eq!(slapd.whoami("user2", "password2"), 0);
+}

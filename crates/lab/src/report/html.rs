@@ -74,28 +74,41 @@ pub fn render(r: &Report) -> String {
         r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{t}</title><style>{CSS}</style></head><body><h1>{t}</h1>"#,
         t = esc(&r.title),
     );
+    // Figures first (the verdicts, then the side-by-side tables), explanations after:
+    // a reader sees what happened before reading how it was measured.
     let targets = r.verdicts_by_target();
     if targets.len() > 1 {
-        o.push_str("<p>Verdict by target:");
+        o.push_str("<h2>Verdict by target</h2><table><tr><th>target</th><th>verdict</th><th>scenarios passed</th></tr>");
         for (t, passed, total) in &targets {
             let _ = write!(
                 o,
-                " <b>{}</b> {} ({passed} of {total} scenarios passed);",
+                "<tr><td>{}</td><td>{}</td><td>{passed} of {total}</td></tr>",
                 esc(t),
                 verdict(passed == total)
             );
         }
-        o.push_str("</p>");
+        o.push_str("</table>");
     } else {
         let _ = write!(o, "<p>Overall: {}</p>", verdict(r.passed()));
-    }
-    for n in &r.notes {
-        let _ = write!(o, r#"<p class="note">{}</p>"#, esc(n));
     }
     for t in &r.tables {
         table(&mut o, t);
     }
     headline(&mut o, r);
+    if !r.notes.is_empty() || r.tables.iter().any(|t| !t.note.is_empty()) {
+        o.push_str("<h2>How these were measured</h2>");
+    }
+    for n in &r.notes {
+        let _ = write!(o, r#"<p class="note">{}</p>"#, esc(n));
+    }
+    for t in r.tables.iter().filter(|t| !t.note.is_empty()) {
+        let _ = write!(
+            o,
+            r#"<p class="note"><b>{}</b>: {}</p>"#,
+            esc(&t.title),
+            esc(&t.note)
+        );
+    }
     for s in &r.sections {
         section(&mut o, s);
     }
@@ -138,7 +151,8 @@ fn table(o: &mut String, t: &Table) {
         }
         o.push_str("</tr>");
     }
-    let _ = write!(o, r#"</table><p class="note">{}</p>"#, esc(&t.note));
+    // Its note (how it was measured) comes after every table, under the explanations.
+    o.push_str("</table>");
 }
 
 fn headline(o: &mut String, r: &Report) {

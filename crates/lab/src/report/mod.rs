@@ -47,6 +47,35 @@ pub struct Table {
     pub note: String,
 }
 
+impl Table {
+    /// The table as aligned plain text (title, header, rows; no note), for a terminal.
+    pub fn to_text(&self) -> String {
+        let mut widths: Vec<usize> = self.columns.iter().map(|c| c.chars().count()).collect();
+        for row in &self.rows {
+            for (i, cell) in row.iter().enumerate() {
+                match widths.get_mut(i) {
+                    Some(w) => *w = (*w).max(cell.chars().count()),
+                    None => widths.push(cell.chars().count()),
+                }
+            }
+        }
+        let line = |cells: &[String]| {
+            let padded: Vec<String> = cells
+                .iter()
+                .enumerate()
+                .map(|(i, c)| format!("{c:<w$}", w = widths.get(i).copied().unwrap_or(0)))
+                .collect();
+            padded.join(" | ").trim_end().to_string()
+        };
+        let mut out = format!("== {} ==\n{}\n", self.title, line(&self.columns));
+        for row in &self.rows {
+            out.push_str(&line(row));
+            out.push('\n');
+        }
+        out
+    }
+}
+
 /// One scenario run against one or more targets.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Section {

@@ -211,7 +211,15 @@ fn side_by_side_report_is_judged_per_target() {
         vec![("baseline".into(), 0, 1), ("portcullis".into(), 1, 1)]
     );
     let html = html::render(&rep);
-    assert!(html.contains("Verdict by target:"), "no per-target verdict");
+    assert!(
+        html.contains("<h2>Verdict by target</h2>"),
+        "no per-target verdict"
+    );
+    assert!(
+        html.contains(
+            "<td>portcullis</td><td><span class=\"pass\">PASS</span></td><td>1 of 1</td>"
+        )
+    );
     assert!(
         !html.contains("Overall:"),
         "a demo must not be judged as one run"
@@ -306,5 +314,39 @@ fn issue_39_ldap_figures_reach_groups_csv_and_html() {
     assert!(
         html.contains(r#"<td class="fail">user1</td>"#),
         "lockout shown"
+    );
+}
+
+/// Issue 41 item 9: the page opens with figures (the verdict table, then the side-by-side
+/// tables); the notes and each table's note come after every table.
+#[test]
+fn issue_41_tables_come_before_the_explanations() {
+    let html = html::render(&report());
+    let at = |needle: &str| {
+        html.find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} missing from the page"))
+    };
+    let table = at("<h2>Side &lt;by&gt; side</h2>");
+    let note = at("PBKDF2-SHA256 at 10000 iterations");
+    let table_note = at("known note");
+    assert!(table < note, "a note comes before the first table");
+    assert!(table < table_note, "a table's note sits above the tables");
+    assert!(
+        at("<h2>Summary</h2>") < note,
+        "the summary follows the explanations"
+    );
+}
+
+#[test]
+fn table_text_aligns_its_columns() {
+    let t = super::Table {
+        title: "T".into(),
+        columns: vec!["server".into(), "accepts/s".into()],
+        rows: vec![vec!["portcullis".into(), "9".into()]],
+        note: "not shown".into(),
+    };
+    assert_eq!(
+        t.to_text(),
+        "== T ==\nserver     | accepts/s\nportcullis | 9\n"
     );
 }

@@ -16,9 +16,11 @@ use serde::Serialize;
 use crate::LabError;
 use crate::safety;
 
+pub mod directory;
 pub mod ldap;
 mod raw;
 mod validate;
+pub use directory::DirectorySpec;
 pub use ldap::{LdapSpec, ServicePassword, UserBind};
 pub use raw::*;
 
@@ -79,6 +81,18 @@ pub const BUILTIN: &[(&str, &str)] = &[
     (
         "ldap-guessing-wave",
         include_str!("../../../../scenarios/ldap-guessing-wave.toml"),
+    ),
+    (
+        "slow-directory",
+        include_str!("../../../../scenarios/slow-directory.toml"),
+    ),
+    (
+        "slow-directory-oauth",
+        include_str!("../../../../scenarios/slow-directory-oauth.toml"),
+    ),
+    (
+        "directory-lockout",
+        include_str!("../../../../scenarios/directory-lockout.toml"),
     ),
 ];
 
@@ -482,6 +496,10 @@ pub struct DemoSpec {
     pub generated_secrets: bool,
     /// The demo makes the EAP certificates.
     pub eap_pki: bool,
+    /// Run only when `demo --only` names it.
+    pub on_request: bool,
+    /// The users live in a directory behind the delaying relay (`[demo.directory]`).
+    pub directory: Option<DirectorySpec>,
 }
 
 fn bad(msg: impl Into<String>) -> LabError {

@@ -473,6 +473,41 @@ pub struct RawDemo {
     /// fills in `eap.ca`, `eap.cert` and `eap.key` (the file may then leave them out).
     #[serde(default)]
     pub eap_pki: Option<bool>,
+    /// Run only when `portcullis demo --only` names it (default false).
+    #[serde(default)]
+    pub on_request: Option<bool>,
+    /// `[demo.directory]`: the users live in a directory (slapd behind the lab's delaying
+    /// relay) that every server checks passwords against.
+    #[serde(default)]
+    pub directory: Option<RawDirectory>,
+}
+
+/// `[demo.directory]` as written.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDirectory {
+    /// Users `user1` .. `user<users>` in the directory (default: `[principals] count`).
+    #[serde(default)]
+    pub users: Option<usize>,
+    /// How long the relay holds the answer to a failed bind (default `"5s"`).
+    #[serde(default)]
+    pub failed_bind_delay: Option<String>,
+    /// The directory locks an account after this many failed binds (OpenLDAP ppolicy,
+    /// `pwdLockout` TRUE); default none.
+    #[serde(default)]
+    pub ppolicy_max_failure: Option<u32>,
+    /// PBKDF2-SHA256 iterations of the users' stored passwords (default 1000: the
+    /// directory's own cost is not what the scenario is about).
+    #[serde(default)]
+    pub pbkdf2_iterations: Option<u32>,
+    /// A user (`user<n>`) whose lock state is read at the directory after each run, with
+    /// a bind of its right password straight to slapd.
+    #[serde(default)]
+    pub victim: Option<String>,
+    /// Run the groups expected to succeed alone first, so the report gives their
+    /// retention under the attack (default true).
+    #[serde(default)]
+    pub compare_alone: Option<bool>,
 }
 
 fn bad(msg: impl Into<String>) -> LabError {

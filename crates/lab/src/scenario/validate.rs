@@ -764,6 +764,8 @@ impl Scenario {
             tls: raw.demo.tls.unwrap_or(false),
             generated_secrets: raw.demo.generated_secrets.unwrap_or(false),
             eap_pki: raw.demo.eap_pki.unwrap_or(false),
+            on_request: raw.demo.on_request.unwrap_or(false),
+            directory: super::directory::spec(&raw, &driver, &principals, &groups)?,
         };
 
         Ok(Scenario {
