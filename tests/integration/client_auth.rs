@@ -732,6 +732,7 @@ async fn issue_14_shared_ticket_keys_resume_across_instances() {
                         accounting: Vec::new(),
                         radsec: Vec::new(),
                         admin: None,
+                        ldap: Default::default(),
                     },
                     app,
                 )

@@ -459,6 +459,7 @@ async fn two_instances(
                     accounting: Vec::new(),
                     radsec: Vec::new(),
                     admin: None,
+                    ldap: Default::default(),
                 },
                 app,
             )

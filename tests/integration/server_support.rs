@@ -62,6 +62,7 @@ pub async fn start_in(dir: tempfile::TempDir, tweak: impl FnOnce(&mut Config)) -
     let accounting = portcullis_server::radius::acct::bind(&config.radius).unwrap();
     let radsec = portcullis_server::radius::radsec::bind(&config.radius).unwrap();
     let admin = portcullis_server::admin::bind(&config.admin).await.unwrap();
+    let ldap = portcullis_server::ldap::bind(&config.ldap).await.unwrap();
     let app = Assembly::from_data_dir(config, &data, listener.local_addr().unwrap())
         .await
         .unwrap();
@@ -72,6 +73,7 @@ pub async fn start_in(dir: tempfile::TempDir, tweak: impl FnOnce(&mut Config)) -
             accounting,
             radsec,
             admin,
+            ldap,
         },
         app,
     )

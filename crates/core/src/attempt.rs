@@ -46,6 +46,9 @@ pub enum Protocol {
     /// RADIUS accounting (RFC 2866): no credential is checked; its audit events are a
     /// NAS's Accounting-On/Off, refused request classes and (when configured) records.
     RadiusAccounting,
+    /// An LDAP simple bind (issue 39): a user's password, or a service account's
+    /// generated secret (kind client); the LDAP door's own events (searches) too.
+    Ldap,
 }
 
 impl Protocol {
@@ -64,6 +67,7 @@ impl Protocol {
             Protocol::AdminTls => "admin_tls",
             Protocol::OAuthRegistration => "oauth_registration",
             Protocol::RadiusAccounting => "radius_accounting",
+            Protocol::Ldap => "ldap",
         }
     }
 }

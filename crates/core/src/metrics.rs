@@ -70,7 +70,7 @@ pub(crate) struct AttemptMetrics {
 
 const OUTCOMES: [&str; 4] = ["accepted", "rejected", "throttled", "overloaded"];
 const CLASSES: [Class; 3] = [Class::Trusted, Class::Unknown, Class::Suspect];
-const PROTOCOLS: [Protocol; 12] = [
+const PROTOCOLS: [Protocol; 13] = [
     Protocol::OAuthClient,
     Protocol::OAuthPassword,
     Protocol::RadiusPap,
@@ -83,6 +83,7 @@ const PROTOCOLS: [Protocol; 12] = [
     Protocol::AdminTls,
     Protocol::OAuthRegistration,
     Protocol::RadiusAccounting,
+    Protocol::Ldap,
 ];
 
 impl AttemptMetrics {
@@ -128,6 +129,7 @@ impl AttemptMetrics {
             Protocol::AdminTls => 9,
             Protocol::OAuthRegistration => 10,
             Protocol::RadiusAccounting => 11,
+            Protocol::Ldap => 12,
         };
         self.attempts[oi][ci][pi].increment(1);
         if oi == 2 {

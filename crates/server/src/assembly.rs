@@ -1,7 +1,8 @@
 //! The one assembly: from a validated [`Config`] and an opened store, build the parts
 //! every door shares (the verifier, the token issuer's state, audit, metrics, TLS,
 //! shared throttle state, the reload registry) and hand each door the narrow context it
-//! uses ([`Assembly::http`], [`Assembly::admin_context`], [`Assembly::radius_context`]).
+//! uses ([`Assembly::http`], [`Assembly::admin_context`], [`Assembly::radius_context`],
+//! [`Assembly::ldap_context`]).
 //! No door sees this struct; `portcullis serve`, the tests and the demo all start through
 //! [`crate::Server`], which owns one.
 
@@ -19,14 +20,15 @@ use portcullis_door::tls::client_certs::ClientCa;
 use portcullis_door::tls::{TlsServer, TlsSettings};
 use portcullis_door_admin::{AdminContext, AdminDoorConfig};
 use portcullis_door_http::{Deployment, HttpConfig, HttpContext};
+use portcullis_door_ldap::LdapContext;
 use portcullis_door_radius::{RadiusContext, RadiusDoorConfig};
 use portcullis_hash::Peppers;
 use portcullis_oauth::OAuth;
 use portcullis_oauth::cache::ClientCache;
 use portcullis_oauth::keys::{KeyError, KeyManager, unix_now};
 use portcullis_store::{
-    AccountingStore, ClientStore, DataDir, Health, MasterKey, NasStore, RegistrationStore,
-    RevocationStore, SessionStore, SigningKeyStore, Store,
+    AccountingStore, ClientStore, DataDir, GroupStore, Health, MasterKey, NasStore,
+    RegistrationStore, RevocationStore, SessionStore, SigningKeyStore, Store, UserStore,
 };
 use thiserror::Error;
 
@@ -213,6 +215,34 @@ impl Assembly {
             admin_ca: self.admin_ca.clone(),
             tls: self.tls.clone(),
         })
+    }
+
+    /// The LDAP door's context, with its TLS: `[ldap.tls]` checked now, else `[tls]`'s
+    /// certificate (reloaded with it), both without ALPN (LDAP clients send none, or
+    /// not `http/1.1`).
+    pub fn ldap_context(&self) -> Result<Arc<LdapContext>, ServerError> {
+        let tls = match (&self.config.ldap.tls, &self.tls) {
+            (Some(t), _) => Some(
+                portcullis_door::tls::server_config(t, None)
+                    .map_err(|e| ServerError::Config(format!("ldap.tls: {e}")))?
+                    .config,
+            ),
+            (None, Some(t)) => Some(Arc::clone(&t.config)),
+            (None, None) => None,
+        };
+        let tls = tls.map(|c| {
+            let mut c = (*c).clone();
+            c.alpn_protocols = Vec::new();
+            Arc::new(c)
+        });
+        Ok(Arc::new(LdapContext {
+            config: self.config.ldap.clone(),
+            verifier: self.verifier.clone(),
+            users: Arc::clone(&self.store) as Arc<dyn UserStore>,
+            groups: Arc::clone(&self.store) as Arc<dyn GroupStore>,
+            audit: Arc::clone(&self.audit) as Arc<dyn portcullis_core::AuditSink>,
+            tls,
+        }))
     }
 
     /// The RADIUS doors' context.

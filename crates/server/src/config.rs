@@ -52,6 +52,8 @@ pub struct FileConfig {
     pub admin: portcullis_door_admin::config::FileAdmin,
     /// `[registration]`: RFC 7591/7592 dynamic client registration (off by default).
     pub registration: portcullis_oauth::registration::config::FileRegistration,
+    /// `[ldap]`: the LDAP door (issue 39; off unless it has a listener).
+    pub ldap: portcullis_door_ldap::FileLdap,
 }
 
 /// `[server]`
@@ -280,6 +282,8 @@ pub struct Config {
     pub admin: portcullis_door_admin::config::AdminConfig,
     /// Dynamic client registration.
     pub registration: portcullis_oauth::registration::config::RegistrationConfig,
+    /// The LDAP door (no listener: off).
+    pub ldap: portcullis_door_ldap::LdapConfig,
 }
 
 impl Default for Config {
@@ -393,6 +397,7 @@ impl Config {
         let audit = portcullis_door::audit::AuditConfig::from_file(f.audit)?;
         let log = crate::logging::LogConfig::from_file(f.log)?;
         let registration = f.registration.validate()?;
+        let ldap = f.ldap.validate(tls.is_some())?;
         // A method registered clients cannot use would register clients that never get
         // a token: refuse it here instead.
         let offers =
@@ -504,6 +509,7 @@ impl Config {
             log,
             admin,
             registration,
+            ldap,
         })
     }
 }

@@ -7,7 +7,7 @@
 /// with its default value (a test checks that this text parses to the defaults).
 pub fn example() -> String {
     format!(
-        "{EXAMPLE_HEAD}{}{}{}{EXAMPLE_TOKENS}{EXAMPLE_VERIFIER}{EXAMPLE_TAIL}{}{}{}{}{}{}{}",
+        "{EXAMPLE_HEAD}{}{}{}{EXAMPLE_TOKENS}{EXAMPLE_VERIFIER}{EXAMPLE_TAIL}{}{}{}{}{}{}{}{}",
         portcullis_door::tls::config::EXAMPLE,
         portcullis_oauth::client_auth::config::EXAMPLE,
         portcullis_oauth::registration::config::EXAMPLE,
@@ -17,7 +17,8 @@ pub fn example() -> String {
         portcullis_door_radius::acct::config::EXAMPLE,
         portcullis_door::audit::EXAMPLE,
         crate::logging::EXAMPLE,
-        portcullis_door_admin::config::EXAMPLE
+        portcullis_door_admin::config::EXAMPLE,
+        portcullis_door_ldap::config::EXAMPLE
     )
 }
 

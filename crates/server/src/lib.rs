@@ -7,8 +7,8 @@
 //! The doors are crates of their own, each over the narrow context this crate hands it:
 //! `portcullis-door-http` (OAuth token endpoint, registration, status page),
 //! `portcullis-door-admin` (admin API and apply), `portcullis-door-radius` (RADIUS PAP,
-//! 802.1X, accounting, RadSec). They are re-exported here under short names for the
-//! binary and the tests.
+//! 802.1X, accounting, RadSec), `portcullis-door-ldap` (LDAP binds and searches). They
+//! are re-exported here under short names for the binary and the tests.
 //!
 //! Embedding (e.g. `portcullis demo`):
 //!
@@ -44,6 +44,7 @@ pub use portcullis_door::{audit, history, metrics, tls};
 pub use portcullis_door_admin as admin;
 pub use portcullis_door_admin::apply;
 pub use portcullis_door_http as http;
+pub use portcullis_door_ldap as ldap;
 pub use portcullis_door_radius as radius;
 pub use portcullis_oauth as oauth;
 pub use portcullis_oauth::{cache, client_auth, jwt, keys, registration};

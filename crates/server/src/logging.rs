@@ -134,11 +134,30 @@ type SetLevel = Box<dyn Fn(&str) -> Result<(), String> + Send + Sync>;
 
 static SET_LEVEL: std::sync::OnceLock<SetLevel> = std::sync::OnceLock::new();
 
+/// `ldap3_proto` (the LDAP codec under `portcullis-ldap`) logs each message it cannot
+/// decode at `error`: a peer's garbage would become the log's volume. The LDAP door counts
+/// them (`portcullis_ldap_malformed_total`), so its target is off unless `text` (the
+/// filter given) names it.
+fn quiet_codec(filter: tracing_subscriber::EnvFilter, text: &str) -> tracing_subscriber::EnvFilter {
+    if text.contains("ldap3_proto") {
+        return filter;
+    }
+    match "ldap3_proto=off".parse() {
+        Ok(directive) => filter.add_directive(directive),
+        Err(_) => filter,
+    }
+}
+
 /// Install the process's log subscriber (once; later calls do nothing).
 pub fn init(config: &LogConfig) {
+    let env = std::env::var("RUST_LOG").unwrap_or_default();
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .or_else(|_| tracing_subscriber::EnvFilter::try_new(&config.level))
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .map(|f| quiet_codec(f, &env))
+        .or_else(|_| {
+            tracing_subscriber::EnvFilter::try_new(&config.level)
+                .map(|f| quiet_codec(f, &config.level))
+        })
+        .unwrap_or_else(|_| quiet_codec(tracing_subscriber::EnvFilter::new("info"), ""));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -152,7 +171,7 @@ pub fn init(config: &LogConfig) {
     {
         Box::new(move |level: &str| {
             let f = tracing_subscriber::EnvFilter::try_new(level).map_err(|e| e.to_string())?;
-            h.reload(f).map_err(|e| e.to_string())
+            h.reload(quiet_codec(f, level)).map_err(|e| e.to_string())
         })
     }
     let installed = match config.format {

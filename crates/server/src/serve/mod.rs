@@ -5,11 +5,12 @@
 //! the tests and `portcullis demo` all start through here.
 //!
 //! Each door runs until the shared `stop` token is cancelled: the HTTP door
-//! ([`portcullis_door_http::serve::run`]), the admin door, and the RADIUS doors (PAP and
-//! 802.1X, accounting, RadSec). Shutdown: when the future resolves, every door stops
-//! accepting, every connection finishes its in-flight request and closes (idle keep-alive
-//! connections close at once), RADIUS requests finish, and `run` waits for them; then
-//! the core's pool is drained and the audit trail flushed.
+//! ([`portcullis_door_http::serve::run`]), the admin door, the RADIUS doors (PAP and
+//! 802.1X, accounting, RadSec) and the LDAP door. Shutdown: when the future resolves,
+//! every door stops accepting, every connection finishes its in-flight request and closes
+//! (idle keep-alive connections close at once; LDAP connections get a Notice of
+//! Disconnection), RADIUS requests finish, and `run` waits for them; then the core's pool
+//! is drained and the audit trail flushed.
 
 #[cfg(test)]
 mod tests;
@@ -44,6 +45,8 @@ pub struct Listeners {
     pub radsec: Vec<TcpListener>,
     /// The admin API listener (`[admin] listen`); `None`: no admin API.
     pub admin: Option<TcpListener>,
+    /// The LDAP door's listeners (`[ldap] listen`, `listen_tls`); none: no LDAP.
+    pub ldap: portcullis_door_ldap::LdapListeners,
 }
 
 impl Listeners {
@@ -69,12 +72,16 @@ impl Listeners {
         let admin = portcullis_door_admin::bind(&config.admin)
             .await
             .map_err(|e| ServerError::Config(format!("cannot listen for the admin API: {e}")))?;
+        let ldap = portcullis_door_ldap::bind(&config.ldap)
+            .await
+            .map_err(|e| ServerError::Config(format!("cannot listen for LDAP on {e}")))?;
         Ok(Listeners {
             http,
             radius,
             accounting,
             radsec,
             admin,
+            ldap,
         })
     }
 }
@@ -110,8 +117,14 @@ impl Doors {
             accounting,
             radsec,
             admin,
+            ldap,
         } = listeners;
-        if let Err(e) = start_radius(parts, (radius, accounting, radsec), &tracker, &stop).await {
+        let started = match start_radius(parts, (radius, accounting, radsec), &tracker, &stop).await
+        {
+            Ok(()) => start_ldap(parts, ldap, &tracker, &stop),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = started {
             stop.cancel();
             tracker.close();
             tracker.wait().await;
@@ -226,6 +239,23 @@ async fn start_radius(
     Ok(())
 }
 
+/// The LDAP door, when it has a listener, with its status panel.
+fn start_ldap(
+    parts: &Assembly,
+    listeners: portcullis_door_ldap::LdapListeners,
+    tracker: &TaskTracker,
+    stop: &CancellationToken,
+) -> Result<(), ServerError> {
+    if listeners.is_empty() {
+        return Ok(());
+    }
+    let stats = Arc::new(portcullis_door_ldap::stats::Stats::default());
+    parts.http.panels.write().push(Arc::clone(&stats) as _);
+    let door = portcullis_door_ldap::LdapDoor::new(parts.ldap_context()?, stats);
+    tracker.spawn(portcullis_door_ldap::run(door, listeners, stop.clone()));
+    Ok(())
+}
+
 /// Once a second: the status page's history sample, and the audit summaries of ended
 /// rate-limit intervals (so a flood's summary appears even after the flood stops).
 async fn every_second(parts: Arc<Assembly>, stop: CancellationToken) {
@@ -276,6 +306,8 @@ pub struct Server {
     radsec_addrs: Vec<SocketAddr>,
     /// The admin listener's address (`None`: admin API off).
     admin_addr: Option<SocketAddr>,
+    /// The LDAP door's plain and LDAPS addresses (`None`: that listener is off).
+    ldap_addrs: (Option<SocketAddr>, Option<SocketAddr>),
     /// The assembled parts (store access for provisioning, metrics, reload).
     parts: Arc<Assembly>,
     /// The store it opened, closed after the last door stopped (`None`: the caller's).
@@ -322,6 +354,7 @@ impl Server {
             .filter_map(|l| l.local_addr().ok())
             .collect();
         let admin_addr = listeners.admin.as_ref().and_then(|l| l.local_addr().ok());
+        let ldap_addrs = listeners.ldap.addresses();
         let doors = Doors::start(listeners, &parts).await?;
         let stop = CancellationToken::new();
         let signal = stop.clone();
@@ -336,6 +369,7 @@ impl Server {
             accounting_addrs,
             radsec_addrs,
             admin_addr,
+            ldap_addrs,
             parts,
             backend: None,
             stop,
@@ -366,6 +400,17 @@ impl Server {
     /// The admin listener's bound address (`None` when the admin API is off).
     pub fn admin_addr(&self) -> Option<SocketAddr> {
         self.admin_addr
+    }
+
+    /// The LDAP door's plain listener (`ldap://`; `None` when `[ldap] listen` is unset).
+    pub fn ldap_addr(&self) -> Option<SocketAddr> {
+        self.ldap_addrs.0
+    }
+
+    /// The LDAP door's LDAPS listener (`ldaps://`; `None` when `[ldap] listen_tls` is
+    /// unset).
+    pub fn ldaps_addr(&self) -> Option<SocketAddr> {
+        self.ldap_addrs.1
     }
 
     /// The issuer URL, e.g. `http://127.0.0.1:41234`; endpoints hang off it.

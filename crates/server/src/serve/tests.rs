@@ -40,6 +40,7 @@ async fn issue_5_serves_https_with_both_configured_versions() {
             accounting: Vec::new(),
             radsec: Vec::new(),
             admin: None,
+            ldap: Default::default(),
         },
         app,
     )

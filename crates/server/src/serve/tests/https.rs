@@ -45,6 +45,7 @@ async fn plain_or_https(
         accounting: Vec::new(),
         radsec: Vec::new(),
         admin: Some(admin),
+        ldap: Default::default(),
     };
     (dir, Server::launch(listeners, app).await.unwrap())
 }
