@@ -8,7 +8,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::ldap_interop_support::{Apache, Directory, Slapd};
+use crate::ldap_door_support::start_door;
+use crate::ldap_interop_support::{Apache, Slapd};
 
 /// One request: the page, the credentials typed, the status Apache must answer.
 pub type Case = (&'static str, Option<(&'static str, &'static str)>, u16);
@@ -30,9 +31,8 @@ pub const CASES: &[Case] = &[
     ("admins", Some(("user1", "wrong")), 401),
 ];
 
-/// Runs `cases` against Apache in front of `d`; fails with every mismatch and Apache's log.
-pub fn check(d: &Directory, cases: &[Case]) {
-    let apache = Apache::start(d);
+/// Runs `cases` against `apache`; fails with every mismatch and Apache's log.
+pub fn check(apache: &Apache, cases: &[Case]) {
     let wrong: Vec<String> = cases
         .iter()
         .filter_map(|&(page, cred, want)| {
@@ -46,5 +46,24 @@ pub fn check(d: &Directory, cases: &[Case]) {
 #[test]
 fn issue_39_apache_mod_authnz_ldap_against_openldap_slapd() {
     let slapd = Slapd::start(&["--users", "3", "--pbkdf2-iterations", "1000"]);
-    check(&slapd.directory(), CASES);
+    check(&Apache::start(&slapd.directory()), CASES);
+}
+
+/// The door: the same answers, and a user disabled in Portcullis is refused from then on.
+/// (Apache's calls are blocking; the server runs on the runtime's worker threads.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_39_apache_mod_authnz_ldap_against_the_ldap_door() {
+    let door = start_door(3).await;
+    let apache = Apache::start(&door.directory);
+    check(&apache, CASES);
+    let user3 = Some(("user3", "password3"));
+    check(&apache, &[("starttls", user3, 200), ("ldaps", user3, 200)]);
+    door.s
+        .store()
+        .set_user_disabled("user3", true)
+        .await
+        .unwrap();
+    check(&apache, &[("starttls", user3, 401), ("ldaps", user3, 401)]);
+    check(&apache, &[("starttls", Some(("user2", "password2")), 200)]);
+    door.s.server.shutdown().await.unwrap();
 }

@@ -35,6 +35,7 @@ mod hostile;
 mod lab;
 mod lab_eap;
 mod ldap_apache_interop;
+mod ldap_door_support;
 mod ldap_interop_support;
 mod ldap_sssd_interop;
 mod nas_cli;
