@@ -208,6 +208,38 @@ pub fn is_root() -> bool {
     std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
 }
 
+/// Apache on `port` with its files in `root`, once it accepts connections; why not if it
+/// exited first (its port taken, for example).
+fn launch_apache(root: &Path, port: u16, d: &Directory) -> Result<Owned, String> {
+    let conf = root.join("httpd.conf");
+    std::fs::write(&conf, apache_conf(root, port, d)).unwrap();
+    std::fs::set_permissions(&conf, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let child = Command::new("apache2")
+        .arg("-X")
+        .arg("-f")
+        .arg(&conf)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("apache2 (scripts/ldap-clients installs it)");
+    let mut child = Owned(child);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if let Ok(Some(status)) = child.0.try_wait() {
+            let mut err = String::new();
+            let _ = child.0.stderr.take().unwrap().read_to_string(&mut err);
+            return Err(format!("apache2 exited with {status}: {err}"));
+        }
+        assert!(
+            Instant::now() < deadline,
+            "apache2 did not listen on {port}"
+        );
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    Ok(child)
+}
+
 impl Apache {
     /// Start Apache in front of `d`; returns once it accepts connections.
     pub fn start(d: &Directory) -> Apache {
@@ -227,40 +259,15 @@ impl Apache {
         let mut last = String::new();
         for _ in 0..5 {
             let port = free_port();
-            let conf = dir.path().join("httpd.conf");
-            std::fs::write(&conf, apache_conf(dir.path(), port, d)).unwrap();
-            std::fs::set_permissions(&conf, std::os::unix::fs::PermissionsExt::from_mode(0o600))
-                .unwrap();
-            let child = Command::new("apache2")
-                .arg("-X")
-                .arg("-f")
-                .arg(&conf)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("apache2 (scripts/ldap-clients installs it)");
-            let mut child = Owned(child);
-            let deadline = Instant::now() + Duration::from_secs(20);
-            loop {
-                if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            match launch_apache(dir.path(), port, d) {
+                Ok(child) => {
                     return Apache {
                         port,
                         dir,
                         _child: child,
                     };
                 }
-                if let Ok(Some(status)) = child.0.try_wait() {
-                    let mut err = String::new();
-                    let _ = child.0.stderr.take().unwrap().read_to_string(&mut err);
-                    last = format!("apache2 exited with {status}: {err}");
-                    break;
-                }
-                assert!(
-                    Instant::now() < deadline,
-                    "apache2 did not listen on {port}"
-                );
-                std::thread::sleep(Duration::from_millis(25));
+                Err(e) => last = e,
             }
         }
         panic!("{last}");
