@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use portcullis_core::{AuditSink, Verifier};
+use portcullis_core::{AuditSink, CredentialSource, Verifier};
 use portcullis_store::{GroupStore, UserStore};
 
 use crate::config::LdapConfig;
@@ -16,8 +16,12 @@ pub struct LdapContext {
     /// The verification core: user and service-account binds, and Password Modify's
     /// old password and new hash.
     pub verifier: Verifier,
-    /// Users as the directory shows them (searches; Password Modify writes the new hash).
+    /// Users as the directory shows them (searches).
     pub users: Arc<dyn UserStore>,
+    /// User records as the core reads them (the server's credential cache): Password
+    /// Modify replaces the hash through it, compare-and-set, so the cache forgets the old
+    /// one at once.
+    pub credentials: Arc<dyn CredentialSource>,
     /// Groups and memberships (`groupOfNames`, `posixGroup`, `memberOf`).
     pub groups: Arc<dyn GroupStore>,
     /// Where the door's own events go (searches and other operations; binds are the

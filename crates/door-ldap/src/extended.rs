@@ -5,12 +5,14 @@
 //! Password Modify changes the bound user's own password only: the old password is
 //! required and checked through the core like a bind (budgets, delays), the new one must
 //! be 1-1024 bytes and is hashed under `[policy]` on the pool's background queue, as
-//! `portcullis user set-password` and the admin API hash it, then written with
-//! `UserStore::set_user_password`. The server never generates a password.
+//! `portcullis user set-password` and the admin API hash it, then written compare-and-set
+//! over the hash just checked through the credential cache (`CredentialSource::replace_hash`,
+//! rehash-on-login's write), so this instance forgets the old hash at once. The server
+//! never generates a password.
 
 use std::time::Instant;
 
-use portcullis_core::{Attempt, AuditContext, Outcome, PrincipalKind, Protocol};
+use portcullis_core::{Attempt, AuditContext, Outcome, PrincipalKind, Protocol, SourceError};
 use portcullis_ldap::proto::proto::{LdapExtendedRequest, LdapMsg, LdapPasswordModifyRequest};
 use portcullis_ldap::{Dn, ResultCode, response};
 use zeroize::Zeroizing;
@@ -102,13 +104,32 @@ pub async fn password_modify(
     let Some(hash) = door.ctx.verifier.hash_with_policy(secret).await else {
         return reply(msgid, ResultCode::Busy, "busy: try again");
     };
-    match door.ctx.users.set_user_password(name, &hash).await {
-        Ok(()) => reply(msgid, ResultCode::Success, ""),
+    match replace(door, name, &hash).await {
+        Ok(true) => reply(msgid, ResultCode::Success, ""),
+        Ok(false) => {
+            let text = "the password changed meanwhile: try again";
+            reply(msgid, ResultCode::Busy, text)
+        }
         Err(e) => {
             portcullis_door::metrics::store_failure("changing a password over LDAP", &e);
             reply(msgid, ResultCode::Unavailable, "store unavailable")
         }
     }
+}
+
+/// Replace `name`'s stored hash by `hash`, compare-and-set on the one stored now (as
+/// rehash-on-login does), through the credential cache so it forgets the old one.
+async fn replace(door: &LdapDoor, name: &str, hash: &str) -> Result<bool, SourceError> {
+    let source = &door.ctx.credentials;
+    let Some(stored) = source.credentials(PrincipalKind::User, name).await? else {
+        return Ok(false);
+    };
+    let Some(old) = stored.hashes.first() else {
+        return Ok(false);
+    };
+    source
+        .replace_hash(PrincipalKind::User, name, old, hash)
+        .await
 }
 
 /// Whether an RFC 3062 userIdentity names the bound user: its DN, `dn:DN` or `u:NAME`.

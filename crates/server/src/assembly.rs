@@ -239,6 +239,7 @@ impl Assembly {
             config: self.config.ldap.clone(),
             verifier: self.verifier.clone(),
             users: Arc::clone(&self.store) as Arc<dyn UserStore>,
+            credentials: Arc::clone(&self.oauth.clients) as Arc<dyn CredentialSource>,
             groups: Arc::clone(&self.store) as Arc<dyn GroupStore>,
             audit: Arc::clone(&self.audit) as Arc<dyn portcullis_core::AuditSink>,
             tls,

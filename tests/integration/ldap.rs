@@ -1,0 +1,348 @@
+//! Issue 39: the LDAP door against unmodified Debian ldap-utils (`ldapwhoami`,
+//! `ldapsearch`, `ldapcompare`, `ldapmodify`, `ldappasswd`) over ldap:// with StartTLS
+//! (`-ZZ`) and ldaps://, binding as a user and as a service account; and every refusal
+//! with its RFC result code (ldap-utils exit with it).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::ldap_support::{
+    ALICE, ALICE_PASSWORD, BASE, code, reported, service, start_ldap, stdout, tool,
+};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_39_ldapwhoami_binds_as_a_user_and_a_service_over_starttls_and_ldaps() {
+    let l = start_ldap("").await;
+    for url in [&l.url, &l.ldaps_url] {
+        let tls: &[&str] = if url.starts_with("ldaps") {
+            &[]
+        } else {
+            &["-ZZ"]
+        };
+        let mut args = vec!["-x", "-H", url];
+        args.extend(tls);
+        let user = [args.clone(), vec!["-D", ALICE, "-w", ALICE_PASSWORD]].concat();
+        let out = tool(&l, "ldapwhoami", &user).await;
+        assert_eq!(code(&out), 0, "{url}: {out:?}");
+        assert_eq!(stdout(&out).trim(), format!("dn:{ALICE}"));
+        let app = service("app");
+        let svc = [args.clone(), vec!["-D", &app, "-w", &l.app_secret]].concat();
+        let out = tool(&l, "ldapwhoami", &svc).await;
+        assert_eq!(code(&out), 0, "{url}: {out:?}");
+        assert_eq!(stdout(&out).trim(), format!("dn:{app}"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_39_ldapsearch_finds_users_and_groups_as_sssd_and_applications_ask() {
+    let l = start_ldap("").await;
+    let app = service("app");
+    let bind = [
+        "-LLL",
+        "-x",
+        "-H",
+        &l.url,
+        "-ZZ",
+        "-D",
+        &app,
+        "-w",
+        &l.app_secret,
+    ];
+    let search = |filter: &'static str, attrs: &'static [&'static str]| {
+        let mut a: Vec<&str> = bind.to_vec();
+        a.extend(["-b", BASE, filter]);
+        a.extend(attrs);
+        a
+    };
+    let out = tool(
+        &l,
+        "ldapsearch",
+        &search("(uid=alice)", &["mail", "memberOf"]),
+    )
+    .await;
+    assert_eq!(code(&out), 0, "{out:?}");
+    let text = stdout(&out);
+    assert!(text.contains(&format!("dn: {ALICE}")), "{text}");
+    assert!(text.contains("mail: alice@example.com"), "{text}");
+    assert!(
+        text.contains("memberOf: cn=staff,ou=groups,dc=example,dc=com"),
+        "{text}"
+    );
+    let posix = "(&(objectClass=posixAccount)(uidNumber=1000))";
+    let out = tool(&l, "ldapsearch", &search(posix, &["uid", "homeDirectory"])).await;
+    let text = stdout(&out);
+    assert!(text.contains("homeDirectory: /home/alice"), "{text}");
+    assert_eq!(text.matches("dn: ").count(), 1, "{text}");
+    let out = tool(
+        &l,
+        "ldapsearch",
+        &search("(cn=staff)", &["memberUid", "member"]),
+    )
+    .await;
+    let text = stdout(&out);
+    assert!(
+        text.contains("memberUid: alice") && text.contains("memberUid: carol"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("bob"),
+        "a disabled user is no member: {text}"
+    );
+    let out = tool(&l, "ldapsearch", &search("(uid=bob)", &["uid"])).await;
+    assert_eq!(
+        (code(&out), stdout(&out)),
+        (0, String::new()),
+        "bob is disabled"
+    );
+    // Paged results (RFC 2696) in pages of one: every entry once.
+    let mut paged = bind.to_vec();
+    paged.extend(["-E", "pr=1/noprompt", "-b", BASE, "(objectClass=*)", "1.1"]);
+    let text = stdout(&tool(&l, "ldapsearch", &paged).await);
+    // base, three ou, alice, carol, staff
+    assert_eq!(text.matches("dn: ").count(), 7, "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_39_a_grant_limits_a_service_account_to_its_subtree_and_attributes() {
+    let l = start_ldap("").await;
+    let narrow = service("narrow");
+    let bind = [
+        "-LLL",
+        "-x",
+        "-H",
+        &l.url,
+        "-ZZ",
+        "-D",
+        &narrow,
+        "-w",
+        &l.narrow_secret,
+    ];
+    let run = |base: &'static str, filter: &'static str| {
+        let mut a = bind.to_vec();
+        a.extend(["-b", base, filter, "*", "+"]);
+        a
+    };
+    let text = stdout(&tool(&l, "ldapsearch", &run(BASE, "(uid=alice)")).await);
+    assert!(
+        text.contains("uid: alice") && text.contains("cn: alice"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("mail") && !text.contains("memberOf"),
+        "{text}"
+    );
+    let by_mail = tool(&l, "ldapsearch", &run(BASE, "(mail=alice@example.com)")).await;
+    assert_eq!(
+        stdout(&by_mail),
+        "",
+        "a filter cannot probe a hidden attribute"
+    );
+    let groups = tool(
+        &l,
+        "ldapsearch",
+        &run("ou=groups,dc=example,dc=com", "(cn=*)"),
+    )
+    .await;
+    assert_eq!(
+        code(&groups),
+        32,
+        "noSuchObject outside the grant: {groups:?}"
+    );
+    // A client without an [ldap.service_accounts] section cannot bind, even with its secret.
+    let unlisted = service("unlisted");
+    let args = [
+        "-x",
+        "-H",
+        &l.url,
+        "-ZZ",
+        "-D",
+        &unlisted,
+        "-w",
+        &l.unlisted_secret,
+    ];
+    assert_eq!(code(&tool(&l, "ldapwhoami", &args).await), 49);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_39_refusals_carry_their_result_codes() {
+    let l = start_ldap("").await;
+    let whoami = |dn: &'static str, password: &'static str| {
+        vec!["-x", "-H", l.url.as_str(), "-ZZ", "-D", dn, "-w", password]
+    };
+    let cases = [
+        (whoami(ALICE, "wrong"), 49, "wrong password"),
+        (
+            whoami("uid=nobody,ou=people,dc=example,dc=com", "x"),
+            49,
+            "unknown user",
+        ),
+        (
+            whoami("cn=nobody,dc=elsewhere", "x"),
+            49,
+            "a DN outside the directory",
+        ),
+        (
+            whoami("uid=bob,ou=people,dc=example,dc=com", "bob-password"),
+            49,
+            "disabled user",
+        ),
+        (
+            whoami("cn=nosuch,ou=services,dc=example,dc=com", "x"),
+            49,
+            "unknown service",
+        ),
+        (whoami("not a dn", "x"), 34, "invalid DN syntax"),
+    ];
+    for (args, want, what) in cases {
+        let out = tool(&l, "ldapwhoami", &args).await;
+        assert_eq!(code(&out), want, "{what}: {out:?}");
+    }
+    // A simple bind without TLS: confidentialityRequired, the password never checked.
+    let plain = ["-x", "-H", &l.url, "-D", ALICE, "-w", ALICE_PASSWORD];
+    assert_eq!(code(&tool(&l, "ldapwhoami", &plain).await), 13);
+    // Anonymous: the root DSE is readable, nothing else.
+    let dse = [
+        "-LLL",
+        "-x",
+        "-H",
+        &l.url,
+        "-b",
+        "",
+        "-s",
+        "base",
+        "(objectClass=*)",
+        "+",
+    ];
+    let out = tool(&l, "ldapsearch", &dse).await;
+    assert_eq!(code(&out), 0, "{out:?}");
+    let text = stdout(&out);
+    assert!(text.contains(&format!("namingContexts: {BASE}")), "{text}");
+    assert!(
+        text.contains("supportedExtension: 1.3.6.1.4.1.1466.20037"),
+        "{text}"
+    );
+    assert!(
+        text.contains("supportedControl: 1.2.840.113556.1.4.319"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("1.3.6.1.4.1.4203.1.11.1"),
+        "Password Modify is off: {text}"
+    );
+    let anon = ["-LLL", "-x", "-H", &l.url, "-b", BASE, "(uid=alice)"];
+    assert_eq!(code(&tool(&l, "ldapsearch", &anon).await), 50);
+    // Writes: unwillingToPerform.
+    let ldif = l.s.dir.path().join("change.ldif");
+    std::fs::write(
+        &ldif,
+        format!("dn: {ALICE}\nchangetype: modify\nreplace: mail\nmail: x@y.z\n"),
+    )
+    .unwrap();
+    let ldif = ldif.to_string_lossy().into_owned();
+    let app = service("app");
+    let modify = [
+        "-x",
+        "-H",
+        &l.url,
+        "-ZZ",
+        "-D",
+        &app,
+        "-w",
+        &l.app_secret,
+        "-f",
+        &ldif,
+    ];
+    assert_eq!(code(&tool(&l, "ldapmodify", &modify).await), 53);
+    let delete = [
+        "-x",
+        "-H",
+        &l.url,
+        "-ZZ",
+        "-D",
+        &app,
+        "-w",
+        &l.app_secret,
+        ALICE,
+    ];
+    assert_eq!(code(&tool(&l, "ldapdelete", &delete).await), 53);
+    // Password Modify is off: an unknown extended operation.
+    let passwd = [
+        "-x",
+        "-H",
+        &l.url,
+        "-ZZ",
+        "-D",
+        ALICE,
+        "-w",
+        ALICE_PASSWORD,
+        "-s",
+        "new",
+    ];
+    assert_eq!(reported(&tool(&l, "ldappasswd", &passwd).await), Some(2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_39_compare_answers_group_membership_as_apache_asks() {
+    let l = start_ldap("").await;
+    let app = service("app");
+    let staff = "cn=staff,ou=groups,dc=example,dc=com";
+    let member = format!("member:{ALICE}");
+    let not_member = "member:uid=bob,ou=people,dc=example,dc=com";
+    for (assertion, want) in [(member.as_str(), 6), (not_member, 5)] {
+        let args = [
+            "-x",
+            "-H",
+            &l.url,
+            "-ZZ",
+            "-D",
+            &app,
+            "-w",
+            &l.app_secret,
+            staff,
+            assertion,
+        ];
+        let out = tool(&l, "ldapcompare", &args).await;
+        assert_eq!(code(&out), want, "{assertion}: {out:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_39_password_modify_changes_the_bound_users_own_password() {
+    let l = start_ldap("password_modify = true").await;
+    let args = ["-x", "-H", &l.url, "-ZZ", "-D", ALICE, "-w", ALICE_PASSWORD];
+    let wrong_old = [&args[..], &["-a", "not-it", "-s", "next-password"]].concat();
+    assert_eq!(
+        reported(&tool(&l, "ldappasswd", &wrong_old).await),
+        Some(49)
+    );
+    let other = [
+        &args[..],
+        &[
+            "-a",
+            ALICE_PASSWORD,
+            "-s",
+            "x",
+            "uid=carol,ou=people,dc=example,dc=com",
+        ],
+    ]
+    .concat();
+    assert_eq!(reported(&tool(&l, "ldappasswd", &other).await), Some(50));
+    let change = [&args[..], &["-a", ALICE_PASSWORD, "-s", "next-password"]].concat();
+    let out = tool(&l, "ldappasswd", &change).await;
+    assert_eq!(code(&out), 0, "{out:?}");
+    assert_eq!(
+        code(&tool(&l, "ldapwhoami", &args).await),
+        49,
+        "the old password is gone"
+    );
+    let new = [
+        "-x",
+        "-H",
+        &l.url,
+        "-ZZ",
+        "-D",
+        ALICE,
+        "-w",
+        "next-password",
+    ];
+    assert_eq!(code(&tool(&l, "ldapwhoami", &new).await), 0);
+}
