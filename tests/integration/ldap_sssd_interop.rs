@@ -10,7 +10,7 @@
 
 use crate::ldap_door_support::start_door;
 use crate::ldap_interop_support::Slapd;
-use crate::sssd_support::{Sssd, getent, pamtester};
+use crate::sssd_support::{Sssd, Transport, getent, pamtester};
 
 /// What every directory must give (users as `scripts/slapd --posix` makes them: user N has
 /// uidNumber and gidNumber 10000+N, home /home/userN, shell /bin/sh; group users 20001
@@ -70,15 +70,22 @@ pub fn check(sssd: &Sssd, users: usize) {
 #[test]
 fn issue_39_sssd_getent_and_pamtester_against_openldap_slapd() {
     let slapd = Slapd::start(&["--users", "3", "--pbkdf2-iterations", "1000", "--posix"]);
-    check(&Sssd::start(&slapd.directory(), "user1"), 3);
+    check(
+        &Sssd::start(&slapd.directory(), Transport::StartTls, "user1"),
+        3,
+    );
 }
 
-/// The door: the same answers, and a user disabled in Portcullis cannot log in from then
-/// on. (The blocking calls leave the server on the runtime's worker threads.)
+/// The door: the same answers over StartTLS and over LDAPS, and a user disabled in
+/// Portcullis cannot log in from then on. (The blocking calls leave the server on the
+/// runtime's worker threads.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_39_sssd_getent_and_pamtester_against_the_ldap_door() {
     let door = start_door(3).await;
-    let sssd = Sssd::start(&door.directory, "user1");
+    let sssd = Sssd::start(&door.directory, Transport::Ldaps, "user1");
+    check(&sssd, 3);
+    drop(sssd);
+    let sssd = Sssd::start(&door.directory, Transport::StartTls, "user1");
     check(&sssd, 3);
     let (ok, out) = pamtester("user3", "password3");
     assert!(ok, "{out}\n{}", sssd.log());

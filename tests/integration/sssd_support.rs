@@ -65,18 +65,30 @@ fn running_sssd() -> Option<String> {
         })
 }
 
-fn config(d: &Directory) -> String {
+/// How SSSD reaches the directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// ldap:// with StartTLS (`ldap_id_use_start_tls`), SSSD's usual setting.
+    StartTls,
+    /// ldaps://.
+    Ldaps,
+}
+
+fn config(d: &Directory, transport: Transport) -> String {
+    let (uri, start_tls) = match transport {
+        Transport::StartTls => (&d.ldap_url, true),
+        Transport::Ldaps => (&d.ldaps_url, false),
+    };
     format!(
         "[sssd]\nservices = nss, pam\ndomains = {DOMAIN}\n\n\
          [nss]\nmemcache_timeout = 0\nentry_negative_timeout = 0\n\n[pam]\n\n\
          [domain/{DOMAIN}]\nid_provider = ldap\nauth_provider = ldap\n\
          access_provider = permit\nchpass_provider = none\n\
-         ldap_uri = {}\nldap_id_use_start_tls = true\nldap_tls_cacert = {}\n\
+         ldap_uri = {uri}\nldap_id_use_start_tls = {start_tls}\nldap_tls_cacert = {}\n\
          ldap_tls_reqcert = demand\nldap_search_base = {base}\n\
          ldap_user_search_base = ou=people,{base}\nldap_group_search_base = ou=groups,{base}\n\
          ldap_default_bind_dn = {}\nldap_default_authtok = {}\nldap_schema = rfc2307\n\
          cache_credentials = false\nenumerate = false\nldap_network_timeout = 5\n",
-        d.ldap_url,
         d.ca_file.display(),
         d.service_dn,
         d.service_password,
@@ -85,9 +97,10 @@ fn config(d: &Directory) -> String {
 }
 
 impl Sssd {
-    /// Start SSSD against `d` and write the PAM service file; returns once its NSS
-    /// responder resolves `ready_user` (a user the directory has) through `getent`.
-    pub fn start(d: &Directory, ready_user: &str) -> Sssd {
+    /// Start SSSD against `d` over `transport` and write the PAM service file; returns
+    /// once its NSS responder resolves `ready_user` (a user the directory has) through
+    /// `getent`. One at a time: a second `start` waits until the first is dropped.
+    pub fn start(d: &Directory, transport: Transport, ready_user: &str) -> Sssd {
         assert!(is_root(), "the SSSD test needs root (sssd, /etc/pam.d)");
         let lock = std::fs::File::create(LOCK).unwrap();
         lock.lock().unwrap();
@@ -97,7 +110,7 @@ impl Sssd {
         let existed = files_under_sss();
         let dir = tempfile::tempdir().unwrap();
         let conf = dir.path().join("sssd.conf");
-        std::fs::write(&conf, config(d)).unwrap();
+        std::fs::write(&conf, config(d, transport)).unwrap();
         // sssd reads only a root-owned configuration no one else may read.
         std::fs::set_permissions(&conf, std::os::unix::fs::PermissionsExt::from_mode(0o600))
             .unwrap();
