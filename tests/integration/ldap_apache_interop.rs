@@ -29,6 +29,8 @@ pub const CASES: &[Case] = &[
     ("admins", Some(("user1", "password1")), 200),
     ("admins", Some(("user2", "password2")), 401),
     ("admins", Some(("user1", "wrong")), 401),
+    ("posix", Some(("user1", "password1")), 200),
+    ("posix", Some(("user2", "password2")), 401),
 ];
 
 /// Runs `cases` against `apache`; fails with every mismatch and Apache's log.
@@ -45,7 +47,7 @@ pub fn check(apache: &Apache, cases: &[Case]) {
 
 #[test]
 fn issue_39_apache_mod_authnz_ldap_against_openldap_slapd() {
-    let slapd = Slapd::start(&["--users", "3", "--pbkdf2-iterations", "1000"]);
+    let slapd = Slapd::start(&["--users", "3", "--pbkdf2-iterations", "1000", "--posix"]);
     check(&Apache::start(&slapd.directory()), CASES);
 }
 

@@ -131,8 +131,10 @@ impl Drop for Owned {
 /// Apache httpd (`apache2 -X`, Debian's build) with `mod_authnz_ldap` in front of a
 /// directory: Basic authentication checked by a search as the service account, then a
 /// bind as the user; `/starttls/` over ldap:// with StartTLS, `/ldaps/` over ldaps://,
-/// `/admins/` (StartTLS) requires `ldap-group cn=admins,ou=groups,BASE`. The LDAP caches
-/// are off, so every request reaches the directory.
+/// `/admins/` (StartTLS) requires `ldap-group cn=admins,ou=groups,BASE` (a Compare of its
+/// `member` with the user's DN), `/posix/` (LDAPS) the same group by `memberUid` (the
+/// user's name, RFC 2307). The LDAP caches are off, so every request reaches the
+/// directory.
 pub struct Apache {
     port: u16,
     dir: tempfile::TempDir,
@@ -178,7 +180,7 @@ fn apache_conf(root: &Path, port: u16, d: &Directory) -> String {
          DocumentRoot {root}/htdocs\n\
          LDAPTrustedGlobalCert CA_BASE64 {ca}\nLDAPVerifyServerCert On\n\
          LDAPCacheEntries 0\nLDAPOpCacheEntries 0\nLDAPSharedCacheSize 0\n\
-         LDAPConnectionTimeout 5\nLDAPTimeout 10\n{}{}{}",
+         LDAPConnectionTimeout 5\nLDAPTimeout 10\n{}{}{}{}",
         location(
             "starttls",
             &format!("{}/{people}", d.ldap_url),
@@ -196,6 +198,17 @@ fn apache_conf(root: &Path, port: u16, d: &Directory) -> String {
             &format!("{}/{people}", d.ldap_url),
             "STARTTLS",
             &format!("ldap-group cn=admins,ou=groups,{}", d.base)
+        ),
+        // RFC 2307 groups: the user's name compared with `memberUid`.
+        location(
+            "posix",
+            &format!("{}/{people}", d.ldaps_url),
+            "",
+            &format!(
+                "ldap-group cn=admins,ou=groups,{}\n  AuthLDAPGroupAttribute memberUid\n  \
+                 AuthLDAPGroupAttributeIsDN off",
+                d.base
+            )
         ),
         ca = d.ca_file.display(),
     )
@@ -250,7 +263,7 @@ impl Apache {
             std::os::unix::fs::PermissionsExt::from_mode(0o755),
         )
         .unwrap();
-        for page in ["starttls", "ldaps", "admins"] {
+        for page in ["starttls", "ldaps", "admins", "posix"] {
             let p = dir.path().join("htdocs").join(page);
             std::fs::create_dir_all(&p).unwrap();
             std::fs::write(p.join("index.html"), format!("{page} page\n")).unwrap();
