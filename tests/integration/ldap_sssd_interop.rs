@@ -50,6 +50,13 @@ pub fn check(sssd: &Sssd, users: usize) {
     for gid in ["20001", "20002"] {
         assert!(groups.split_whitespace().any(|g| g == gid), "{groups}");
     }
+    let (code, groups) = getent("initgroups", "user2");
+    assert_eq!(code, 0, "{}", log());
+    let gids: Vec<&str> = groups.split_whitespace().skip(1).collect();
+    assert!(
+        gids.contains(&"20001") && !gids.contains(&"20002"),
+        "{groups}"
+    );
     let (ok, out) = pamtester("user1", "password1");
     assert!(
         ok && out.contains("successfully authenticated"),
