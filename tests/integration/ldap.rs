@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::ldap_support::{
-    ALICE, ALICE_PASSWORD, BASE, code, reported, service, start_ldap, stdout, tool,
+    ALICE, ALICE_PASSWORD, BASE, code, reported, service, start_ldap, start_ldap_with, stdout, tool,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -345,4 +345,62 @@ async fn issue_39_password_modify_changes_the_bound_users_own_password() {
         "next-password",
     ];
     assert_eq!(code(&tool(&l, "ldapwhoami", &new).await), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_39_binds_and_searches_are_audited_and_counted_on_the_status_page() {
+    let audit = "[audit]\ndestination = \"file\"\nper_source_limit = 1000\n";
+    let l = start_ldap_with("", audit).await;
+    let app = service("app");
+    let wrong = ["-x", "-H", &l.url, "-ZZ", "-D", ALICE, "-w", "wrong"];
+    assert_eq!(code(&tool(&l, "ldapwhoami", &wrong).await), 49);
+    let search = [
+        "-x",
+        "-H",
+        &l.url,
+        "-ZZ",
+        "-D",
+        &app,
+        "-w",
+        &l.app_secret,
+        "-b",
+        BASE,
+    ];
+    assert_eq!(
+        code(&tool(&l, "ldapsearch", &[&search[..], &["(uid=alice)"]].concat()).await),
+        0
+    );
+    let anonymous = ["-x", "-H", &l.url, "-b", BASE, "(uid=alice)"];
+    assert_eq!(code(&tool(&l, "ldapsearch", &anonymous).await), 50);
+    let status = l.s.get("/status.json").await.json();
+    let ops = &status["ldap"]["operations"];
+    assert_eq!(ops["bind"]["invalidCredentials"], 1, "{status}");
+    // The service account's bind, and the anonymous bind ldapsearch -x sends.
+    assert_eq!(ops["bind"]["success"], 2, "{status}");
+    assert_eq!(ops["search"]["success"], 1, "{status}");
+    assert_eq!(ops["search"]["insufficientAccessRights"], 1, "{status}");
+    let crate::server_support::TestServer { server, dir, .. } = l.s;
+    server.shutdown().await.unwrap();
+    let text = std::fs::read_to_string(dir.path().join("audit.jsonl")).unwrap();
+    let events: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|e: &serde_json::Value| e["protocol"] == "ldap")
+        .collect();
+    let has = |principal: &str, outcome: &str, reason: &str| {
+        events.iter().any(|e| {
+            e["principal"] == principal && e["outcome"] == outcome && e["reason"] == reason
+        })
+    };
+    assert!(has("alice", "rejected", "wrong_secret"), "{events:?}");
+    assert!(has("app", "accepted", "secret_matched"), "{events:?}");
+    assert!(has("app", "accepted", "success"), "the search: {events:?}");
+    assert!(
+        has("", "rejected", "insufficientAccessRights"),
+        "{events:?}"
+    );
+    assert!(
+        events.iter().all(|e| e["source"] == "127.0.0.1"),
+        "{events:?}"
+    );
 }

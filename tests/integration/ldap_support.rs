@@ -47,6 +47,11 @@ pub fn service(id: &str) -> String {
 /// Start the door; `extra` is TOML appended inside `[ldap]` (e.g. `allow_plain_binds =
 /// true`).
 pub async fn start_ldap(extra: &str) -> Ldap {
+    start_ldap_with(extra, "").await
+}
+
+/// [`start_ldap`] with `sections` of TOML after `[ldap]` (only `[audit]` is taken).
+pub async fn start_ldap_with(extra: &str, sections: &str) -> Ldap {
     let certs = tempfile::tempdir().unwrap();
     let ca = TestCa::new(certs.path(), "ca").unwrap();
     let pair = ca.server("ldap", &["127.0.0.1", "localhost"]).unwrap();
@@ -56,12 +61,16 @@ pub async fn start_ldap(extra: &str) -> Ldap {
          [ldap.tls]\ncert = \"{}\"\nkey = \"{}\"\n\
          [ldap.service_accounts.app]\n\
          [ldap.service_accounts.narrow]\nsearch_base = \"ou=people,{BASE}\"\n\
-         attributes = [\"uid\", \"cn\"]\n",
+         attributes = [\"uid\", \"cn\"]\n{sections}",
         pair.cert.display(),
         pair.key.display()
     );
-    let ldap = Config::parse(&section).unwrap().ldap;
-    let s = start_with(|c| c.ldap = ldap).await;
+    let parsed = Config::parse(&section).unwrap();
+    let s = start_with(|c| {
+        c.ldap = parsed.ldap;
+        c.audit = parsed.audit;
+    })
+    .await;
     let grants = [Grant::ClientCredentials];
     let app_secret = s.add_client("app", &grants, &[]).await;
     let narrow_secret = s.add_client("narrow", &grants, &[]).await;

@@ -92,7 +92,7 @@ fn bind_problem(what: &str, addr: SocketAddr, e: &std::io::Error) -> Finding {
     }
 }
 
-fn listen_tcp(what: &str, addr: SocketAddr, out: &mut Vec<Finding>) {
+pub(super) fn listen_tcp(what: &str, addr: SocketAddr, out: &mut Vec<Finding>) {
     out.push(match std::net::TcpListener::bind(addr) {
         Ok(_) => Finding::new(Level::Ok, "listen", format!("{what} {addr} can be bound")),
         Err(e) => bind_problem(what, addr, &e),
@@ -106,7 +106,7 @@ fn listen_udp(addr: SocketAddr, out: &mut Vec<Finding>) {
     });
 }
 
-fn certificate(section: &'static str, s: &TlsSettings, out: &mut Vec<Finding>) {
+pub(super) fn certificate(section: &'static str, s: &TlsSettings, out: &mut Vec<Finding>) {
     match portcullis_door::tls::server_config(s, None) {
         Ok(server) => out.push(Finding::new(
             Level::Ok,

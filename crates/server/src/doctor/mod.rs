@@ -10,13 +10,16 @@
 //! - [`services`]: the store and Redis answering, the clock against this binary's file
 //!   time and PostgreSQL's clock, the issuer of a shared store;
 //! - [`host`]: listener addresses (privileged ports), certificate/suite fit (the same
-//!   check as `tls check` and `serve`), and the hash kernels this CPU runs.
+//!   check as `tls check` and `serve`), and the hash kernels this CPU runs;
+//! - [`ldap`]: the LDAP door's listeners and certificate, and an `[ldap]` that would refuse
+//!   every bind (no StartTLS) or accept passwords in clear.
 //!
 //! The checks only read: nothing is created, migrated or written (a listener address is
 //! bound and released at once to see whether `serve` could bind it).
 
 pub mod files;
 pub mod host;
+pub mod ldap;
 pub mod services;
 
 use std::fmt;
@@ -115,5 +118,6 @@ pub async fn run(config: &Config) -> Report {
     files::check(config, &mut out);
     services::check(config, &mut out).await;
     host::check(config, &mut out);
+    ldap::check(config, &mut out);
     Report { findings: out }
 }
