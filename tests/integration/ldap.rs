@@ -404,3 +404,199 @@ async fn issue_39_binds_and_searches_are_audited_and_counted_on_the_status_page(
         "{events:?}"
     );
 }
+
+/// A simple BindRequest (messageID 1) as BER, for the tests that speak raw TCP.
+fn raw_bind(dn: &str, password: &str) -> Vec<u8> {
+    let tlv = |tag: u8, content: &[u8]| [&[tag, content.len() as u8][..], content].concat();
+    let body = [
+        tlv(0x02, &[3]),
+        tlv(0x04, dn.as_bytes()),
+        tlv(0x80, password.as_bytes()),
+    ]
+    .concat();
+    tlv(0x30, &[tlv(0x02, &[1]), tlv(0x60, &body)].concat())
+}
+
+/// The resultCode of the first BindResponse read from `s` (`None` if it closed first).
+async fn bind_result(s: &mut tokio::net::TcpStream) -> Option<u8> {
+    use tokio::io::AsyncReadExt;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 512];
+    loop {
+        // ... 61 LL 0a 01 CODE
+        if let Some(at) = buf
+            .windows(3)
+            .position(|w| w == [0x0a, 0x01, w[2]] && w[0] == 0x0a)
+        {
+            return buf.get(at + 2).copied();
+        }
+        let n = tokio::time::timeout(std::time::Duration::from_secs(20), s.read(&mut chunk))
+            .await
+            .ok()?
+            .ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_39_connections_per_source_are_bounded() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let l = start_ldap("allow_plain_binds = true\nmax_connections_per_source = 2\n").await;
+    let addr: std::net::SocketAddr = l.url.trim_start_matches("ldap://").parse().unwrap();
+    let first = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut second = tokio::net::TcpStream::connect(addr).await.unwrap();
+    second
+        .write_all(&raw_bind(ALICE, ALICE_PASSWORD))
+        .await
+        .unwrap();
+    assert_eq!(
+        bind_result(&mut second).await,
+        Some(0),
+        "the second is served"
+    );
+    let mut third = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut byte = [0u8; 1];
+    let closed = tokio::time::timeout(std::time::Duration::from_secs(20), third.read(&mut byte))
+        .await
+        .expect("the third connection is closed at once, not left waiting");
+    assert!(matches!(closed, Ok(0) | Err(_)), "{closed:?}");
+    drop(first);
+    // Once one closes (the server sees it when it reads EOF), a new one is served.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let mut again = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let _ = again.write_all(&raw_bind(ALICE, ALICE_PASSWORD)).await;
+        if bind_result(&mut again).await == Some(0) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "no slot came free");
+    }
+    drop(second);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_39_a_trusted_proxys_proxy_v2_header_names_the_source() {
+    use tokio::io::AsyncWriteExt;
+    let audit = "[audit]\ndestination = \"file\"\nper_source_limit = 1000\n";
+    let l = start_ldap_with(
+        "allow_plain_binds = true\ntrusted_proxies = [\"127.0.0.1\"]\n",
+        audit,
+    )
+    .await;
+    let addr: std::net::SocketAddr = l.url.trim_start_matches("ldap://").parse().unwrap();
+    // HAProxy's send-proxy-v2: PROXY, TCP over IPv4, 198.51.100.7:40000 -> 127.0.0.1:389.
+    let header = proxy_header([198, 51, 100, 7]);
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(&[header, raw_bind(ALICE, "wrong")].concat())
+        .await
+        .unwrap();
+    assert_eq!(bind_result(&mut s).await, Some(49));
+    // From the trusted proxy, a connection without the header is refused.
+    let mut bare = tokio::net::TcpStream::connect(addr).await.unwrap();
+    bare.write_all(&raw_bind(ALICE, ALICE_PASSWORD))
+        .await
+        .unwrap();
+    assert_eq!(bind_result(&mut bare).await, None);
+    let crate::server_support::TestServer { server, dir, .. } = l.s;
+    server.shutdown().await.unwrap();
+    let text = std::fs::read_to_string(dir.path().join("audit.jsonl")).unwrap();
+    let rejected: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("\"protocol\":\"ldap\"") && l.contains("wrong_secret"))
+        .collect();
+    assert_eq!(rejected.len(), 1, "{text}");
+    assert!(
+        rejected[0].contains("\"source\":\"198.51.100.7\""),
+        "{text}"
+    );
+}
+
+/// The leaf certificate an LDAPS handshake with `url` presents, as `openssl` prints it.
+async fn served_leaf(url: &str) -> String {
+    let hostport = url.trim_start_matches("ldaps://").to_owned();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("openssl")
+            .args(["s_client", "-connect", &hostport])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let begin = text
+        .find("-----BEGIN CERTIFICATE-----")
+        .expect("a certificate");
+    let end = text.find("-----END CERTIFICATE-----").expect("its end");
+    text[begin..end].to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_39_a_reload_serves_the_new_ldap_certificate() {
+    let l = start_ldap("").await;
+    let pem = |path: &std::path::Path| {
+        let text = std::fs::read_to_string(path).unwrap();
+        let end = text.find("-----END CERTIFICATE-----").unwrap();
+        text[..end].to_owned()
+    };
+    assert_eq!(
+        served_leaf(&l.ldaps_url).await.trim(),
+        pem(&l.pair.cert).trim()
+    );
+    // A new certificate in the same files, then what SIGHUP runs.
+    let old = pem(&l.pair.cert);
+    let fresh = l.pki.server("fresh", &["127.0.0.1"]).unwrap();
+    std::fs::copy(&fresh.cert, &l.pair.cert).unwrap();
+    std::fs::copy(&fresh.key, &l.pair.key).unwrap();
+    let outcomes = l.s.server.parts().reloads.reload_all();
+    assert!(
+        outcomes
+            .iter()
+            .any(|(name, r)| *name == "ldap.tls" && r.is_ok()),
+        "{outcomes:?}"
+    );
+    let served = served_leaf(&l.ldaps_url).await;
+    assert_eq!(served.trim(), pem(&fresh.cert).trim());
+    assert_ne!(served.trim(), old.trim());
+    let args = ["-x", "-H", &l.ldaps_url, "-D", ALICE, "-w", ALICE_PASSWORD];
+    assert_eq!(code(&tool(&l, "ldapwhoami", &args).await), 0);
+}
+
+/// A PROXY v2 header naming `source` (IPv4) as the client.
+fn proxy_header(source: [u8; 4]) -> Vec<u8> {
+    let mut header = b"\r\n\r\n\0\r\nQUIT\n".to_vec();
+    header.extend([0x21, 0x11, 0, 12]);
+    header.extend(source);
+    header.extend([127, 0, 0, 1]);
+    header.extend(40000u16.to_be_bytes());
+    header.extend(389u16.to_be_bytes());
+    header
+}
+
+/// One bind on its own connection from `source` (through the trusted proxy).
+async fn bind_from(addr: std::net::SocketAddr, source: [u8; 4], password: &str) -> Option<u8> {
+    use tokio::io::AsyncWriteExt;
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let bytes = [proxy_header(source), raw_bind(ALICE, password)].concat();
+    s.write_all(&bytes).await.unwrap();
+    bind_result(&mut s).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_39_a_guessing_source_is_throttled_and_never_locks_the_user_out() {
+    let l = start_ldap("allow_plain_binds = true\ntrusted_proxies = [\"127.0.0.1\"]\n").await;
+    let addr: std::net::SocketAddr = l.url.trim_start_matches("ldap://").parse().unwrap();
+    let (home, attacker) = ([10, 0, 0, 1], [203, 0, 113, 9]);
+    assert_eq!(bind_from(addr, home, ALICE_PASSWORD).await, Some(0));
+    for guess in 0..10 {
+        let wrong = format!("guess-{guess}");
+        assert_eq!(bind_from(addr, attacker, &wrong).await, Some(49));
+    }
+    // The attacker's budget for alice is spent: even the right password is refused there.
+    assert_eq!(bind_from(addr, attacker, ALICE_PASSWORD).await, Some(49));
+    // Where alice logs in from, it still works (ppolicy would have locked her out).
+    assert_eq!(bind_from(addr, home, ALICE_PASSWORD).await, Some(0));
+}

@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 use std::process::Output;
 
-use portcullis_lab::certs::TestCa;
+use portcullis_lab::certs::{Pair, TestCa};
 use portcullis_server::Config;
 use portcullis_store::{Grant, GroupRecord, Posix, UserAttributes, UserRecord};
 
@@ -32,6 +32,10 @@ pub struct Ldap {
     pub ldaps_url: String,
     /// The CA file clients trust.
     pub ca: PathBuf,
+    /// The CA (to issue a new certificate for a reload).
+    pub pki: TestCa,
+    /// `[ldap.tls]`'s certificate and key files.
+    pub pair: Pair,
     /// The secrets of the service accounts `app`, `narrow`, `unlisted`.
     pub app_secret: String,
     pub narrow_secret: String,
@@ -111,6 +115,8 @@ pub async fn start_ldap_with(extra: &str, sections: &str) -> Ldap {
         url: format!("ldap://{plain}"),
         ldaps_url: format!("ldaps://{tls}"),
         ca: ca.cert.clone(),
+        pki: ca,
+        pair,
         app_secret,
         narrow_secret,
         unlisted_secret,

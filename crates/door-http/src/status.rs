@@ -65,7 +65,7 @@ pub async fn json(State(ctx): State<Arc<HttpContext>>) -> Response {
             })
         }).collect::<Vec<_>>(),
     });
-    // Other doors' sections ("radius"); absent when that door is off.
+    // Other doors' sections ("radius", "ldap"); absent when that door is off.
     if let Some(map) = body.as_object_mut() {
         for panel in ctx.panels.read().iter() {
             map.insert(panel.key().to_owned(), panel.json());
@@ -152,6 +152,8 @@ td.l,th.l{text-align:left} svg{width:100%;height:140px;display:block}
 <h2 class="k" id="ah" hidden>RADIUS accounting: <span id="online"></span> sessions online (per NAS, totals)</h2>
 <table id="at" hidden><thead><tr><th>NAS</th><th>requests</th><th>stored</th><th>duplicates</th>
 <th>dropped</th></tr></thead><tbody></tbody></table>
+<h2 class="k" id="lh" hidden>LDAP: <span id="lopen"></span> connections open (operations by result, totals)</h2>
+<table id="lt" hidden><thead><tr><th class="l">operation</th><th class="l">results</th></tr></thead><tbody></tbody></table>
 <script>
 const cards=[["calls_s","verifications / s"],["tokens_s","tokens issued / s"],
 ["outstanding","verifications outstanding"],["in_flight","HTTP requests in flight"],
@@ -237,6 +239,10 @@ async function poll(){
      du:c.duplicates,dr:Object.entries(c.dropped).filter(([k,x])=>x>0).map(([k,x])=>k+" "+x).join(", ")||"0"}));
     rows("#at tbody",ar,[["n"],["req"],["st"],["du"],["dr"]]);
     document.getElementById("at").hidden=false; document.getElementById("ah").hidden=false;}}
+  if(s.ldap){set("lopen",s.ldap.connections_open);
+   const lr=Object.entries(s.ldap.operations).map(([op,by])=>({op,res:Object.entries(by).map(([k,x])=>k+" "+x).join(", ")}));
+   rows("#lt tbody",lr,[["op","l"],["res","l"]]);
+   document.getElementById("lt").hidden=false; document.getElementById("lh").hidden=false;}
   set("err",""); prev=s; document.body.setAttribute("data-polled",(+document.body.getAttribute("data-polled")||0)+1);
  }catch(e){set("err","(status unavailable)");}
 }

@@ -156,7 +156,7 @@ pub async fn serve(
 
 /// The TLS handshake on `stream`, within `limit`.
 async fn upgrade(door: &LdapDoor, stream: TcpStream, limit: Duration) -> Option<Io> {
-    let acceptor = door.acceptor.clone()?;
+    let acceptor = door.acceptor()?;
     match tokio::time::timeout(limit, acceptor.accept(stream)).await {
         Ok(Ok(tls)) => Some(Io::Tls(Box::new(tls))),
         _ => {

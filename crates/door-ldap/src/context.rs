@@ -29,6 +29,8 @@ pub struct LdapContext {
     pub audit: Arc<dyn AuditSink>,
     /// LDAPS and StartTLS (`[ldap.tls]`, else `[tls]`, without ALPN); `None`: neither.
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Where the door registers `[ldap.tls]` for SIGHUP.
+    pub reloads: Arc<portcullis_door::reload::Reloads>,
 }
 
 impl std::fmt::Debug for LdapContext {

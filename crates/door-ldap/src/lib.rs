@@ -91,8 +91,9 @@ pub struct LdapDoor {
     view: directory::View,
     /// Counters (metrics and the status panel).
     pub stats: Arc<stats::Stats>,
-    /// TLS for LDAPS and StartTLS.
-    acceptor: Option<TlsAcceptor>,
+    /// TLS for LDAPS and StartTLS; replaced whole when `[ldap.tls]` is reloaded (SIGHUP).
+    /// Connections already open keep theirs.
+    acceptor: parking_lot::RwLock<Option<TlsAcceptor>>,
     /// Bound on open connections.
     limit: Arc<Semaphore>,
     /// Bound per source address.
@@ -114,20 +115,67 @@ impl LdapDoor {
     pub fn new(ctx: Arc<LdapContext>, stats: Arc<stats::Stats>) -> Arc<LdapDoor> {
         stats::describe();
         let c = &ctx.config;
-        Arc::new(LdapDoor {
+        let door = Arc::new(LdapDoor {
             layout: directory::Layout::new(&c.base),
             view: directory::View::new(c.directory_cache),
-            acceptor: ctx.tls.clone().map(TlsAcceptor::from),
+            acceptor: parking_lot::RwLock::new(ctx.tls.clone().map(TlsAcceptor::from)),
             limit: Arc::new(Semaphore::new(c.max_connections)),
             per_source: Arc::new(PerSource::new(c.max_connections_per_source)),
             next: AtomicU64::new(1),
             stats,
             ctx,
-        })
+        });
+        // Its own certificate re-reads on SIGHUP; [tls]'s is reloaded by the assembly and
+        // shared (the same certificate store under both configurations).
+        if door.ctx.config.tls.is_some() {
+            door.ctx
+                .reloads
+                .register(Arc::clone(&door) as Arc<dyn portcullis_door::reload::Reloadable>);
+        }
+        door
     }
 
     fn next_id(&self) -> u64 {
         self.next.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The TLS acceptor in force (`None`: no certificate, no LDAPS or StartTLS).
+    fn acceptor(&self) -> Option<TlsAcceptor> {
+        self.acceptor.read().clone()
+    }
+}
+
+/// The rustls configuration of `[ldap.tls]`, checked like `[tls]` at start-up (key, usage,
+/// suites), without ALPN.
+pub fn tls_config(
+    settings: &portcullis_door::tls::TlsSettings,
+) -> Result<Arc<rustls::ServerConfig>, portcullis_door::tls::TlsError> {
+    Ok(without_alpn(
+        &portcullis_door::tls::server_config(settings, None)?.config,
+    ))
+}
+
+/// `config` without ALPN: LDAP clients offer none (or not `http/1.1`, which `[tls]`'s
+/// configuration insists on), and rustls refuses a handshake whose offer does not meet it.
+pub fn without_alpn(config: &rustls::ServerConfig) -> Arc<rustls::ServerConfig> {
+    let mut c = config.clone();
+    c.alpn_protocols = Vec::new();
+    Arc::new(c)
+}
+
+impl portcullis_door::reload::Reloadable for LdapDoor {
+    fn name(&self) -> &'static str {
+        "ldap.tls"
+    }
+
+    /// Re-read `[ldap.tls]` with the start-up checks; on error the one in force stays.
+    fn reload(&self) -> Result<String, String> {
+        let Some(settings) = &self.ctx.config.tls else {
+            return Ok("uses [tls]".into());
+        };
+        let config = tls_config(settings).map_err(|e| e.to_string())?;
+        *self.acceptor.write() = Some(TlsAcceptor::from(config));
+        Ok(format!("certificate {} re-read", settings.cert.display()))
     }
 }
 

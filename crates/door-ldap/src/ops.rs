@@ -166,7 +166,7 @@ fn search_step(
     if search::is_root_dse(&req) {
         let dse = RootDse {
             base: door.ctx.config.base.clone(),
-            start_tls: door.acceptor.is_some() && !session.secure,
+            start_tls: door.acceptor().is_some() && !session.secure,
             password_modify: door.ctx.config.password_modify,
         };
         door.stats.operation("search", ResultCode::Success);
@@ -203,7 +203,7 @@ fn extended_step(
     req: LdapExtendedRequest,
 ) -> Step {
     match req.name.as_str() {
-        response::OID_START_TLS if door.acceptor.is_some() => Step::StartTls(msgid),
+        response::OID_START_TLS if door.acceptor().is_some() => Step::StartTls(msgid),
         response::OID_WHOAMI => {
             door.stats.operation("whoami", ResultCode::Success);
             Step::Reply(vec![crate::extended::whoami(msgid, session)])

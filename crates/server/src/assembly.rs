@@ -223,18 +223,12 @@ impl Assembly {
     pub fn ldap_context(&self) -> Result<Arc<LdapContext>, ServerError> {
         let tls = match (&self.config.ldap.tls, &self.tls) {
             (Some(t), _) => Some(
-                portcullis_door::tls::server_config(t, None)
-                    .map_err(|e| ServerError::Config(format!("ldap.tls: {e}")))?
-                    .config,
+                portcullis_door_ldap::tls_config(t)
+                    .map_err(|e| ServerError::Config(format!("ldap.tls: {e}")))?,
             ),
-            (None, Some(t)) => Some(Arc::clone(&t.config)),
+            (None, Some(t)) => Some(portcullis_door_ldap::without_alpn(&t.config)),
             (None, None) => None,
         };
-        let tls = tls.map(|c| {
-            let mut c = (*c).clone();
-            c.alpn_protocols = Vec::new();
-            Arc::new(c)
-        });
         Ok(Arc::new(LdapContext {
             config: self.config.ldap.clone(),
             verifier: self.verifier.clone(),
@@ -243,6 +237,7 @@ impl Assembly {
             groups: Arc::clone(&self.store) as Arc<dyn GroupStore>,
             audit: Arc::clone(&self.audit) as Arc<dyn portcullis_core::AuditSink>,
             tls,
+            reloads: Arc::clone(&self.reloads),
         }))
     }
 
