@@ -230,6 +230,32 @@ async fn issue_39_refusals_carry_their_result_codes() {
     );
     let anon = ["-LLL", "-x", "-H", &l.url, "-b", BASE, "(uid=alice)"];
     assert_eq!(code(&tool(&l, "ldapsearch", &anon).await), 50);
+    // A critical control it does not serve fails the operation (RFC 4511 4.1.11);
+    // ManageDsaIT (-MM, critical) is met by a directory without referrals.
+    let app = service("app");
+    let with = |control: &'static str| {
+        let mut a = vec![
+            "-LLL",
+            "-x",
+            "-H",
+            l.url.as_str(),
+            "-ZZ",
+            "-D",
+            app.as_str(),
+        ];
+        a.extend([
+            "-w",
+            l.app_secret.as_str(),
+            control,
+            "-b",
+            BASE,
+            "(uid=alice)",
+            "1.1",
+        ]);
+        a
+    };
+    assert_eq!(code(&tool(&l, "ldapsearch", &with("-e!1.2.3.4")).await), 12);
+    assert_eq!(code(&tool(&l, "ldapsearch", &with("-MM")).await), 0);
     // Writes: unwillingToPerform.
     let ldif = l.s.dir.path().join("change.ldif");
     std::fs::write(
@@ -599,4 +625,40 @@ async fn issue_39_a_guessing_source_is_throttled_and_never_locks_the_user_out() 
     assert_eq!(bind_from(addr, attacker, ALICE_PASSWORD).await, Some(49));
     // Where alice logs in from, it still works (ppolicy would have locked her out).
     assert_eq!(bind_from(addr, home, ALICE_PASSWORD).await, Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_39_idle_connections_close_and_shutdown_sends_a_notice_of_disconnection() {
+    use tokio::io::AsyncReadExt;
+    let l = start_ldap("idle_timeout_secs = 1\n").await;
+    let addr: std::net::SocketAddr = l.url.trim_start_matches("ldap://").parse().unwrap();
+    let mut idle = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut sink = Vec::new();
+    let read = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        idle.read_to_end(&mut sink),
+    )
+    .await;
+    assert!(read.is_ok(), "an idle connection stays open");
+    assert!(sink.is_empty(), "closed without a word: {sink:?}");
+    let mut open = tokio::net::TcpStream::connect(addr).await.unwrap();
+    // The connection is served (a bind answered) before the shutdown begins.
+    {
+        use tokio::io::AsyncWriteExt;
+        open.write_all(&raw_bind("", "")).await.unwrap();
+        assert_eq!(bind_result(&mut open).await, Some(0));
+    }
+    let shutdown = tokio::spawn(l.s.server.shutdown());
+    let mut notice = Vec::new();
+    let _ = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        open.read_to_end(&mut notice),
+    )
+    .await;
+    let oid = b"1.3.6.1.4.1.1466.20036";
+    assert!(
+        notice.windows(oid.len()).any(|w| w == oid),
+        "no Notice of Disconnection: {notice:?}"
+    );
+    shutdown.await.unwrap().unwrap();
 }

@@ -10,6 +10,7 @@ use std::time::SystemTime;
 
 use portcullis_core::{AuditContext, AuditEvent, AuditOutcome, Protocol};
 use portcullis_ldap::frame::OpKind;
+use portcullis_ldap::proto::control::LdapControl;
 use portcullis_ldap::proto::proto::{LdapExtendedRequest, LdapMsg, LdapOp, LdapSearchRequest};
 use portcullis_ldap::{ResultCode, response};
 
@@ -53,6 +54,16 @@ pub enum Step {
 /// Decide what to do with `message` on a connection in `session`'s state.
 pub fn dispatch(door: &Arc<LdapDoor>, session: &Session, message: LdapMsg) -> Step {
     let msgid = message.msgid;
+    if let Some(kind) = answered_kind(&message.op)
+        && critical_unsupported(&message.ctrl)
+    {
+        // RFC 4511 4.1.11: a critical control the server does not serve fails the
+        // operation, which is not performed.
+        let code = ResultCode::UnavailableCriticalExtension;
+        door.stats.operation(kind.name(), code);
+        let text = "a critical control of this request is not supported";
+        return Step::Reply(refusal(msgid, kind, code, text));
+    }
     match message.op {
         LdapOp::BindRequest(req) => {
             let (door, session) = (Arc::clone(door), session.clone());
@@ -110,6 +121,35 @@ pub fn dispatch(door: &Arc<LdapDoor>, session: &Session, message: LdapMsg) -> St
     }
 }
 
+/// The kind of a request that has a response (all but Unbind and Abandon).
+fn answered_kind(op: &LdapOp) -> Option<OpKind> {
+    Some(match op {
+        LdapOp::BindRequest(_) => OpKind::Bind,
+        LdapOp::SearchRequest(_) => OpKind::Search,
+        LdapOp::CompareRequest(_) => OpKind::Compare,
+        LdapOp::ExtendedRequest(_) => OpKind::Extended,
+        LdapOp::UnbindRequest | LdapOp::AbandonRequest(_) => return None,
+        other => write_kind(other),
+    })
+}
+
+/// Whether a control marked critical is one this door does not act on. Paged results is
+/// served (searches); ManageDsaIT is met by a directory without referrals.
+fn critical_unsupported(controls: &[LdapControl]) -> bool {
+    controls.iter().any(|c| match c {
+        LdapControl::SimplePagedResults { .. } | LdapControl::ManageDsaIT { .. } => false,
+        LdapControl::SyncRequest { criticality, .. }
+        | LdapControl::PasswordPolicyRequest { criticality, .. }
+        | LdapControl::SearchOptions { criticality, .. }
+        | LdapControl::ShowDeleted { criticality, .. }
+        | LdapControl::SdFlags { criticality, .. }
+        | LdapControl::ExtendedDn { criticality, .. }
+        | LdapControl::Unknown { criticality, .. } => *criticality,
+        // The rest carry no criticality once decoded (or are responses' controls).
+        _ => false,
+    })
+}
+
 fn later(f: impl Future<Output = Done> + Send + 'static) -> Step {
     Step::Later {
         pending: Box::pin(f),
@@ -161,7 +201,7 @@ fn search_step(
     session: &Session,
     msgid: i32,
     req: LdapSearchRequest,
-    controls: Vec<portcullis_ldap::proto::control::LdapControl>,
+    controls: Vec<LdapControl>,
 ) -> Step {
     if search::is_root_dse(&req) {
         let dse = RootDse {
