@@ -32,6 +32,8 @@ struct Fake {
     clock: ManualClock,
     /// The credential cache's maximum age, when on.
     cache: Mutex<Option<Duration>>,
+    /// The admission key of every check, in order.
+    sources: Mutex<Vec<String>>,
 }
 
 impl Fake {
@@ -42,6 +44,7 @@ impl Fake {
             bind_time: Duration::from_millis(200),
             clock,
             cache: Mutex::new(None),
+            sources: Mutex::new(Vec::new()),
         })
     }
 }
@@ -64,12 +67,13 @@ impl RemoteSource for Fake {
     fn check<'a>(
         &'a self,
         route: &'a RemoteRoute,
-        _source: &'a str,
+        source: &'a str,
         user: &'a str,
         password: &'a [u8],
     ) -> BoxFuture<'a, RemoteAnswer> {
         async move {
             self.checks[route.index].fetch_add(1, Ordering::SeqCst);
+            self.sources.lock().push(source.to_owned());
             let behaviour = *self.behaviour[route.index].lock();
             let verdict = match behaviour {
                 Behaviour::Hang => futures::future::pending().await,
@@ -308,4 +312,39 @@ async fn without_the_cache_nothing_is_kept() {
             .await;
     assert!(matches!(d.outcome, Outcome::Unavailable { .. }));
     assert_eq!(h.v.cached_credentials(), 0);
+}
+
+/// Only a trusted origin queues at the directory under a key of its own: first guesses
+/// from any number of new stations share one key (and suspect ones another), so a wave
+/// of guesses that the directory holds for seconds can take at most two keys' share of
+/// its slots, never the trusted stations' (issue 40, report 000).
+#[tokio::test]
+async fn untrusted_origins_share_one_admission_key_and_trusted_ones_have_their_own() {
+    let (h, fake) = harness();
+    // ann's own station: trusted after its first success.
+    for _ in 0..2 {
+        let ok =
+            h.v.verify_deferred(h.attempt("ann@a", "secret", "10.0.0.1"))
+                .await;
+        assert!(matches!(ok.outcome, Outcome::Accepted { .. }));
+    }
+    // Twenty new stations, one guess each at different users.
+    for k in 0..20 {
+        let d =
+            h.v.verify_deferred(h.attempt(&format!("u{k}@a"), "guess", &format!("10.{k}.9.1")))
+                .await;
+        assert_eq!(d.outcome, Outcome::Rejected);
+    }
+    let sources = fake.sources.lock().clone();
+    assert_eq!(sources.len(), 22);
+    // The first check came from a station not yet trusted; the second from a trusted one.
+    assert_eq!(sources[0], "untrusted");
+    assert_ne!(sources[1], "untrusted");
+    assert_ne!(sources[1], "suspect");
+    assert!(
+        sources[2..]
+            .iter()
+            .all(|s| s == "untrusted" || s == "suspect"),
+        "{sources:?}"
+    );
 }

@@ -79,13 +79,14 @@ impl Verifier {
         }
         let class = adm.class;
         let budget = adm.deadline.saturating_duration_since(i.clock.now());
-        // The directory queues fairly per source key: each origin its own, except that
-        // every suspect origin (half its budget spent) shares one, so guessing stations
-        // together hold at most one source's share of the directory's slots.
-        let source = match class {
-            Class::Suspect => "suspect".to_owned(),
-            _ => format!("{:016x}", adm.origin_id),
-        };
+        // The directory queues fairly per source key, each key at most
+        // `max_in_flight_per_source` of its slots. Only trusted origins (a recent success
+        // for this user) get a key each; every origin without that trust shares one key,
+        // and every suspect origin (half its budget spent) another. So however many
+        // stations guess, and however long the directory holds their failed binds (report
+        // 000's back office), they hold at most two keys' share of the slots and the
+        // rest stays free for the users' trusted stations (issue 40).
+        let source = source_key(class, adm.origin_id);
         let check = remote.check(&route, &source, &adm.principal, &secret);
         let answer = match tokio::time::timeout(budget, check).await {
             Ok(a) => a,
@@ -155,5 +156,14 @@ impl Verifier {
         map.entry(Arc::clone(&route.directory))
             .or_insert_with(Latencies::new)
             .record(took);
+    }
+}
+
+/// The directory's admission key of an origin of this class (see `run_remote`).
+pub(crate) fn source_key(class: Class, origin_id: u64) -> String {
+    match class {
+        Class::Trusted => format!("{origin_id:016x}"),
+        Class::Unknown => "untrusted".to_owned(),
+        Class::Suspect => "suspect".to_owned(),
     }
 }
