@@ -54,8 +54,9 @@ pub async fn start_ldap(extra: &str) -> Ldap {
     start_ldap_with(extra, "").await
 }
 
-/// [`start_ldap`] with `sections` of TOML after `[ldap]` (only `[audit]` and
-/// `[[directory]]` are taken).
+/// [`start_ldap`] with `sections` of TOML after `[ldap]` (only `[audit]`,
+/// `[[directory]]` and, when `sections` has a `[verifier]`, its `reject_delay_ms` are
+/// taken).
 pub async fn start_ldap_with(extra: &str, sections: &str) -> Ldap {
     let certs = tempfile::tempdir().unwrap();
     let ca = TestCa::new(certs.path(), "ca").unwrap();
@@ -75,6 +76,9 @@ pub async fn start_ldap_with(extra: &str, sections: &str) -> Ldap {
         c.ldap = parsed.ldap;
         c.audit = parsed.audit;
         c.directories = parsed.directories;
+        if sections.contains("[verifier]") {
+            c.verifier.reject_delay_ms = parsed.verifier.reject_delay_ms;
+        }
     })
     .await;
     let grants = [Grant::ClientCredentials];

@@ -118,8 +118,20 @@ pub async fn bind(door: &LdapDoor, msgid: i32, req: LdapBindRequest, session: &S
             );
             answer(msgid, ResultCode::Unavailable, &text, anonymous)
         }
-        // Rejected, throttled (its budget is spent: no hash was), or a principal that
-        // cannot exist: one answer for all, so none tells which.
+        // Throttled (its budget is spent: no hash was): the same 49 as a wrong password,
+        // after the same delay as a rejection (a timer), so a closed-loop guesser waits
+        // as long per refused guess as per wrong one instead of spinning on refusals (a
+        // bind a microsecond, connections by thousands a second: the CPU honest binds
+        // need).
+        (Outcome::Throttled { .. }, _) => {
+            door.ctx
+                .verifier
+                .answer_delay(door.ctx.verifier.reject_delay())
+                .await;
+            answer(msgid, ResultCode::InvalidCredentials, "", anonymous)
+        }
+        // Rejected (after the core's reject delay), or a principal that cannot exist:
+        // one answer for all, so none tells which.
         _ => answer(msgid, ResultCode::InvalidCredentials, "", anonymous),
     }
 }

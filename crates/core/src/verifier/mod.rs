@@ -417,6 +417,13 @@ impl Verifier {
         *self.inner.peppers.write() = Arc::new(peppers);
     }
 
+    /// The configured delay of a rejection (`reject_delay_ms`): what a door that answers a
+    /// throttled attempt like a rejection waits first, so a refused guess costs a
+    /// guessing client as much time as a wrong one and it cannot spin on refusals.
+    pub fn reject_delay(&self) -> Duration {
+        Duration::from_millis(self.inner.config.reject_delay_ms)
+    }
+
     /// The pepper keys in force (new generated secrets are peppered under the current
     /// one, as the CLI does; issue 27's admin API).
     pub fn peppers(&self) -> Arc<Peppers> {
