@@ -627,16 +627,15 @@ async fn issue_39_a_guessing_source_is_throttled_and_never_locks_the_user_out() 
     assert_eq!(bind_from(addr, home, ALICE_PASSWORD).await, Some(0));
 }
 
-/// A bind refused because its budget is spent (no hash) is answered after the reject
-/// delay, like a wrong password: a closed-loop guesser cannot spin on instant refusals
+/// A bind refused because its budget is spent (no hash) is answered after
+/// `failed_bind_delay_ms`, like a wrong password: a closed-loop guesser cannot spin on instant refusals
 /// (thousands of connections a second: the CPU honest binds need). Timers never fire
 /// early, so the bound below is not a race.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_39_a_refused_guess_waits_the_reject_delay_like_a_wrong_one() {
     let delay = std::time::Duration::from_millis(400);
-    let l = start_ldap_with(
-        "allow_plain_binds = true\ntrusted_proxies = [\"127.0.0.1\"]\n",
-        "[verifier]\nreject_delay_ms = 400\n",
+    let l = start_ldap(
+        "allow_plain_binds = true\ntrusted_proxies = [\"127.0.0.1\"]\nfailed_bind_delay_ms = 400\n",
     )
     .await;
     let addr: std::net::SocketAddr = l.url.trim_start_matches("ldap://").parse().unwrap();

@@ -54,16 +54,21 @@ pub async fn start_ldap(extra: &str) -> Ldap {
     start_ldap_with(extra, "").await
 }
 
-/// [`start_ldap`] with `sections` of TOML after `[ldap]` (only `[audit]`,
-/// `[[directory]]` and, when `sections` has a `[verifier]`, its `reject_delay_ms` are
-/// taken).
+/// [`start_ldap`] with `sections` of TOML after `[ldap]` (only `[audit]` and
+/// `[[directory]]` are taken). `failed_bind_delay_ms` is 0 unless `extra` sets it.
 pub async fn start_ldap_with(extra: &str, sections: &str) -> Ldap {
     let certs = tempfile::tempdir().unwrap();
     let ca = TestCa::new(certs.path(), "ca").unwrap();
     let pair = ca.server("ldap", &["127.0.0.1", "localhost"]).unwrap();
+    // Failed binds answered at once unless the test sets the delay itself.
+    let delay = if extra.contains("failed_bind_delay_ms") {
+        ""
+    } else {
+        "failed_bind_delay_ms = 0\n"
+    };
     let section = format!(
         "[ldap]\nbase_dn = \"{BASE}\"\nlisten = \"127.0.0.1:0\"\nlisten_tls = \"127.0.0.1:0\"\n\
-         directory_cache_ms = 0\n{extra}\n\
+         directory_cache_ms = 0\n{delay}{extra}\n\
          [ldap.tls]\ncert = \"{}\"\nkey = \"{}\"\n\
          [ldap.service_accounts.app]\n\
          [ldap.service_accounts.narrow]\nsearch_base = \"ou=people,{BASE}\"\n\
@@ -76,9 +81,6 @@ pub async fn start_ldap_with(extra: &str, sections: &str) -> Ldap {
         c.ldap = parsed.ldap;
         c.audit = parsed.audit;
         c.directories = parsed.directories;
-        if sections.contains("[verifier]") {
-            c.verifier.reject_delay_ms = parsed.verifier.reject_delay_ms;
-        }
     })
     .await;
     let grants = [Grant::ClientCredentials];

@@ -51,8 +51,26 @@ fn answer(msgid: i32, code: ResultCode, text: &str, identity: Identity) -> Bound
     }
 }
 
-/// Serve one BindRequest on a connection in `session`'s state.
+/// Serve one BindRequest on a connection in `session`'s state. A failed bind (49, for
+/// whatever reason: wrong password, unknown name, throttled, an oversized password) is
+/// answered no earlier than `failed_bind_delay` (or the core's `reject_delay_ms`, if
+/// longer) after it arrived, on a timer: a guessing client waits as long per refused
+/// guess as per wrong one instead of spinning on instant refusals (a refusal costs
+/// microseconds, connections by thousands a second: the CPU honest binds need), and
+/// every 49 leaves at the same floor, so none tells which it was.
 pub async fn bind(door: &LdapDoor, msgid: i32, req: LdapBindRequest, session: &Session) -> Bound {
+    let arrived = Instant::now();
+    let bound = check(door, msgid, req, session).await;
+    if bound.code == ResultCode::InvalidCredentials {
+        let v = &door.ctx.verifier;
+        let floor = door.ctx.config.failed_bind_delay.max(v.reject_delay());
+        v.answer_delay(floor.saturating_sub(arrived.elapsed()))
+            .await;
+    }
+    bound
+}
+
+async fn check(door: &LdapDoor, msgid: i32, req: LdapBindRequest, session: &Session) -> Bound {
     let anonymous = Identity::Anonymous;
     if req.version != 3 {
         return answer(
@@ -118,20 +136,8 @@ pub async fn bind(door: &LdapDoor, msgid: i32, req: LdapBindRequest, session: &S
             );
             answer(msgid, ResultCode::Unavailable, &text, anonymous)
         }
-        // Throttled (its budget is spent: no hash was): the same 49 as a wrong password,
-        // after the same delay as a rejection (a timer), so a closed-loop guesser waits
-        // as long per refused guess as per wrong one instead of spinning on refusals (a
-        // bind a microsecond, connections by thousands a second: the CPU honest binds
-        // need).
-        (Outcome::Throttled { .. }, _) => {
-            door.ctx
-                .verifier
-                .answer_delay(door.ctx.verifier.reject_delay())
-                .await;
-            answer(msgid, ResultCode::InvalidCredentials, "", anonymous)
-        }
-        // Rejected (after the core's reject delay), or a principal that cannot exist:
-        // one answer for all, so none tells which.
+        // Rejected, throttled (its budget is spent: no hash was), or a principal that
+        // cannot exist: one answer for all, so none tells which (`bind` delays it).
         _ => answer(msgid, ResultCode::InvalidCredentials, "", anonymous),
     }
 }

@@ -49,6 +49,12 @@ idle_timeout_secs = 300
 # The longest a bind waits for its verdict (queued behind the hash pool); past it the
 # bind is answered busy (51).
 bind_timeout_ms = 10000
+# A failed bind (49: wrong password, unknown name, throttled) is answered no earlier than
+# this many milliseconds after it arrived (a timer, no thread waits). A guessing client
+# then costs itself a second per guess, throttled or not, instead of spinning on instant
+# refusals at thousands of connections a second (the CPU honest binds need); 0 = off
+# (then only [verifier] reject_delay_ms applies).
+failed_bind_delay_ms = 1000
 # Most entries one search (or one page of a paged search) returns; a client's smaller
 # sizeLimit wins.
 max_search_entries = 10000
@@ -102,6 +108,8 @@ pub struct FileLdap {
     pub idle_timeout_secs: u64,
     /// The longest a bind waits for its verdict, in milliseconds.
     pub bind_timeout_ms: u64,
+    /// A failed bind is answered no earlier than this after arrival, in milliseconds.
+    pub failed_bind_delay_ms: u64,
     /// Most entries per search (or page).
     pub max_search_entries: usize,
     /// How long the directory view is reused, in milliseconds.
@@ -130,6 +138,7 @@ impl Default for FileLdap {
             max_message_bytes: 256 * 1024,
             idle_timeout_secs: 300,
             bind_timeout_ms: 10_000,
+            failed_bind_delay_ms: 1000,
             max_search_entries: 10_000,
             directory_cache_ms: 1000,
             trusted_proxies: Vec::new(),
@@ -189,6 +198,8 @@ pub struct LdapConfig {
     pub idle_timeout: Duration,
     /// A bind's deadline.
     pub bind_timeout: Duration,
+    /// The earliest a failed bind is answered, from its arrival.
+    pub failed_bind_delay: Duration,
     /// Most entries per search.
     pub max_search_entries: usize,
     /// The directory view's lifetime.
@@ -284,6 +295,12 @@ impl FileLdap {
         )?;
         let idle = within("ldap.idle_timeout_secs", self.idle_timeout_secs, 1, 86_400)?;
         let bind = within("ldap.bind_timeout_ms", self.bind_timeout_ms, 1, 600_000)?;
+        let failed = within(
+            "ldap.failed_bind_delay_ms",
+            self.failed_bind_delay_ms,
+            0,
+            60_000,
+        )?;
         let max_search_entries = count(
             "ldap.max_search_entries",
             self.max_search_entries,
@@ -327,6 +344,7 @@ impl FileLdap {
             max_message_bytes,
             idle_timeout: Duration::from_secs(idle),
             bind_timeout: Duration::from_millis(bind),
+            failed_bind_delay: Duration::from_millis(failed),
             max_search_entries,
             directory_cache: Duration::from_millis(cache),
             trusted_proxies,
