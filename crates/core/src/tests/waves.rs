@@ -130,3 +130,53 @@ async fn issue_16_real_and_mimicked_rejections_leave_by_the_same_rule() {
         (Duration::ZERO, Duration::from_millis(30))
     );
 }
+
+/// Issue 41: while the pool refuses untrusted work (here nothing can meet its deadline;
+/// in `scripts/attack-window`, the wave's own guesses queued at the untrusted share), a
+/// flow that ignores the Retry-After reaches its (principal, origin) budget as a failing
+/// one does, then is throttled before any lookup: an unknown principal exactly like a
+/// real one. A trusted origin's refusals cost it nothing.
+#[tokio::test]
+async fn issue_41_a_flow_ignoring_overload_answers_reaches_its_throttle() {
+    let mut c = config();
+    // A x1000 job is estimated at 100 ms until one is measured: a 10 ms deadline is
+    // refused at admission. Default (principal, origin) burst: 5.
+    c.initial_hash_estimate_ms = 60_000;
+    c.trusted_cidrs = vec!["192.0.2.0/24".parse().unwrap()];
+    let source = MemSource::new();
+    source.add(PrincipalKind::User, "alice", vec![phc("right", 1000)]);
+    let h = Harness::sharing(c, policy(1000), None, ManualClock::new(), source);
+    let hurried = |who: &str, secret: &str, ip: &str| {
+        let mut a = h.attempt(who, secret, ip);
+        a.deadline = h.clock.now() + Duration::from_millis(10);
+        a
+    };
+    for (who, ip) in [("alice", "203.0.113.1"), ("ghost", "198.51.100.1")] {
+        let lookups = h.source.lookups.load(Ordering::SeqCst);
+        let (mut overloaded, mut throttled) = (0, 0);
+        for _ in 0..20 {
+            match h.v.verify(hurried(who, "guess", ip)).await {
+                Outcome::Overloaded { .. } => overloaded += 1,
+                Outcome::Throttled { .. } => throttled += 1,
+                o => panic!("{who}: unexpected {o:?}"),
+            }
+        }
+        assert_eq!((overloaded, throttled), (5, 15), "{who}");
+        assert_eq!(
+            h.source.lookups.load(Ordering::SeqCst) - lookups,
+            5,
+            "{who}: looked up only until throttled"
+        );
+    }
+    // The allow-listed origin: refused as often, never throttled, and in once there is
+    // time for its hash.
+    for _ in 0..20 {
+        let o = h.v.verify(hurried("alice", "right", "192.0.2.10")).await;
+        assert!(matches!(o, Outcome::Overloaded { .. }), "{o:?}");
+    }
+    assert_eq!(h.v.snapshot().hashes_computed, 0);
+    assert_eq!(
+        h.v.verify(h.attempt("alice", "right", "192.0.2.10")).await,
+        accepted()
+    );
+}
