@@ -15,7 +15,7 @@ pub struct DemoArgs {
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Short version: fewer, shorter scenarios (under 2 minutes in all on 2 cores with
-    /// FreeRADIUS installed; the full demo about 7).
+    /// FreeRADIUS installed; the full demo about 7.5 with slapd installed).
     #[arg(long)]
     pub quick: bool,
     /// No live progress line.
