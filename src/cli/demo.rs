@@ -15,7 +15,7 @@ pub struct DemoArgs {
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Short version: fewer, shorter scenarios (under 2 minutes in all on 2 cores with
-    /// FreeRADIUS installed; the full demo about 7).
+    /// FreeRADIUS installed; the full demo about 7.5 with slapd installed).
     #[arg(long)]
     pub quick: bool,
     /// No live progress line.
@@ -25,7 +25,8 @@ pub struct DemoArgs {
     #[arg(long)]
     pub no_freeradius: bool,
     /// Run only these sections, by scenario name (comma-separated; e.g.
-    /// `slow-directory,directory-lockout`, or `acct-storm-beside-logins`).
+    /// `slow-directory,directory-lockout`, `acct-storm-beside-logins`, or
+    /// `ldap-binds-wave`: Portcullis' LDAP binds beside slapd).
     #[arg(long, value_name = "SECTIONS", value_delimiter = ',')]
     pub only: Vec<String>,
 }
@@ -102,7 +103,9 @@ mod ours {
     use std::path::PathBuf;
     use std::sync::atomic::{AtomicU32, Ordering};
 
-    use portcullis_demo::{Accounting, BoxFuture, DemoServer, DirectorySetup, Setup, Started};
+    use portcullis_demo::{
+        Accounting, BoxFuture, DemoServer, DirectorySetup, LdapSetup, LdapStarted, Setup, Started,
+    };
     use portcullis_hash::{Policy, Prf};
     use portcullis_lab::LabError;
     use portcullis_server::{Config, Server};
@@ -141,6 +144,15 @@ mod ours {
 
         fn speaks_directory(&self) -> bool {
             true
+        }
+
+        fn speaks_ldap(&self) -> bool {
+            true
+        }
+
+        fn start_ldap(&self, setup: LdapSetup) -> BoxFuture<Result<LdapStarted, LabError>> {
+            let n = self.starts.fetch_add(1, Ordering::Relaxed);
+            Box::pin(crate::cli::demo_ldap::start(setup, n))
         }
 
         fn start(&self, setup: Setup) -> BoxFuture<Result<Started, LabError>> {

@@ -10,17 +10,14 @@
 //! The width is read again before every batch, as the pool does: the batch kernels'
 //! in-service contest (issue 26) may move the choice made at start-up, and the report
 //! says which kernel start-up chose, which one the run ended on, and what each kernel
-//! measured on the run's own batches.
+//! measured on the run's own batches. The loop itself is `portcullis_lab::pool_bench`,
+//! which the demo's LDAP section runs too.
 
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use portcullis_hash::{Prf, batch};
-
-/// The widest batch the loop prepares passwords for (wider than any kernel's lanes).
-const MAX_WIDTH: usize = 64;
+use portcullis_lab::pool_bench::{self, MAX_WIDTH};
 
 /// Run `threads` hashing threads for `seconds`; print the result (JSON or text).
 pub fn run(
@@ -41,66 +38,12 @@ pub fn run(
             .map_or(1, |k| k.width);
         (b, width.clamp(1, MAX_WIDTH))
     });
-    let stop = Arc::new(AtomicBool::new(false));
-    let start = Instant::now();
-    let mut handles = Vec::with_capacity(threads);
-    for t in 0..threads {
-        let stop = Arc::clone(&stop);
-        let spawned = std::thread::Builder::new()
-            .name(format!("bench-pool-{t}"))
-            .spawn(move || {
-                // Enough for the widest batch any kernel could ask for.
-                let passwords: Vec<Vec<u8>> = (0..MAX_WIDTH)
-                    .map(|i| format!("pool bench password {t}-{i}").into_bytes())
-                    .collect();
-                let mut outs = vec![vec![0u8; prf.output_len()]; MAX_WIDTH];
-                // (derivations, when the last of them finished): a thread's rate is
-                // measured up to its last finished batch, so the batch cut off by the
-                // stop neither counts nor dilutes the rate.
-                let mut done = (0u64, start);
-                while !stop.load(Ordering::Relaxed) {
-                    let width = match forced {
-                        Some((_, w)) => w,
-                        None => batch::preferred_batch(prf).clamp(1, MAX_WIDTH),
-                    };
-                    let mut jobs: Vec<batch::Job<'_>> = passwords[..width]
-                        .iter()
-                        .zip(outs.iter_mut())
-                        .map(|(p, o)| batch::Job {
-                            password: p,
-                            salt: b"0123456789abcdef",
-                            out: o,
-                        })
-                        .collect();
-                    match forced {
-                        Some((b, _)) => {
-                            // Offered by this CPU: checked when the name was resolved.
-                            let _ = batch::derive_on(b, prf, iterations, &mut jobs);
-                        }
-                        None => batch::derive(prf, iterations, &mut jobs),
-                    }
-                    done = (done.0 + width as u64, Instant::now());
-                }
-                done
-            });
-        match spawned {
-            Ok(h) => handles.push(h),
-            Err(e) => return super::fail(format_args!("cannot start a hashing thread: {e}")),
-        }
-    }
-    std::thread::sleep(Duration::from_secs_f64(seconds));
-    stop.store(true, Ordering::Relaxed);
-    let elapsed = start.elapsed().as_secs_f64();
-    let (mut counted, mut rate) = (0u64, 0.0f64);
-    for h in handles {
-        if let Ok((n, last)) = h.join() {
-            let secs = last.duration_since(start).as_secs_f64();
-            counted += n;
-            if secs > 0.0 {
-                rate += n as f64 / secs;
-            }
-        }
-    }
+    let length = Duration::from_secs_f64(seconds.max(0.0));
+    let done = match pool_bench::measure(prf, iterations, threads, length, forced) {
+        Ok(r) => r,
+        Err(e) => return super::fail(format_args!("cannot start a hashing thread: {e}")),
+    };
+    let (counted, rate, elapsed) = (done.derivations, done.per_s, done.seconds);
     let ended = batch::calibration(prf);
     let (kernel, width) = match forced {
         Some((b, w)) => (b.name(), w),

@@ -8,6 +8,7 @@ pub mod client_keys;
 pub mod common;
 pub mod config;
 pub mod demo;
+mod demo_ldap;
 pub mod doctor;
 pub mod generate;
 pub mod group;

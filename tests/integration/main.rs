@@ -42,6 +42,7 @@ mod ldap_malformed;
 mod ldap_python;
 mod ldap_sssd_interop;
 mod ldap_support;
+mod ldap_wave_demo;
 mod nas_cli;
 mod package;
 mod process_support;

@@ -12,21 +12,20 @@
 //! its right password straight to slapd, past relay and server, as `ldapwhoami` would.
 //! Scenarios: those of the built-ins with `[demo.directory]`.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::Duration;
 
 use serde::Serialize;
 
 use super::{DemoServer, DirectorySetup, Setup};
+pub use crate::slapd::{Slapd, find_slapd};
 use portcullis_lab::LabError;
 use portcullis_lab::outcome::Outcome;
 use portcullis_lab::relay::{Relay, RelayConfig, RelayCounts, simple_bind};
 use portcullis_lab::report::{Section, Table};
 use portcullis_lab::runner::{RunOptions, ScenarioResult, run_scenario};
-use portcullis_lab::scenario::directory::{PASSWORD_PREFIX, USER_PREFIX};
+use portcullis_lab::scenario::directory::PASSWORD_PREFIX;
 use portcullis_lab::scenario::{DirectorySpec, DriverSpec, Scenario};
 
 /// The section's title in the report.
@@ -36,127 +35,19 @@ fn err(msg: impl std::fmt::Display) -> LabError {
     LabError::Target(format!("directory: {msg}"))
 }
 
-/// Where `scripts/slapd` is: `$PORTCULLIS_SLAPD`, else `scripts/slapd` under the current
-/// directory or one above the executable (a build in the source tree); and whether
-/// Debian's slapd and its PBKDF2 module are installed. The demo installs nothing: without
-/// them the section is left out, with this reason.
-pub fn find_slapd() -> Result<PathBuf, String> {
-    if !Path::new("/usr/sbin/slapd").is_file() {
-        return Err("Debian's slapd is not installed (scripts/slapd install)".into());
-    }
-    if !Path::new("/usr/lib/ldap/pw-pbkdf2.so").is_file() {
-        return Err("slapd-contrib (pw-pbkdf2) is not installed (scripts/slapd install)".into());
-    }
-    if let Some(p) = std::env::var_os("PORTCULLIS_SLAPD") {
-        return Ok(PathBuf::from(p));
-    }
-    let mut roots: Vec<PathBuf> = std::env::current_dir().into_iter().collect();
-    if let Ok(exe) = std::env::current_exe() {
-        roots.extend(exe.ancestors().skip(1).map(Path::to_path_buf));
-    }
-    roots
-        .iter()
-        .map(|r| r.join("scripts/slapd"))
-        .find(|p| p.is_file())
-        .ok_or_else(|| "scripts/slapd is not found (run the demo from the source tree, or set PORTCULLIS_SLAPD)".into())
-}
-
-/// A throwaway slapd made by `scripts/slapd`, stopped and removed on [`Slapd::stop`].
-pub struct Slapd {
-    script: PathBuf,
-    dir: PathBuf,
-    env: HashMap<String, String>,
-}
-
-impl Slapd {
-    /// Builds and starts an instance for `spec` in a fresh temporary directory.
-    pub fn start(script: &Path, spec: &DirectorySpec, tag: &str) -> Result<Slapd, LabError> {
-        let dir = std::env::temp_dir().join(format!(
-            "portcullis-demo-slapd-{}-{tag}",
-            std::process::id()
-        ));
-        let mut cmd = Command::new(script);
-        cmd.arg("start")
-            .arg(&dir)
-            .args(["--users", &spec.users.to_string()])
-            .args(["--pbkdf2-iterations", &spec.pbkdf2_iterations.to_string()]);
-        if let Some(n) = spec.ppolicy_max_failure {
-            cmd.args(["--ppolicy", &n.to_string()]);
-        }
-        let out = cmd
-            .output()
-            .map_err(|e| err(format!("{}: {e}", script.display())))?;
-        if !out.status.success() {
-            let _ = std::fs::remove_dir_all(&dir);
-            return Err(err(format!(
-                "scripts/slapd start failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            )));
-        }
-        let env = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|l| l.split_once('='))
-            .map(|(k, v)| (k.to_owned(), v.to_owned()))
-            .collect();
-        let slapd = Slapd {
-            script: script.to_path_buf(),
-            dir,
-            env,
-        };
-        // Every key the section reads must be there, or the instance is useless.
-        for key in ["port", "base", "service_dn", "service_password"] {
-            if let Err(e) = slapd.get(key) {
-                slapd.stop();
-                return Err(e);
-            }
-        }
-        Ok(slapd)
-    }
-
-    fn get(&self, key: &str) -> Result<&str, LabError> {
-        self.env
-            .get(key)
-            .map(String::as_str)
-            .ok_or_else(|| err(format!("scripts/slapd printed no {key}")))
-    }
-
-    /// slapd's own `ldap://` address.
-    pub fn addr(&self) -> Result<SocketAddr, LabError> {
-        let port: u16 = self.get("port")?.parse().map_err(err)?;
-        Ok(SocketAddr::from(([127, 0, 0, 1], port)))
-    }
-
-    /// The DN of `user<n>`.
-    pub fn user_dn(&self, n: usize) -> Result<String, LabError> {
-        Ok(format!(
-            "uid={USER_PREFIX}{n},ou=people,{}",
-            self.get("base")?
-        ))
-    }
-
-    /// What a server is told about the directory behind `relay`.
-    fn setup(&self, relay: &Relay, spec: &DirectorySpec) -> Result<DirectorySetup, LabError> {
-        let base = self.get("base")?.to_owned();
-        Ok(DirectorySetup {
-            addr: relay.addr(),
-            people: format!("ou=people,{base}"),
-            user_dn_template: format!("uid={{user}},ou=people,{base}"),
-            service_dn: self.get("service_dn")?.to_owned(),
-            service_password: self.get("service_password")?.to_owned(),
-            answer_timeout: super::freeradius_ldap::answer_timeout(spec.failed_bind_delay),
-            lockout_threshold: spec.ppolicy_max_failure,
-            base,
-        })
-    }
-
-    /// Stops slapd and removes its directory.
-    pub fn stop(self) {
-        let _ = Command::new(&self.script)
-            .arg("stop")
-            .arg(&self.dir)
-            .output();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+/// What a server is told about the directory behind `relay`.
+fn setup(slapd: &Slapd, relay: &Relay, spec: &DirectorySpec) -> Result<DirectorySetup, LabError> {
+    let base = slapd.get("base")?.to_owned();
+    Ok(DirectorySetup {
+        addr: relay.addr(),
+        people: format!("ou=people,{base}"),
+        user_dn_template: format!("uid={{user}},ou=people,{base}"),
+        service_dn: slapd.get("service_dn")?.to_owned(),
+        service_password: slapd.get("service_password")?.to_owned(),
+        answer_timeout: super::freeradius_ldap::answer_timeout(spec.failed_bind_delay),
+        lockout_threshold: spec.ppolicy_max_failure,
+        base,
+    })
 }
 
 /// What one server did in one directory scenario.
@@ -304,7 +195,7 @@ async fn with_directory(
         generated_secrets: false,
         eap: None,
         accounting: false,
-        directory: Some(slapd.setup(&relay, spec)?),
+        directory: Some(setup(slapd, &relay, spec)?),
     };
     let started = srv.start(setup).await?;
     let runs = async {

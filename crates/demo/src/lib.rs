@@ -17,13 +17,16 @@ mod freeradius;
 mod freeradius_eap;
 mod freeradius_ldap;
 mod freeradius_status;
+pub mod ldap_wave;
 mod radius_side;
+pub mod slapd;
 
 pub use acct_storm::Accounting;
 pub use eap::{EapSetup, eap_table};
 pub use finished::{Finished, HEADLINE, side_by_side};
 pub use freeradius::FreeRadiusServer;
 pub use freeradius_status::PoolSample;
+pub use ldap_wave::{LdapSetup, LdapStarted};
 pub use radius_side::radius_table;
 use radius_side::{RADIUS_ALONE, RADIUS_ATTACKED};
 
@@ -150,6 +153,18 @@ pub trait DemoServer: Send + Sync {
     fn speaks_directory(&self) -> bool {
         false
     }
+    /// It serves LDAP binds from its own process ([`DemoServer::start_ldap`]): the demo
+    /// runs the "LDAP binds under a guessing wave" section against it, beside slapd.
+    fn speaks_ldap(&self) -> bool {
+        false
+    }
+    /// Start it as a process of its own serving plain LDAP on loopback with `setup`'s
+    /// users (its CPU is read from `/proc`); only when [`DemoServer::speaks_ldap`].
+    fn start_ldap(&self, setup: LdapSetup) -> BoxFuture<Result<LdapStarted, LabError>> {
+        let _ = setup;
+        let label = self.label();
+        Box::pin(async move { Err(LabError::Target(format!("{label} does not serve LDAP"))) })
+    }
 }
 
 /// Whether `srv` takes part in `scn`.
@@ -245,7 +260,8 @@ pub struct DemoOptions {
     pub progress: bool,
     /// Target time of one PBKDF2 verification, which sets the iteration count.
     pub verify_target: Duration,
-    /// Run only these sections (scenario names, or the accounting storm's); empty: all.
+    /// Run only these sections (scenario names, or the accounting storm's, or
+    /// `ldap-binds-wave`); empty: all.
     pub only: Vec<String>,
 }
 
@@ -363,6 +379,7 @@ fn section_names() -> Result<Vec<String>, LabError> {
         }
     }
     out.push(acct_storm::SECTION.to_owned());
+    out.push(ldap_wave::SECTION.to_owned());
     Ok(out)
 }
 
@@ -541,6 +558,19 @@ pub async fn run(
         tables.extend(part.tables);
         sections.extend(part.sections);
     }
+    let (wave, wave_note) = ldap_wave::section(
+        servers,
+        opts.quick,
+        &opts.only,
+        opts.progress,
+        slapd::find_slapd,
+    )
+    .await?;
+    if let Some(part) = wave {
+        sink(&part);
+        tables.extend(part.tables);
+        sections.extend(part.sections);
+    }
     let mut notes = vec![
         format!(
             "Client secrets are stored as PBKDF2-HMAC-SHA256 with {} iterations (demo cost, chosen so one verification takes about {:.1} ms on this machine; the production default is 600,000). Estimated hashing capacity with all {} cores (single-stream PBKDF2, which is what the baseline runs): {:.0} verifications/s; the overload scenario offers twice that. The machine is shared, so absolute rates are noisy: compare the two servers within one report.",
@@ -596,6 +626,7 @@ pub async fn run(
         ));
     }
     notes.extend(slow_note);
+    notes.extend(wave_note);
     Ok(Report {
         title: "Portcullis demo: naive baseline vs Portcullis under the field reports' scenarios"
             .into(),
@@ -677,7 +708,7 @@ async fn slow_directory(
     if scns.is_empty() || !servers.iter().any(|s| s.speaks_directory()) {
         return Ok((None, None));
     }
-    let script = match directory::find_slapd() {
+    let script = match slapd::find_slapd() {
         Ok(p) => p,
         Err(why) => {
             return Ok((

@@ -17,6 +17,7 @@
 //! - [`jwt`]: JWKS parsing and RFC 9068 token checks (Ed25519), bound to the asking client.
 //! - [`relay`]: a directory that answers failed binds late (report 000's back office): a TCP
 //!   relay in front of slapd that holds failed BindResponses.
+//! - [`pool_bench`]: what the hash pool alone derives (the yardstick of verifications/s).
 //! - [`record`]: outcomes, HdrHistograms, per-second series.
 //! - [`scrape`]: the server's Prometheus `/metrics`, as per-second figures.
 //! - [`runner`]: executes a scenario (groups, ticker, caps, repeats, thresholds).
@@ -37,6 +38,7 @@ pub mod fingerprint;
 pub mod jwt;
 pub mod ldap;
 pub mod outcome;
+pub mod pool_bench;
 pub mod radius;
 pub mod radius_acct;
 pub mod record;

@@ -1,0 +1,515 @@
+//! The demo's "LDAP binds under a guessing wave" section (issue 39): Portcullis' LDAP door
+//! beside OpenLDAP slapd 2.5, same machine, same run, the same sixteen users stored as
+//! PBKDF2-SHA256 x600,000, measured as `scripts/ldap-bench` measures them
+//! ([docs/ldap-bench.md]).
+//!
+//! slapd is Debian's, as `scripts/slapd start --users 16 --ppolicy 5
+//! --pbkdf2-iterations 600000` builds it (pw-pbkdf2, ppolicy as a company sets it:
+//! pwdMaxFailure 5, pwdLockout TRUE). Portcullis is whatever the binary hands in through
+//! [`DemoServer::start_ldap`](crate::DemoServer::start_ldap): `portcullis serve` with
+//! `[ldap]`, run as a **child process**. The rest of the demo runs Portcullis inside its
+//! own process, but here the figure is the server's CPU per bind, read from
+//! `/proc/PID/stat`: in-process, the door's tasks would share the runtime threads with
+//! the lab's load generator and no per-thread sum could tell the two apart. As a process
+//! of its own it is measured exactly as slapd is.
+//!
+//! Both servers are started first and stay up for the whole section; the phases alternate
+//! between them (slapd alone, Portcullis alone, slapd attacked, Portcullis attacked), so a
+//! shared machine's drift moves both alike:
+//!
+//! - *alone*: the 16 honest users, closed loop without pause, a new connection per login,
+//!   a simple bind by DN then an unbind, each from its own loopback address: accepted
+//!   binds/s, p99 of the login, and the server's CPU (utime + stime of its process) over
+//!   every bind the lab counted;
+//! - *attacked*: the same users plus 50 guessing sources (each its own address, closed
+//!   loop, a new connection per guess) binding as user1, the victim, with wrong passwords:
+//!   the honest binds/s (retention: over the phase alone), then whether the victim is
+//!   locked out: a bind of its right password from 127.0.0.1, the address its honest
+//!   client used all along (for Portcullis a trusted source), after the wave.
+//!
+//! The yardstick is what the hash pool alone derives in the same run
+//! ([`portcullis_lab::pool_bench`]): a bind is one hash and little else.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use portcullis_hash::Prf;
+use portcullis_lab::LabError;
+use portcullis_lab::ldap::stats::LdapSummary;
+use portcullis_lab::record::GroupResult;
+use portcullis_lab::relay::simple_bind;
+use portcullis_lab::report::Section;
+use portcullis_lab::runner::{RunOptions, ScenarioResult, run_scenario};
+use portcullis_lab::scenario::{DirectorySpec, Scenario};
+
+use crate::slapd::Slapd;
+use crate::{BoxFuture, DemoServer, Finished};
+
+mod table;
+pub use table::{Goals, table, verdict};
+
+/// The section's name for `--only`.
+pub const SECTION: &str = "ldap-binds-wave";
+/// Its title in the report.
+pub const TITLE: &str = "LDAP binds under a guessing wave";
+/// Honest users, `user1` .. `user16` (password `password<n>`).
+pub const USERS: usize = 16;
+/// Guessing sources, each its own loopback address.
+pub const GUESSERS: usize = 50;
+/// PBKDF2-SHA256 iterations of every stored password (the issue's, and the default).
+pub const ITERATIONS: u32 = 600_000;
+/// slapd's ppolicy pwdMaxFailure.
+pub const MAX_FAILURE: u32 = 5;
+/// The victim: `user1`.
+pub const VICTIM: usize = 1;
+
+fn err(msg: impl std::fmt::Display) -> LabError {
+    LabError::Target(format!("{SECTION}: {msg}"))
+}
+
+/// What a server is given to serve LDAP in this section.
+#[derive(Debug, Clone)]
+pub struct LdapSetup {
+    /// The directory's base DN (users are `uid=NAME,ou=people,BASE`).
+    pub base_dn: String,
+    /// The users (name, password), to store as PBKDF2-SHA256 x`iterations`.
+    pub users: Vec<(String, String)>,
+    /// See `users`.
+    pub iterations: u32,
+}
+
+/// A server started for this section, in a process of its own.
+pub struct LdapStarted {
+    /// Its plain LDAP listener on loopback.
+    pub addr: SocketAddr,
+    /// Its process: CPU time is read from `/proc/PID/stat`.
+    pub pid: u32,
+    /// Stops it.
+    pub stop: Box<dyn FnOnce() -> BoxFuture<()> + Send>,
+}
+
+/// How long each part lasts.
+#[derive(Debug, Clone, Copy)]
+pub struct Durations {
+    /// Each server's phase alone.
+    pub alone: Duration,
+    /// Each server's phase under the guessing wave.
+    pub attacked: Duration,
+    /// The hash pool alone.
+    pub pool: Duration,
+}
+
+impl Durations {
+    /// The demo's: 10 s phases in the full demo (the section then takes about a minute
+    /// and a half with start-up); `quick` (only with `--only`) 3 s.
+    pub fn demo(quick: bool) -> Durations {
+        let (phase, pool) = if quick { (3, 2) } else { (10, 3) };
+        Durations {
+            alone: Duration::from_secs(phase),
+            attacked: Duration::from_secs(phase),
+            pool: Duration::from_secs(pool),
+        }
+    }
+}
+
+/// One phase's figures for one server.
+#[derive(Debug, Clone, Default)]
+pub struct Phase {
+    /// The honest users' accepted binds per second.
+    pub binds_per_s: f64,
+    /// Their logins' 99th percentile (connect, bind, unbind), ms.
+    pub p99_ms: f64,
+    /// Every user bind the server answered (honest and guesses).
+    pub binds: u64,
+    /// The server process's CPU time over the phase (s).
+    pub cpu_s: f64,
+    /// Honest binds with the right password refused.
+    pub honest_refused: u64,
+    /// Honest users the lab saw locked out (accepted, then refused).
+    pub locked_out: Vec<String>,
+    /// Guesses answered per second (attacked phase).
+    pub guesses_per_s: f64,
+}
+
+impl Phase {
+    /// CPU ms per answered bind (`None` without binds).
+    pub fn cpu_ms_per_bind(&self) -> Option<f64> {
+        (self.binds > 0).then(|| 1000.0 * self.cpu_s / self.binds as f64)
+    }
+}
+
+/// One server's figures.
+#[derive(Debug, Clone)]
+pub struct WaveRun {
+    /// Its label ("slapd", "portcullis").
+    pub server: String,
+    /// Whether it is the reference the goals compare with (slapd).
+    pub reference: bool,
+    /// The phase alone.
+    pub alone: Phase,
+    /// The phase under the wave.
+    pub attacked: Phase,
+    /// The victim's right password after the wave, from its trusted address: the
+    /// server's result code (0 bound, 49 refused).
+    pub victim_bind: i32,
+}
+
+impl WaveRun {
+    /// Honest binds/s under the wave over alone.
+    pub fn retention(&self) -> Option<f64> {
+        (self.alone.binds_per_s > 0.0).then(|| self.attacked.binds_per_s / self.alone.binds_per_s)
+    }
+
+    /// Locked out: its right password refused after the wave, or during it after it had
+    /// been accepted.
+    pub fn victim_locked(&self) -> bool {
+        let name = format!("user{VICTIM}");
+        self.victim_bind != 0 || self.attacked.locked_out.contains(&name)
+    }
+}
+
+/// The section's outcome.
+pub struct WaveSection {
+    /// One row per server.
+    pub runs: Vec<WaveRun>,
+    /// The hash pool alone, derivations/s.
+    pub pool_per_s: f64,
+    /// The lab's runs: one section per phase.
+    pub sections: Vec<Section>,
+}
+
+/// The section as the demo runs it: `None` when it is not selected (the full demo runs
+/// it; `--quick` only with `--only`) or no server speaks LDAP; a note instead when slapd
+/// is missing (`find` says why: [`crate::slapd::find_slapd`] in the demo).
+pub async fn section(
+    servers: &[&dyn DemoServer],
+    quick: bool,
+    only: &[String],
+    progress: bool,
+    find: impl FnOnce() -> Result<PathBuf, String>,
+) -> Result<(Option<Finished>, Option<String>), LabError> {
+    let picked = match only.is_empty() {
+        true => !quick,
+        false => only.iter().any(|o| o == SECTION),
+    };
+    let ours: Vec<&dyn DemoServer> = servers
+        .iter()
+        .copied()
+        .filter(|s| s.speaks_ldap())
+        .collect();
+    if !picked || ours.is_empty() {
+        return Ok((None, None));
+    }
+    let script = match find() {
+        Ok(p) => p,
+        Err(why) => return Ok((None, Some(format!("\"{TITLE}\" is left out: {why}.")))),
+    };
+    let d = Durations::demo(quick);
+    let s = run(&ours, &script, &d, progress).await?;
+    let note = format!(
+        "{TITLE}: {USERS} users stored as PBKDF2-SHA256 x{ITERATIONS} in OpenLDAP slapd (Debian's, ppolicy pwdMaxFailure {MAX_FAILURE}, pwdLockout TRUE) and in Portcullis (`portcullis serve` with [ldap], run as a child process so that its CPU is its own); {} s per phase, alternating between the servers; the lab's load generator runs on the same cores. Hash pool alone: {:.1} derivations/s.",
+        d.alone.as_secs(),
+        s.pool_per_s
+    );
+    let part = Finished {
+        name: SECTION.into(),
+        headline: false,
+        tables: vec![table(&s.runs, s.pool_per_s, &Goals::ISSUE)],
+        sections: s.sections,
+    };
+    Ok((Some(part), Some(note)))
+}
+
+/// A server under measurement.
+struct Target {
+    label: String,
+    addr: SocketAddr,
+    pid: u32,
+}
+
+/// Starts slapd and every server in `servers` (those that speak LDAP), runs the phases,
+/// stops them all, then measures the pool alone.
+pub async fn run(
+    servers: &[&dyn DemoServer],
+    script: &Path,
+    d: &Durations,
+    progress: bool,
+) -> Result<WaveSection, LabError> {
+    let spec = DirectorySpec {
+        users: USERS,
+        failed_bind_delay: Duration::ZERO,
+        ppolicy_max_failure: Some(MAX_FAILURE),
+        pbkdf2_iterations: ITERATIONS,
+        victim: Some(VICTIM),
+        compare_alone: true,
+    };
+    if progress {
+        eprintln!(
+            "{TITLE}: starting slapd and Portcullis with {USERS} users (PBKDF2-SHA256 x{ITERATIONS})..."
+        );
+    }
+    let slapd = {
+        let script = script.to_path_buf();
+        tokio::task::spawn_blocking(move || Slapd::start(&script, &spec, "ldap-wave"))
+            .await
+            .map_err(err)??
+    };
+    let mut stops = Vec::new();
+    let measured = async {
+        let base = slapd.get("base")?.to_owned();
+        let mut targets = vec![Target {
+            label: "slapd".into(),
+            addr: slapd.addr()?,
+            pid: slapd.pid()?,
+        }];
+        let users: Vec<(String, String)> = (1..=USERS)
+            .map(|n| (format!("user{n}"), format!("password{n}")))
+            .collect();
+        for srv in servers {
+            let setup = LdapSetup {
+                base_dn: base.clone(),
+                users: users.clone(),
+                iterations: ITERATIONS,
+            };
+            let started = srv.start_ldap(setup).await?;
+            targets.push(Target {
+                label: srv.label(),
+                addr: started.addr,
+                pid: started.pid,
+            });
+            stops.push(started.stop);
+        }
+        phases(&targets, &base, d, progress).await
+    }
+    .await;
+    for stop in stops {
+        stop().await;
+    }
+    tokio::task::spawn_blocking(move || slapd.stop())
+        .await
+        .map_err(err)?;
+    let (runs, sections) = measured?;
+    if progress {
+        eprintln!("{TITLE}: the hash pool alone...");
+    }
+    let length = d.pool;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let pool = tokio::task::spawn_blocking(move || {
+        portcullis_lab::pool_bench::measure(Prf::Sha256, ITERATIONS, threads, length, None)
+    })
+    .await
+    .map_err(err)?
+    .map_err(err)?;
+    Ok(WaveSection {
+        runs,
+        pool_per_s: pool.per_s,
+        sections,
+    })
+}
+
+/// The phases, alternating between the targets; then one row per target.
+async fn phases(
+    targets: &[Target],
+    base: &str,
+    d: &Durations,
+    progress: bool,
+) -> Result<(Vec<WaveRun>, Vec<Section>), LabError> {
+    let mut alone = Vec::new();
+    let mut alone_results = Vec::new();
+    for t in targets {
+        let (r, figures) = phase(t, base, false, d.alone, progress).await?;
+        alone_results.push(r);
+        alone.push(figures);
+    }
+    let mut runs = Vec::new();
+    let mut attacked_results = Vec::new();
+    for (t, alone) in targets.iter().zip(alone) {
+        let (r, attacked) = phase(t, base, true, d.attacked, progress).await?;
+        attacked_results.push(r);
+        let dn = format!("uid=user{VICTIM},ou=people,{base}");
+        let victim_bind = simple_bind(
+            t.addr,
+            &dn,
+            &format!("password{VICTIM}"),
+            Duration::from_secs(10),
+        )
+        .await
+        .map_err(err)?;
+        runs.push(WaveRun {
+            server: t.label.clone(),
+            reference: t.label == "slapd",
+            alone,
+            attacked,
+            victim_bind,
+        });
+    }
+    let sections = vec![
+        Section {
+            scenario: format!("{SECTION} (honest users alone)"),
+            description: format!(
+                "{USERS} honest users binding by DN, closed loop, a new connection per login"
+            ),
+            results: alone_results,
+        },
+        Section {
+            scenario: format!("{SECTION} (under {GUESSERS} guessing sources)"),
+            description: format!(
+                "the same users beside {GUESSERS} guessing sources binding as user{VICTIM} with wrong passwords"
+            ),
+            results: attacked_results,
+        },
+    ];
+    Ok((runs, sections))
+}
+
+/// One phase against one target: the lab's run and its figures.
+async fn phase(
+    t: &Target,
+    base: &str,
+    attacked: bool,
+    length: Duration,
+    progress: bool,
+) -> Result<(ScenarioResult, Phase), LabError> {
+    let s = Scenario::parse(&scenario(base, length, attacked), None)?
+        .with_target_url(&format!("ldap://{}", t.addr))?;
+    let opts = RunOptions {
+        allow_targets: Vec::new(),
+        progress,
+        label: t.label.clone(),
+        position: None,
+    };
+    let before = cpu_seconds(t.pid)?;
+    let result = run_scenario(&s, &opts).await?;
+    let cpu_s = cpu_seconds(t.pid)? - before;
+    let figures = figures(&result, cpu_s)?;
+    Ok((result, figures))
+}
+
+fn figures(result: &ScenarioResult, cpu_s: f64) -> Result<Phase, LabError> {
+    let groups = &result
+        .repeats
+        .first()
+        .ok_or_else(|| err("the lab ran no repeat"))?
+        .groups;
+    let group = |name: &str| groups.iter().find(|g| g.name == name);
+    let ldap = |g: Option<&GroupResult>| -> Option<LdapSummary> { g.and_then(|g| g.ldap.clone()) };
+    let honest = group("honest").ok_or_else(|| err("no honest group in the lab's result"))?;
+    let h = ldap(Some(honest)).unwrap_or_else(empty);
+    let guesses = ldap(group("guessers"));
+    Ok(Phase {
+        binds_per_s: h.accepted_per_s,
+        p99_ms: honest.p99_ms,
+        binds: groups
+            .iter()
+            .filter_map(|g| g.ldap.as_ref())
+            .map(|l| l.binds)
+            .sum(),
+        cpu_s,
+        honest_refused: h.right_password_refused,
+        locked_out: h.locked_out,
+        guesses_per_s: guesses.map_or(0.0, |g| g.binds_per_s),
+    })
+}
+
+fn empty() -> LdapSummary {
+    LdapSummary {
+        binds: 0,
+        binds_per_s: 0.0,
+        accepted_per_s: 0.0,
+        bind_p50_ms: 0.0,
+        bind_p99_ms: 0.0,
+        bind_codes: Default::default(),
+        service_bind_codes: Default::default(),
+        lookup_codes: Default::default(),
+        no_entry: 0,
+        search_codes: Default::default(),
+        starttls_codes: Default::default(),
+        right_password_refused: 0,
+        locked_out: Vec::new(),
+        never_accepted: Vec::new(),
+    }
+}
+
+/// Clock ticks per second of the times in `/proc/PID/stat`: USER_HZ, 100 on every Linux
+/// architecture this project builds for (a fixed part of the kernel's ABI, unlike HZ).
+const USER_HZ: f64 = 100.0;
+
+/// utime + stime of process `pid` and all its threads, past and present (fields 14 and
+/// 15 of `/proc/PID/stat`), in seconds.
+pub fn cpu_seconds(pid: u32) -> Result<f64, LabError> {
+    let path = format!("/proc/{pid}/stat");
+    let text = std::fs::read_to_string(&path).map_err(|e| err(format!("{path}: {e}")))?;
+    parse_stat_cpu(&text).ok_or_else(|| err(format!("{path}: no utime/stime")))
+}
+
+/// See [`cpu_seconds`]: the command name (field 2) may hold spaces and parentheses, so
+/// the fields are counted after its last `)`.
+fn parse_stat_cpu(stat: &str) -> Option<f64> {
+    let (_, rest) = stat.rsplit_once(')')?;
+    let mut fields = rest.split_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some((utime + stime) as f64 / USER_HZ)
+}
+
+/// The lab scenario of one phase (the target is set by the caller).
+fn scenario(base: &str, length: Duration, attacked: bool) -> String {
+    let mut text = format!(
+        r#"name = "{SECTION}-{phase}"
+description = "{USERS} honest users binding by DN{wave}"
+[target]
+url = "ldap://127.0.0.1:389"
+metrics = "off"
+[driver]
+kind = "ldap"
+[driver.ldap]
+base_dn = "{base}"
+user_dn = "uid={{user}},ou=people,{base}"
+[principals]
+prefix = "user"
+secret_prefix = "password"
+count = {count}
+[run]
+duration = "{ms}ms"
+ramp_up = "1s"
+seed = 1
+timeout = "10s"
+[[group]]
+name = "honest"
+size = {USERS}
+principal_offset = 1
+think = "0ms"
+connection = "per-request"
+sources = "127.0.0.1-127.0.0.{USERS}"
+"#,
+        phase = if attacked { "attacked" } else { "alone" },
+        wave = if attacked {
+            format!(", beside {GUESSERS} guessing sources")
+        } else {
+            String::new()
+        },
+        count = USERS + 1,
+        ms = length.as_millis(),
+    );
+    if attacked {
+        text.push_str(&format!(
+            r#"
+[[group]]
+name = "guessers"
+credentials = "wrong_secret"
+size = {GUESSERS}
+principal_offset = {VICTIM}
+principal_count = 1
+think = "0ms"
+connection = "per-request"
+sources = "127.0.1.1-127.0.1.{GUESSERS}"
+honour_retry_after = false
+"#
+        ));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests;

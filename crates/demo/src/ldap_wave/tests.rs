@@ -1,0 +1,177 @@
+use std::path::{Path, PathBuf};
+
+use super::*;
+use crate::{Setup, Started};
+
+fn phase(binds_per_s: f64) -> Phase {
+    Phase {
+        binds_per_s,
+        p99_ms: 10.0,
+        binds: 100,
+        cpu_s: 2.0,
+        ..Phase::default()
+    }
+}
+
+fn run(server: &str, alone: f64, attacked: f64, victim_bind: i32) -> WaveRun {
+    WaveRun {
+        server: server.into(),
+        reference: server == "slapd",
+        alone: phase(alone),
+        attacked: phase(attacked),
+        victim_bind,
+    }
+}
+
+#[test]
+fn cpu_time_is_read_after_the_command_name() {
+    // A command name with spaces and a parenthesis must not shift the fields.
+    let stat = "42 (a) b (c)) S 1 42 42 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 3 0";
+    assert_eq!(parse_stat_cpu(stat), Some(3.25));
+    assert_eq!(parse_stat_cpu("42 (x) S 1"), None);
+    // This process has a stat of its own, with some CPU spent already.
+    assert!(cpu_seconds(std::process::id()).is_ok());
+}
+
+#[test]
+fn verdicts_hold_a_server_to_each_goal() {
+    let slapd = run("slapd", 20.0, 18.0, 49);
+    let pool = 100.0;
+    let good = run("portcullis", 85.0, 84.0, 0);
+    let v = verdict(&good, Some(&slapd), pool, &Goals::ISSUE);
+    assert!(v.starts_with("PASS"), "{v}");
+    // Short of 3.5x slapd's binds/s (and of the pool share).
+    let slow = run("portcullis", 60.0, 60.0, 0);
+    let v = verdict(&slow, Some(&slapd), pool, &Goals::ISSUE);
+    assert!(v.starts_with("FAIL") && v.contains("3.00x slapd"), "{v}");
+    // Enough binds/s, but honest users lost a share under the wave.
+    let v = verdict(
+        &run("portcullis", 85.0, 70.0, 0),
+        Some(&slapd),
+        pool,
+        &Goals::ISSUE,
+    );
+    assert!(v.starts_with("FAIL") && v.contains("retention 0.82"), "{v}");
+    // The victim refused after the wave, or seen locked by the lab during it.
+    let v = verdict(
+        &run("portcullis", 85.0, 84.0, 49),
+        Some(&slapd),
+        pool,
+        &Goals::ISSUE,
+    );
+    assert!(
+        v.starts_with("FAIL") && v.contains("user1 locked out"),
+        "{v}"
+    );
+    let mut seen = run("portcullis", 85.0, 84.0, 0);
+    seen.attacked.locked_out = vec!["user1".into()];
+    assert!(seen.victim_locked());
+    // No reference to compare with is a failure, not a pass.
+    let v = verdict(&good, None, pool, &Goals::ISSUE);
+    assert!(v.starts_with("FAIL"), "{v}");
+    assert_eq!(
+        verdict(&slapd, Some(&slapd), pool, &Goals::ISSUE),
+        "- (the reference)"
+    );
+}
+
+#[test]
+fn the_table_has_a_cell_per_column_and_says_who_is_locked() {
+    let runs = [
+        run("slapd", 20.0, 18.0, 49),
+        run("portcullis", 85.0, 84.0, 0),
+    ];
+    let t = table(&runs, 100.0, &Goals::ISSUE);
+    assert!(t.rows.iter().all(|r| r.len() == t.columns.len()));
+    let locked = t
+        .columns
+        .iter()
+        .position(|c| c.contains("locked out"))
+        .unwrap();
+    assert!(t.rows[0][locked].starts_with("yes"));
+    assert!(t.rows[1][locked].starts_with("no"));
+    let cpu = t.columns.iter().position(|c| c.contains("CPU")).unwrap();
+    assert_eq!(t.rows[0][cpu], "20.0");
+}
+
+#[test]
+fn phases_are_lab_scenarios_of_the_issues_shape() {
+    let base = "dc=example,dc=org";
+    let alone = Scenario::parse(&scenario(base, Duration::from_secs(3), false), None).unwrap();
+    assert_eq!(alone.groups.len(), 1);
+    assert_eq!(alone.groups[0].sources.len(), USERS);
+    let wave = Scenario::parse(&scenario(base, Duration::from_secs(3), true), None).unwrap();
+    assert_eq!(wave.groups.len(), 2);
+    assert_eq!(wave.groups[1].size, GUESSERS);
+    assert_eq!(wave.groups[1].sources.len(), GUESSERS);
+    assert!(!wave.groups[1].expects_success());
+}
+
+/// A server that speaks LDAP but is never started (the section must not get that far).
+struct Unstarted;
+
+impl DemoServer for Unstarted {
+    fn label(&self) -> String {
+        "unstarted".into()
+    }
+    fn about(&self) -> String {
+        String::new()
+    }
+    fn start(&self, _: Setup) -> BoxFuture<Result<Started, LabError>> {
+        Box::pin(async { Err(LabError::Target("not in this test".into())) })
+    }
+    fn speaks_ldap(&self) -> bool {
+        true
+    }
+}
+
+#[tokio::test]
+async fn without_slapd_the_section_is_left_out_with_the_reason() {
+    let servers: [&dyn DemoServer; 1] = [&Unstarted];
+    let only = vec![SECTION.to_owned()];
+    let missing = || {
+        crate::slapd::find_slapd_with(
+            Path::new("/nonexistent/usr/sbin/slapd"),
+            Path::new("/nonexistent/pw-pbkdf2.so"),
+            None,
+        )
+    };
+    let (part, note) = section(&servers, true, &only, false, missing)
+        .await
+        .unwrap();
+    assert!(part.is_none());
+    let note = note.unwrap();
+    assert!(
+        note.contains(TITLE) && note.contains("slapd is not installed"),
+        "{note}"
+    );
+    // A script named that does not exist is a reason too.
+    let named = || {
+        crate::slapd::find_slapd_with(
+            Path::new("/proc/self/stat"),
+            Path::new("/proc/self/stat"),
+            Some(PathBuf::from("/nonexistent/scripts/slapd")),
+        )
+    };
+    let (part, note) = section(&servers, false, &[], false, named).await.unwrap();
+    assert!(part.is_none());
+    assert!(note.unwrap().contains("PORTCULLIS_SLAPD names no file"));
+}
+
+#[tokio::test]
+async fn the_quick_demo_runs_the_section_only_on_request() {
+    let servers: [&dyn DemoServer; 1] = [&Unstarted];
+    let asked = std::cell::Cell::new(false);
+    let find = || {
+        asked.set(true);
+        Err("unused".to_owned())
+    };
+    let (part, note) = section(&servers, true, &[], false, find).await.unwrap();
+    assert!(part.is_none() && note.is_none() && !asked.get());
+    // Another section asked for by name: not this one.
+    let other = vec!["acct-storm-beside-logins".to_owned()];
+    let (part, note) = section(&servers, false, &other, false, || Err("x".into()))
+        .await
+        .unwrap();
+    assert!(part.is_none() && note.is_none());
+}
