@@ -107,10 +107,15 @@ impl Pace {
 
     /// Take a place for one record if the writer is expected to commit it within `left`
     /// from `now` (the records queued before it committed first, in batches of at most
-    /// `max_batch`). `false`: it would be answered too late; nothing was taken.
+    /// `max_batch`), or if the writer is idle. `false`: it would be answered too late;
+    /// nothing was taken.
     pub fn admit(&self, now: Instant, left: Duration, max_batch: usize) -> bool {
         let mut s = self.state.lock();
-        if wait(&s, now, s.queued + 1, max_batch) > left {
+        // An idle writer commits it at once, whatever the estimate says: and only a
+        // commit can correct an estimate that a stalled one (a lock held, a disk that
+        // hung) left too high.
+        let idle = s.queued == 0 && s.running.is_none();
+        if !idle && wait(&s, now, s.queued + 1, max_batch) > left {
             return false;
         }
         s.queued += 1;
@@ -218,6 +223,20 @@ mod tests {
             .take_while(|_| p.admit(later, Duration::from_millis(500), 10_000))
             .count();
         assert!((249..=250).contains(&admitted), "{admitted}");
+    }
+
+    #[test]
+    fn issue_41_an_idle_writer_takes_a_record_whatever_a_stall_taught_it() {
+        let p = Pace::default();
+        let t = commit(&p, 1, Instant::now(), Duration::from_secs(10));
+        assert!(
+            p.admit(t, Duration::from_millis(400), 100),
+            "idle: admitted"
+        );
+        assert!(
+            !p.admit(t, Duration::from_millis(400), 100),
+            "one queued: 10 s ahead"
+        );
     }
 
     #[test]

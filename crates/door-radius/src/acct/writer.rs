@@ -148,7 +148,8 @@ pub(super) async fn run(
         let now = now();
         let mut next = Some(first);
         while let Some(p) = next.take() {
-            if !batch.take(&shared, p, now, &mut carry, &tracker) {
+            let idle = rx.is_empty();
+            if !batch.take(&shared, p, now, idle, &mut carry, &tracker) {
                 break;
             }
             if batch.len() < shared.config.max_batch {
@@ -187,13 +188,17 @@ impl Batch {
     }
 
     /// Take `p`, just taken out of the queue at `now`, into the batch; drop it (`stale`)
-    /// if it cannot be committed by its deadline even alone; or put it in `carry` and
-    /// return `false` if it would make the batch end after its oldest record's deadline.
+    /// if its deadline passed, or if it cannot be committed by it even alone and others
+    /// wait behind it (`idle`: none do, and then it is committed: a lone record costs no
+    /// other its place, and its commit measures the writer's pace anew); or put it in
+    /// `carry` and return `false` if it would make the batch end after its oldest
+    /// record's deadline.
     fn take(
         &mut self,
         shared: &Shared,
         p: Pending,
         now: Instant,
+        idle: bool,
         carry: &mut Option<Pending>,
         tracker: &TaskTracker,
     ) -> bool {
@@ -201,7 +206,7 @@ impl Batch {
         let deadline = p.reply.arrived + cap;
         let end = now + shared.pace.predict(self.len() + 1);
         match self.deadline {
-            None if end > deadline => {
+            None if now > deadline || (end > deadline && !idle) => {
                 // Its NAS may have reused the Identifier: its next copy is new work.
                 shared.refuse(p.reply, &p.record.nas, AcctDrop::Stale, tracker);
                 true
