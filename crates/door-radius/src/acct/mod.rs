@@ -166,7 +166,11 @@ impl AcctDoor {
         got: Received,
         tracker: &TaskTracker,
     ) {
-        let arrived = Instant::now();
+        // When it reached the socket: a receive thread that fell behind (it runs at the
+        // door's nice value) reads datagrams that waited in the kernel's buffer, and their
+        // wait counts toward `max_queue_age` like the queue's.
+        let now = Instant::now();
+        let arrived = got.buffered.and_then(|w| now.checked_sub(w)).unwrap_or(now);
         let table = Arc::clone(&self.nas.read());
         let Some(nas) = table.lookup(got.peer.ip()) else {
             let unknown = self.shared.stats.nas(UNKNOWN_NAS);
@@ -178,6 +182,12 @@ impl AcctDoor {
         stats.request();
         if got.truncated {
             self.dropped(&stats, &nas.name, got.peer.ip(), AcctDrop::Malformed);
+            return;
+        }
+        // Too old to be answered in time already: dropped before any further work.
+        let admissible = self.shared.config.max_queue_age.mul_f64(queue::ADMIT_SHARE);
+        if now.saturating_duration_since(arrived) > admissible {
+            self.dropped(&stats, &nas.name, got.peer.ip(), AcctDrop::Late);
             return;
         }
         let path = ReplyPath::Udp {
