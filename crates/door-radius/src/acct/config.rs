@@ -77,7 +77,7 @@ pub struct AcctConfig {
     /// dropped when it arrives (`late`: the queue is bounded by time, not only by
     /// `queue`), one that could no longer make it when the writer takes it out is dropped
     /// there (`stale`), both unanswered and unwritten; a commit that overran anyway is
-    /// stored but its answers are only sent again when the NAS retransmits. Past it the
+    /// answered all the same (counted: `late_answers`). Past it the
     /// NAS has retransmitted, or given up, and may have reused its Identifier for another
     /// request (RFC 5080 §2.2.1: a new Identifier whenever Acct-Delay-Time is updated), so
     /// a late answer is work nobody waits for or could be taken for another's. The copy
@@ -162,8 +162,7 @@ queue = 16384
 # its length), one that can no longer make it when the writer takes it out is dropped
 # there (reason="stale"), both unanswered and unwritten, so under a storm the door answers
 # what it can commit in time and sheds the rest at once. A commit that overran anyway is
-# stored, but its answers wait for the NAS to retransmit (portcullis_acct_late_answers_total;
-# the duplicate cache answers, nothing is written twice). Keep it below the NASes'
+# answered all the same (counted: portcullis_acct_late_answers_total). Keep it below the NASes'
 # retransmission timeout (commonly 1 to 5 s): past it the NAS has sent the record again or
 # given up, and may have reused its Identifier.
 max_queue_age_ms = 500

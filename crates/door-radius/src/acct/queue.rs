@@ -26,8 +26,7 @@ use super::{Pending, Reply};
 use crate::dedup::DuplicateCache;
 
 /// The share of `max_queue_age` a record may be expected to wait when it is admitted;
-/// the writer answers within the whole of it (a commit that overran goes unanswered
-/// until the NAS retransmits, from the duplicate cache).
+/// the rest is the margin for a commit that runs longer than predicted.
 pub const ADMIT_SHARE: f64 = 0.8;
 
 /// The state both ends of the queue use.

@@ -25,8 +25,7 @@ pub const QUEUED: &str = "portcullis_acct_queue_depth";
 pub const COMMITS: &str = "portcullis_acct_commits_total";
 /// Seconds from a batch's first record's arrival to its commit (histogram).
 pub const COMMIT_SECONDS: &str = "portcullis_acct_commit_seconds";
-/// Records committed after their `max_queue_age`, whose answers were therefore not sent
-/// (a retransmission gets them from the duplicate cache) (counter).
+/// Records committed after their `max_queue_age` (answered all the same) (counter).
 pub const LATE_ANSWERS: &str = "portcullis_acct_late_answers_total";
 /// Sessions open (gauge, refreshed every few seconds).
 pub const ONLINE: &str = "portcullis_acct_sessions_online";
@@ -225,7 +224,7 @@ pub struct AcctStats {
     pub queued: AtomicU64,
     /// Transactions committed.
     pub commits: AtomicU64,
-    /// Records committed too late to answer ([`LATE_ANSWERS`]).
+    /// Records committed after their deadline ([`LATE_ANSWERS`]).
     pub late_answers: AtomicU64,
 }
 

@@ -14,9 +14,8 @@
 //! ends a batch where the predicted commit would end after its oldest record's deadline
 //! (the next record opens the next batch); a record that could not be committed in time
 //! even alone is dropped unanswered and unwritten (`stale`). A commit that overran
-//! anyway is stored and marked in the duplicate cache, but its late answers are not sent
-//! (`late_answers`): the NAS's retransmission gets them from the cache, without a second
-//! write.
+//! anyway is answered all the same and counted (`late_answers`): the record is durable
+//! and a NAS still retransmitting it takes the answer.
 //!
 //! It runs on a thread of its own with a runtime of its own, below authentication's CPU
 //! priority (`radius/priority.rs`), over a store connection of its own opened from that thread
@@ -270,20 +269,22 @@ async fn commit(
                     dedup.complete(&r.key, Arc::clone(&r.bytes));
                 }
             }
-            // An answer past the cap is not sent: its NAS has retransmitted or may have
-            // reused the Identifier; a copy it sends again gets it from the cache.
+            // An answer past the cap is still sent (counted): the record is durable, and a
+            // NAS still retransmitting it takes the answer (its Response Authenticator
+            // covers the request's, so a NAS that moved on discards it); withheld, it
+            // would be work wasted.
             let cap = shared.config.max_queue_age;
-            let (timely, late): (Vec<Reply>, Vec<Reply>) = replies
-                .into_iter()
-                .partition(|r| done.saturating_duration_since(r.arrived) <= cap);
-            if !late.is_empty() {
-                let n = late.len() as u64;
-                shared.stats.late_answers.fetch_add(n, Ordering::Relaxed);
-                metrics::counter!(LATE_ANSWERS).increment(n);
+            let late = replies
+                .iter()
+                .filter(|r| done.saturating_duration_since(r.arrived) > cap)
+                .count() as u64;
+            if late > 0 {
+                shared.stats.late_answers.fetch_add(late, Ordering::Relaxed);
+                metrics::counter!(LATE_ANSWERS).increment(late);
             }
             // The sends run beside the next commit: the disk, not the socket, paces us.
             tracker.spawn(async move {
-                for r in timely {
+                for r in replies {
                     if let Err(e) = r.path.send(r.bytes).await {
                         tracing::debug!(peer = %r.peer, "sending an Accounting-Response failed: {e}");
                     }
