@@ -73,6 +73,11 @@ pub struct Received {
     /// How many datagrams the kernel has dropped on this socket since it was bound
     /// because its receive buffer was full (`SO_RXQ_OVFL`; absent while none were).
     pub overflowed: Option<u32>,
+    /// How long it waited in the socket's receive buffer before this read (the kernel's
+    /// arrival stamp, `SO_TIMESTAMPNS`, against the clock now; `None` without a stamp).
+    /// A reader that runs below other work's priority falls behind in a storm, and what
+    /// it then reads arrived that much earlier than it looks.
+    pub buffered: Option<Duration>,
 }
 
 /// A bound RADIUS socket.
@@ -98,6 +103,8 @@ impl RadiusSocket {
         // (counted as `portcullis_radius_socket_overflow_total`): the drops a slow or
         // deprioritised reader causes are not seen by anything else in the process.
         let _ = setsockopt(&io, sockopt::RxqOvfl, &1);
+        // The kernel's arrival time of each datagram (`Received::buffered`).
+        let _ = setsockopt(&io, sockopt::ReceiveTimestampns, &true);
         let stop_check = TimeVal::new(STOP_CHECK.as_secs() as _, 0);
         setsockopt(&io, sockopt::ReceiveTimeout, &stop_check)?;
         let local_addr = io.local_addr()?;
@@ -278,7 +285,7 @@ fn nothing_queued(fd: i32) -> bool {
 }
 
 fn recv_with_info(fd: i32, buf: &mut [u8]) -> io::Result<Received> {
-    let mut cmsg = nix::cmsg_space!(libc::in_pktinfo, libc::in6_pktinfo, u32);
+    let mut cmsg = nix::cmsg_space!(libc::in_pktinfo, libc::in6_pktinfo, u32, libc::timespec);
     let iov_len = buf.len();
     let mut iov = [IoSliceMut::new(buf)];
     let msg = recvmsg::<SockaddrStorage>(fd, &mut iov, Some(&mut cmsg), MsgFlags::MSG_TRUNC)
@@ -290,6 +297,7 @@ fn recv_with_info(fd: i32, buf: &mut [u8]) -> io::Result<Received> {
         .ok_or_else(|| io::Error::other("datagram without an IP source address"))?;
     let mut local = None;
     let mut overflowed = None;
+    let mut buffered = None;
     if let Ok(cmsgs) = msg.cmsgs() {
         for c in cmsgs {
             match c {
@@ -302,6 +310,12 @@ fn recv_with_info(fd: i32, buf: &mut [u8]) -> io::Result<Received> {
                     local = Some(IpAddr::V6(Ipv6Addr::from(info.ipi6_addr.s6_addr)));
                 }
                 ControlMessageOwned::RxqOvfl(n) => overflowed = Some(n),
+                ControlMessageOwned::ScmTimestampns(t) => {
+                    // A clock stepped back since reads as no wait.
+                    buffered = std::time::UNIX_EPOCH
+                        .checked_add(Duration::from(t))
+                        .map(|at| at.elapsed().unwrap_or(Duration::ZERO));
+                }
                 _ => {}
             }
         }
@@ -312,6 +326,7 @@ fn recv_with_info(fd: i32, buf: &mut [u8]) -> io::Result<Received> {
         peer,
         local,
         overflowed,
+        buffered,
     })
 }
 
@@ -388,6 +403,21 @@ mod tests {
         .unwrap();
         let task = tokio::spawn(async move { receiving.until(&stop).await });
         (sock, rx, task)
+    }
+
+    /// Issue 41 item 8: each datagram comes with how long it waited in the kernel's
+    /// buffer, which the accounting door counts toward a record's time.
+    #[test]
+    fn issue_41_a_datagram_says_how_long_it_was_buffered() {
+        let sock = RadiusSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let client = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        // Loopback delivers into the buffer within `send_to`: it is there when read.
+        client.send_to(b"request", sock.local_addr()).unwrap();
+        let mut buf = [0u8; 64];
+        let got = recv_with_info(sock.io.as_raw_fd(), &mut buf).unwrap();
+        assert_eq!(&buf[..got.len], b"request");
+        let waited = got.buffered.expect("no kernel arrival stamp");
+        assert!(waited < Duration::from_secs(60), "{waited:?}");
     }
 
     // Multi-threaded: the test blocks on its channel while the receive loop's task runs.

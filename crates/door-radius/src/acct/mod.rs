@@ -7,31 +7,40 @@
 //! period) and secrets. Parts:
 //! - this module: the receive loop's cheap checks ([`AcctDoor::dispatch`]: NAS lookup,
 //!   parse, RFC 2866 authenticator and Message-Authenticator when present, the typed
-//!   record, the duplicate cache) and the hand-off to the bounded queue; [`run`] wires
-//!   the loops, the writer and the background upkeep (NAS refresh, retention, sessions
-//!   online);
+//!   record, the duplicate cache); [`run`] wires the loops, the writer and the
+//!   background upkeep (NAS refresh, retention, sessions online);
+//! - [`queue`]: what the receive paths share with the writer, and the hand-off to the
+//!   bounded queue with its admission by time; [`pace`]: how long the writer's commits
+//!   take, and so how long a record arriving now would wait;
 //! - [`writer`]: the one task, on a thread of its own, that group-commits queued records
 //!   and then sends their Accounting-Responses;
 //! - [`super::priority`]: why the door's threads run below authentication's CPU priority;
 //! - [`config`]: the `[accounting]` section; [`stats`]: counters per NAS and status type.
 //!
 //! Report 003's lessons, as for authentication: the receive loop never waits on the
-//! store; the queue in front of the writer is bounded (`[accounting] queue`) and when it
-//! is full a request is dropped unanswered and counted, never acknowledged early (the NAS
-//! retransmits). A retransmission with the same identifier and authenticator is answered
+//! store; the queue in front of the writer is bounded, in records (`[accounting] queue`)
+//! and in time (`max_queue_age_ms`: a record the writer is not expected to commit within
+//! it is dropped on arrival, `late`), and a request it cannot take is dropped unanswered
+//! and counted, never acknowledged early (the NAS retransmits). A retransmission with the same identifier and authenticator is answered
 //! from the duplicate cache once its batch committed (and dropped while it waits); one
 //! with a new identifier (Acct-Delay-Time grew), or one the cache no longer holds, reaches
 //! the store, whose duplicate rule (same NAS, session, status and fingerprint, event times
 //! within 30 s: [`portcullis_store::accounting::RETRANSMIT_SLACK_SECS`]) stores it once,
-//! and is answered again. A record that waited in the queue past `max_queue_age_ms` is
-//! dropped unanswered (`stale`) by the writer. Authentication keeps its
+//! and is answered again. A record that could no longer be committed within
+//! `max_queue_age_ms` when the writer takes it out is dropped unanswered (`stale`) by the
+//! writer. Authentication keeps its
 //! share of the machine during an accounting storm: nothing here runs on a runtime worker
 //! or the hash pool, and the threads that do the work (receive, writer, the writer's store
 //! connection) run at a higher nice value (`[accounting] nice`), so the scheduler gives
-//! them what logins leave; what exceeds the queue meanwhile is dropped at the door.
+//! them what logins leave, and the admission by time sheds at the door what the writer
+//! cannot answer in time meanwhile.
 
 pub mod audit;
 pub mod config;
+#[cfg(test)]
+mod overload_tests;
+mod pace;
+mod queue;
 pub mod stats;
 mod writer;
 
@@ -41,7 +50,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::RwLock;
 use portcullis_radius::{
     AcctRequest, Packet, StatusType, check_accounting_request, encode_accounting_response, v11,
 };
@@ -55,9 +64,9 @@ use super::nas::{Nas, NasTable, StatsRegistry, UNKNOWN_NAS};
 use super::reply::ReplyPath;
 use super::socket::{RadiusSocket, Received};
 use crate::RadiusContext;
-use config::AcctConfig;
 use portcullis_door::unix_now;
-use stats::{AcctDrop, AcctNasStats, AcctStats, ONLINE};
+use queue::Shared;
+use stats::{AcctDrop, AcctNasStats, ONLINE};
 
 /// Bind every configured accounting address (none: accounting is off).
 pub fn bind(config: &super::RadiusConfig) -> std::io::Result<Vec<RadiusSocket>> {
@@ -104,8 +113,6 @@ pub struct Pending {
 pub struct AcctDoor {
     /// The server's shared state (the store, the master key for NAS secrets).
     ctx: Arc<RadiusContext>,
-    /// `[accounting]`, validated.
-    config: AcctConfig,
     /// How often the NAS table is reloaded (`[radius] nas_refresh_secs`).
     nas_refresh: Duration,
     /// The current NAS snapshot; swapped whole on refresh.
@@ -113,20 +120,15 @@ pub struct AcctDoor {
     /// The authentication door's registry, which `NasTable::load` keys NASes into (and
     /// which carries our counters to the status page).
     registry: Arc<StatsRegistry>,
-    /// Counters per NAS and status type.
-    stats: Arc<AcctStats>,
-    /// Requests queued or answered, keyed by source, identifier and authenticator.
-    dedup: Mutex<DuplicateCache>,
-    /// The bounded queue to the writer; `try_send` only, never awaited.
-    queue: mpsc::Sender<Pending>,
-    /// When each refused class of each NAS was last audited.
-    drop_audit: audit::DropAudit,
+    /// What the receive paths share with the writer: config, counters, duplicate cache,
+    /// the queue and its admission.
+    shared: Arc<Shared>,
 }
 
 impl std::fmt::Debug for AcctDoor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AcctDoor")
-            .field("config", &self.config)
+            .field("shared", &self.shared)
             .finish_non_exhaustive()
     }
 }
@@ -142,19 +144,14 @@ impl AcctDoor {
         let radius = &ctx.config.radius;
         let table = NasTable::load(ctx.nas.as_ref(), &ctx.master_key, &registry, None).await?;
         let stats = Arc::clone(registry.acct.get_or_init(Arc::default));
-        let (queue, rx) = mpsc::channel(config.queue);
+        let dedup = DuplicateCache::new(radius.duplicate_cache_entries, radius.duplicate_ttl);
+        let audit = ctx.verifier.audit_sink().cloned();
+        let (shared, rx) = Shared::new(config, stats, dedup, audit);
         let door = AcctDoor {
             nas_refresh: radius.nas_refresh,
-            dedup: Mutex::new(DuplicateCache::new(
-                radius.duplicate_cache_entries,
-                radius.duplicate_ttl,
-            )),
             nas: RwLock::new(Arc::new(table)),
             registry,
-            stats,
-            queue,
-            drop_audit: audit::DropAudit::default(),
-            config,
+            shared: Arc::new(shared),
             ctx,
         };
         Ok((Arc::new(door), rx))
@@ -169,18 +166,28 @@ impl AcctDoor {
         got: Received,
         tracker: &TaskTracker,
     ) {
-        let arrived = Instant::now();
+        // When it reached the socket: a receive thread that fell behind (it runs at the
+        // door's nice value) reads datagrams that waited in the kernel's buffer, and their
+        // wait counts toward `max_queue_age` like the queue's.
+        let now = Instant::now();
+        let arrived = got.buffered.and_then(|w| now.checked_sub(w)).unwrap_or(now);
         let table = Arc::clone(&self.nas.read());
         let Some(nas) = table.lookup(got.peer.ip()) else {
-            let unknown = self.stats.nas(UNKNOWN_NAS);
+            let unknown = self.shared.stats.nas(UNKNOWN_NAS);
             unknown.request();
             self.dropped(&unknown, UNKNOWN_NAS, got.peer.ip(), AcctDrop::UnknownNas);
             return;
         };
-        let stats = self.stats.nas(&nas.name);
+        let stats = self.shared.stats.nas(&nas.name);
         stats.request();
         if got.truncated {
             self.dropped(&stats, &nas.name, got.peer.ip(), AcctDrop::Malformed);
+            return;
+        }
+        // Too old to be answered in time already: dropped before any further work.
+        let admissible = self.shared.config.max_queue_age.mul_f64(queue::ADMIT_SHARE);
+        if now.saturating_duration_since(arrived) > admissible {
+            self.dropped(&stats, &nas.name, got.peer.ip(), AcctDrop::Late);
             return;
         }
         let path = ReplyPath::Udp {
@@ -204,7 +211,7 @@ impl AcctDoor {
         arrived: Instant,
         tracker: &TaskTracker,
     ) {
-        let stats = self.stats.nas(&nas.name);
+        let stats = self.shared.stats.nas(&nas.name);
         let Ok(packet) = Packet::parse(data) else {
             self.dropped(&stats, &nas.name, from.ip(), AcctDrop::Malformed);
             return;
@@ -246,7 +253,7 @@ impl AcctDoor {
             return;
         }
         let key = nas.request_key(from, &packet);
-        match self.dedup.lock().check(key, arrived) {
+        match self.shared.dedup.lock().check(key, arrived) {
             Seen::New => {}
             Seen::InProgress => {
                 self.dropped(&stats, &nas.name, from.ip(), AcctDrop::InProgress);
@@ -275,39 +282,20 @@ impl AcctDoor {
                 unable: nas.overloaded_answer(&packet),
             },
         };
-        if !stats.enter_queue(self.config.queue_per_nas) {
-            self.dedup.lock().forget(&key);
-            self.dropped(&stats, &nas.name, from.ip(), AcctDrop::NasShare);
-            if let Some(answer) = pending.reply.unable {
-                pending.reply.path.send_later(answer, tracker);
-            }
-            return;
-        }
-        if let Err(full) = self.queue.try_send(pending) {
-            stats.leave_queue();
-            self.dedup.lock().forget(&key);
-            self.dropped(&stats, &nas.name, from.ip(), AcctDrop::Overload);
-            // RADIUS/1.1 says "cannot now" instead of silence (RFC 9765 §6.1); never an
-            // Accounting-Response, the record is not durable.
-            let reply = full.into_inner().reply;
-            if let Some(answer) = reply.unable {
-                reply.path.send_later(answer, tracker);
-            }
-        }
+        // The clock the writer reads (tokio's: a paused test clock in the writer's tests).
+        let now = tokio::time::Instant::now().into_std();
+        self.shared.enqueue(pending, &nas.name, now, tracker);
     }
 
-    /// Count a request of `nas` from `source` dropped unanswered, and audit its class
-    /// (at most once per [`audit::DROP_WINDOW`] per NAS and reason).
+    /// Count a request of `nas` from `source` dropped unanswered, and audit its class.
     fn dropped(&self, stats: &AcctNasStats, nas: &str, source: std::net::IpAddr, why: AcctDrop) {
-        stats.dropped(why);
-        let sink = self.ctx.verifier.audit_sink().map(|s| s.as_ref());
-        self.drop_audit.dropped(sink, nas, source, why);
+        self.shared.dropped(stats, nas, source, why);
     }
 
     /// Count an Accounting-Request of `nas` that arrived other than by UDP (RadSec), before
     /// [`AcctDoor::admit`] (which counts only what it drops, queues or answers again).
     pub(crate) fn count_request(&self, nas: &str) {
-        self.stats.nas(nas).request();
+        self.shared.stats.nas(nas).request();
     }
 
     /// Reload the NAS table (keeps the old one if the store fails).
@@ -323,7 +311,7 @@ impl AcctDoor {
 
     /// Retention: forget what is older than `keep_days`.
     async fn prune(&self) {
-        let Some(keep) = self.config.keep else {
+        let Some(keep) = self.shared.config.keep else {
             return;
         };
         let before = unix_now() - i64::try_from(keep.as_secs()).unwrap_or(i64::MAX);
@@ -340,7 +328,8 @@ impl AcctDoor {
     async fn count_online(&self) {
         match self.ctx.accounting.acct_sessions_online().await {
             Ok(n) => {
-                self.stats
+                self.shared
+                    .stats
                     .online
                     .store(n, std::sync::atomic::Ordering::Relaxed);
                 metrics::gauge!(ONLINE).set(n as f64);
@@ -395,7 +384,7 @@ pub fn run(
     stop: CancellationToken,
 ) -> Result<impl Future<Output = ()> + Send + 'static, portcullis_door::DoorError> {
     let tracker = TaskTracker::new();
-    let nice = door.config.nice;
+    let nice = door.shared.config.nice;
     super::socket::start_all(
         sockets,
         "RADIUS accounting",
@@ -409,7 +398,7 @@ pub fn run(
     )?;
     Ok(async move {
         let mut refresh = tokio::time::interval(door.nas_refresh);
-        let mut prune = tokio::time::interval(door.config.prune_interval);
+        let mut prune = tokio::time::interval(door.shared.config.prune_interval);
         let mut online = tokio::time::interval(Duration::from_secs(5));
         for t in [&mut refresh, &mut prune, &mut online] {
             t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -25,6 +25,8 @@ pub const QUEUED: &str = "portcullis_acct_queue_depth";
 pub const COMMITS: &str = "portcullis_acct_commits_total";
 /// Seconds from a batch's first record's arrival to its commit (histogram).
 pub const COMMIT_SECONDS: &str = "portcullis_acct_commit_seconds";
+/// Records committed after their `max_queue_age` (answered all the same) (counter).
+pub const LATE_ANSWERS: &str = "portcullis_acct_late_answers_total";
 /// Sessions open (gauge, refreshed every few seconds).
 pub const ONLINE: &str = "portcullis_acct_sessions_online";
 
@@ -56,6 +58,9 @@ pub enum AcctDrop {
     /// The NAS already holds its share of the writer's queue (`queue_per_nas`): the
     /// others' records keep their places; this NAS retransmits.
     NasShare,
+    /// The writer is too far behind to commit it within `max_queue_age`: dropped on
+    /// arrival rather than answered after its NAS has retransmitted or given up.
+    Late,
     /// It waited in the queue longer than `max_queue_age`: its NAS may have reused the
     /// Identifier, so it is neither committed nor answered; the NAS's copy is stored once.
     Stale,
@@ -63,7 +68,7 @@ pub enum AcctDrop {
 
 impl AcctDrop {
     /// Every reason, in counter order.
-    pub const ALL: [AcctDrop; 8] = [
+    pub const ALL: [AcctDrop; 9] = [
         AcctDrop::UnknownNas,
         AcctDrop::BadAuthenticator,
         AcctDrop::Malformed,
@@ -72,6 +77,7 @@ impl AcctDrop {
         AcctDrop::StoreError,
         AcctDrop::NasShare,
         AcctDrop::Stale,
+        AcctDrop::Late,
     ];
 
     /// Stable label.
@@ -85,6 +91,7 @@ impl AcctDrop {
             AcctDrop::StoreError => "store_error",
             AcctDrop::NasShare => "nas_share",
             AcctDrop::Stale => "stale",
+            AcctDrop::Late => "late",
         }
     }
 }
@@ -103,7 +110,7 @@ pub struct AcctNasStats {
     /// Duplicates answered again.
     pub duplicates: AtomicU64,
     /// Dropped, by [`AcctDrop::ALL`] order.
-    pub dropped: [AtomicU64; 8],
+    pub dropped: [AtomicU64; 9],
     /// Its records in the writer's queue now (admission keeps it within
     /// `queue_per_nas`; the writer takes it down as it takes records out).
     queued: AtomicUsize,
@@ -121,7 +128,7 @@ struct Exported {
     /// `portcullis_acct_duplicates_total{nas}`.
     duplicates: Counter,
     /// `portcullis_acct_dropped_total{nas,reason}`, in [`AcctDrop::ALL`] order.
-    dropped: [Counter; 8],
+    dropped: [Counter; 9],
 }
 
 impl AcctNasStats {
@@ -217,6 +224,8 @@ pub struct AcctStats {
     pub queued: AtomicU64,
     /// Transactions committed.
     pub commits: AtomicU64,
+    /// Records committed after their deadline ([`LATE_ANSWERS`]).
+    pub late_answers: AtomicU64,
 }
 
 impl AcctStats {
@@ -244,6 +253,7 @@ impl AcctStats {
             "sessions_online": self.online.load(Ordering::Relaxed),
             "queued": self.queued.load(Ordering::Relaxed),
             "commits": self.commits.load(Ordering::Relaxed),
+            "late_answers": self.late_answers.load(Ordering::Relaxed),
             "nas": nas,
         })
     }
