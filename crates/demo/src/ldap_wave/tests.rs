@@ -97,10 +97,11 @@ fn the_table_has_a_cell_per_column_and_says_who_is_locked() {
 #[test]
 fn phases_are_lab_scenarios_of_the_issues_shape() {
     let base = "dc=example,dc=org";
-    let alone = Scenario::parse(&scenario(base, Duration::from_secs(3), false), None).unwrap();
+    let alone =
+        Scenario::parse(&scenario(base, Duration::from_secs(3), false, "0ms"), None).unwrap();
     assert_eq!(alone.groups.len(), 1);
     assert_eq!(alone.groups[0].sources.len(), USERS);
-    let wave = Scenario::parse(&scenario(base, Duration::from_secs(3), true), None).unwrap();
+    let wave = Scenario::parse(&scenario(base, Duration::from_secs(3), true, "0ms"), None).unwrap();
     assert_eq!(wave.groups.len(), 2);
     assert_eq!(wave.groups[1].size, GUESSERS);
     assert_eq!(wave.groups[1].sources.len(), GUESSERS);
