@@ -241,22 +241,6 @@ impl Verifier {
         i.throttle.unblock(keys).await
     }
 
-    /// The pool refused the attempt (overloaded at admission, or shed in the queue): a
-    /// trusted origin gets its reservation back, since the overload is the server's and
-    /// its user must not be throttled for it; an untrusted origin's stays charged, like a
-    /// failure. Otherwise a flow that ignores the Retry-After never reaches its throttle
-    /// while the untrusted classes are backlogged: in `scripts/attack-window`, guesses
-    /// queued at the untrusted share made the pool refuse every other untrusted attempt
-    /// for the wave's first 14 s, and each of those 8,000 refusals was refunded, so the
-    /// wave's flows paid a lookup, the budgets and an answer at 10 requests/s each where
-    /// the control's were throttled at the peek after five (issue 41). Unknown and real
-    /// principals are treated alike (no enumeration through the budget).
-    pub(super) async fn overload_refund(&self, adm: &Admitted) {
-        if adm.trusted {
-            self.refund(&adm.charges).await;
-        }
-    }
-
     pub(super) async fn refund(&self, charges: &[Charge]) {
         let i = &*self.inner;
         let now = i.clock.now();

@@ -28,8 +28,7 @@
 //!    one; a wrong secret then costs the HMAC plus at most one KDF.
 //! 5. **KDF credentials** go to the pool as one job (admission: queue capacity and
 //!    deadline feasibility from queue depth and measured hash time; shed at dequeue by
-//!    CoDel). A refused or shed attempt gives its charge back only from a trusted origin
-//!    (`budgets.rs`, `overload_refund`; unknown principals alike). If a principal holds two KDF hashes (a legacy import of both rotation
+//!    CoDel). If a principal holds two KDF hashes (a legacy import of both rotation
 //!    secrets), both are tried in that one job and the flow is charged their summed cost in
 //!    fair queuing, so a wrong secret costs two derivations *of that flow's share*; we
 //!    chose this over refusing the older secret because rotation must not lock clients out,
@@ -723,7 +722,7 @@ impl Verifier {
         if let Err(r) = i.pool.submit(class, adm.flow, job) {
             i.pool.count_shed();
             metrics::shed(r.label());
-            self.overload_refund(&adm).await;
+            self.refund(&adm.charges).await;
             *reason = r.label();
             return (self.overloaded(refusal_wait(r)), class);
         }
@@ -746,7 +745,7 @@ impl Verifier {
             }
             Ok(JobReply::Shed(why)) => {
                 *reason = why.label();
-                self.overload_refund(&adm).await;
+                self.refund(&adm.charges).await;
                 let wait = i.pool.params().target;
                 (self.overloaded(wait), class)
             }

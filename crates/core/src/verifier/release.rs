@@ -47,7 +47,7 @@ impl Verifier {
             .pool
             .check(adm.class, adm.flow, typical, adm.deadline, now)
         {
-            self.overload_refund(adm).await;
+            self.refund(&adm.charges).await;
             return self.overloaded(refusal_wait(r));
         }
         // A real verification's latency runs from arrival to verdict (lookup, queue,
