@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
 
+use crate::demo_report_support::{first_number, table_rows};
 use crate::process_support::BIN;
 
 const TITLE: &str = "LDAP binds under a guessing wave";
@@ -40,41 +41,10 @@ fn demo(slapd: &str) -> serde_json::Value {
 
 /// The section's table: per server (first column), column -> cell.
 fn rows(summary: &serde_json::Value) -> HashMap<String, HashMap<String, String>> {
-    let table = summary["tables"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["title"] == TITLE)
-        .unwrap_or_else(|| panic!("no {TITLE:?} table in {summary:#}"));
-    let columns: Vec<String> = table["columns"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c.as_str().unwrap().to_owned())
-        .collect();
-    table["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            let cells: Vec<String> = r
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|c| c.as_str().unwrap().to_owned())
-                .collect();
-            let row: HashMap<String, String> = columns.iter().cloned().zip(cells).collect();
-            (row["server"].clone(), row)
-        })
+    table_rows(summary, TITLE)
+        .into_iter()
+        .map(|row| (row["server"].clone(), row))
         .collect()
-}
-
-/// The first number in a cell ("84.6 (p99 384 ms)" -> 84.6).
-fn first_number(cell: &str) -> f64 {
-    cell.split(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .find(|s| !s.is_empty())
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no number in {cell:?}"))
 }
 
 #[test]

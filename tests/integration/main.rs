@@ -23,6 +23,7 @@ mod container;
 mod crash;
 mod crash_acct;
 mod dashboards;
+mod demo_report_support;
 mod doctor;
 mod eap;
 mod eap_reload;

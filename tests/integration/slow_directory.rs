@@ -15,6 +15,7 @@
 use std::collections::HashMap;
 use std::process::Command;
 
+use crate::demo_report_support::{first_number, table_rows};
 use crate::process_support::BIN;
 
 /// What the section reports per scenario and server.
@@ -33,39 +34,7 @@ const FIELDS: &[&str] = &[
 
 /// The section's table from `summary.json`: one map (column -> cell) per row.
 fn rows(summary: &serde_json::Value) -> Vec<HashMap<String, String>> {
-    let table = summary["tables"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["title"] == "A slow directory behind the door")
-        .unwrap_or_else(|| panic!("no directory table in {summary:#}"));
-    let columns: Vec<String> = table["columns"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c.as_str().unwrap().to_owned())
-        .collect();
-    table["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            let cells = r
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|c| c.as_str().unwrap().to_owned());
-            columns.iter().cloned().zip(cells).collect()
-        })
-        .collect()
-}
-
-/// The first number in a cell ("64 (32 at once)" -> 64).
-fn first_number(cell: &str) -> f64 {
-    cell.split(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .find(|s| !s.is_empty())
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no number in {cell:?}"))
+    table_rows(summary, "A slow directory behind the door")
 }
 
 #[test]

@@ -48,6 +48,11 @@ use crate::metrics;
 use crate::scheduler::{DequeueParams, Flow, Schedulable, Scheduler, ShedReason, Take};
 use crate::stats::HashTimes;
 
+mod reserve;
+mod width;
+use reserve::{MAX_TRUSTED_GRACE, TrustedReserve};
+pub(crate) use width::deadline_width;
+
 /// One verification for the pool: a secret against one or two KDF credentials.
 pub(crate) struct VerifyJob {
     /// The presented secret (shared with the caller for a possible rehash).
@@ -124,19 +129,6 @@ impl Refusal {
 /// Longest a worker holds a partial batch waiting for more jobs of its parameters.
 const MAX_GATHER_WAIT: Duration = Duration::from_millis(5);
 
-/// The widest batch, up to `preferred`, whose run time (`time(k)` for `k` jobs) still fits
-/// in `slack`; at least 1 (a job alone is never held back by this).
-pub(crate) fn deadline_width(
-    preferred: usize,
-    slack: Duration,
-    time: impl Fn(usize) -> Duration,
-) -> usize {
-    (2..=preferred.max(1))
-        .take_while(|&k| time(k) <= slack)
-        .last()
-        .unwrap_or(1)
-}
-
 /// The pepper keys, shared by the verifier (cheap checks) and the pool, replaced whole
 /// when the secrets file is reloaded; readers clone the inner `Arc` and let go at once.
 pub(crate) type SharedPeppers = Arc<parking_lot::RwLock<Arc<Peppers>>>;
@@ -147,9 +139,6 @@ pub(crate) type Background = Box<dyn FnOnce() + Send + 'static>;
 /// Runs inside every job on the worker thread (tests record where hashing happens).
 pub(crate) type JobHook = Arc<dyn Fn() + Send + Sync + 'static>;
 
-/// Longest the trusted class counts as active after its last job arrived.
-const MAX_TRUSTED_GRACE: Duration = Duration::from_millis(500);
-
 struct State {
     sched: Scheduler<VerifyJob>,
     background: VecDeque<Background>,
@@ -159,9 +148,9 @@ struct State {
     shutdown: bool,
     /// Workers waiting on the condvar.
     idle: usize,
-    /// When a trusted job was last queued, on the real clock: while that is recent the
-    /// trusted share is reserved, not lent ([`Take::ReserveTrusted`]).
-    trusted_seen: Option<Instant>,
+    /// The trusted class's arrivals and jobs in service: while it is active its share
+    /// is reserved, not lent ([`Take::ReserveTrusted`]).
+    trusted: TrustedReserve,
 }
 
 struct Shared {
@@ -250,7 +239,7 @@ impl Pool {
                 lanes: VecDeque::new(),
                 shutdown: false,
                 idle: 0,
-                trusted_seen: None,
+                trusted: TrustedReserve::default(),
             }),
             work: Condvar::new(),
             threads,
@@ -316,7 +305,7 @@ impl Pool {
         self.shared
             .admit(&st, class, flow, job.cost, job.deadline, now)?;
         if class == Class::Trusted {
-            st.trusted_seen = Some(Instant::now());
+            st.trusted.arrived(Instant::now());
         }
         if st.sched.push(class, &flow.group, flow.member, job).is_err() {
             let wait = self.shared.params().service(crate::stats::REFERENCE_COST);
@@ -557,10 +546,10 @@ impl Shared {
             // and ends soon after its last request, so the share is never held for
             // nobody. Real time: the reserve must end even under a test's manual clock.
             let grace = (self.times.lock().median() * 2).min(MAX_TRUSTED_GRACE);
-            let reserve_until = st.trusted_seen.map(|t| t + grace);
+            let reserve_until = st.trusted.until(grace, Instant::now());
             let take = match reserve_until {
-                Some(until) if Instant::now() < until => Take::ReserveTrusted,
-                _ => Take::Any,
+                Some(_) => Take::ReserveTrusted,
+                None => Take::Any,
             };
             let first = st.sched.pop_from(now, &p, None, take, &mut shed);
 
@@ -575,8 +564,11 @@ impl Shared {
                 let mut batch = vec![first];
                 if let Some(key) = batch[0].0.key {
                     // Batch only the work other idle workers could not start right away,
-                    // or what may come back while every thread is busy (below).
-                    let spare = st.sched.len().saturating_sub(st.idle);
+                    // or what may come back while every thread is busy (below). Only this
+                    // class's queue counts: a wave's guesses waiting for their class's
+                    // turn cannot join this batch, and counting them made one worker take
+                    // every trusted job and leave the idle one nothing (issue 41).
+                    let spare = st.sched.class_len(batch[0].1).saturating_sub(st.idle);
                     let others_busy =
                         self.threads > 1 && self.busy.load(Ordering::Relaxed) + 1 >= self.threads;
                     // As wide as the kernel likes, but only as wide as the earliest
@@ -632,6 +624,9 @@ impl Shared {
                 }
                 self.gauges(&st);
                 self.in_service.fetch_add(batch.len(), Ordering::SeqCst);
+                if batch[0].1 == Class::Trusted {
+                    st.trusted.taken(batch.len());
+                }
                 return Some(Work::Verify(batch));
             }
             if let Some(bg) = st.background.pop_front() {
@@ -645,8 +640,9 @@ impl Shared {
             }
             st.idle += 1;
             match reserve_until {
-                // Held back for the trusted class: look again when the reserve ends.
-                Some(until) if st.sched.reserved() => {
+                // Held back for the trusted class: look again when the reserve ends, or
+                // (trusted jobs in service) when they are answered, which notifies.
+                Some(until) if st.sched.reserved() && !st.trusted.in_service() => {
                     let _ = self.work.wait_until(&mut st, until);
                 }
                 _ => self.work.wait(&mut st),
@@ -660,6 +656,9 @@ impl Shared {
         let outcome = catch_unwind(AssertUnwindSafe(|| self.compute(&batch)));
         let took = self.clock.now().saturating_duration_since(start);
         let total: u64 = batch.iter().map(|(j, _)| j.cost).sum();
+        // Batches hold one class: a trusted one's clients come back after these answers.
+        let trusted = batch[0].1 == Class::Trusted;
+        let n = batch.len();
         // How many single derivations' time this run took: the batch kernel's plan, or
         // one after another when the jobs could not share a batch call.
         let factor = match (&outcome, batch[0].0.key) {
@@ -699,6 +698,11 @@ impl Shared {
                 error,
                 queue_wait,
             });
+        }
+        if trusted {
+            self.state.lock().trusted.answered(n, Instant::now());
+            // A worker held back while these were in service times the grace from now.
+            self.work.notify_all();
         }
     }
 

@@ -436,3 +436,65 @@ async fn issue_5_drain_waits_for_queued_rehash_to_reach_the_store() {
     ));
     assert_eq!(h.v.snapshot().hashes_computed, before);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_41_a_free_thread_is_not_lent_while_trusted_jobs_are_in_service() {
+    // Two workers. A trusted job held in service far longer than the trusted grace (two
+    // median hash times: microseconds here) while an untrusted guess, whose class already
+    // had its turn, waits: the free worker keeps the trusted share (the trusted client
+    // comes back when its answer leaves) instead of starting the guess. Before issue 41 it
+    // lent the thread as soon as the grace after the last trusted arrival ran out, and on
+    // wide kernels a wave's guesses took both threads while every trusted job was in one
+    // batch.
+    let mut c = config();
+    c.pool_threads = 2;
+    let (hook, started_rx, go_tx) = gate();
+    let h = Harness::with(c, policy(1000), Some(hook));
+    for name in ["alice", "bob", "carol"] {
+        h.source
+            .add(PrincipalKind::User, name, vec![phc("right", 1000)]);
+    }
+    let run = |user: &str, secret: &str, ip: &str| {
+        let v = h.v.clone();
+        let a = h.attempt(user, secret, ip);
+        tokio::spawn(async move { v.verify(a).await })
+    };
+    // Alice logs in from home (now trusted there); bob is guessed once from elsewhere (the
+    // untrusted class has had its turn).
+    for (user, secret, ip, accepted) in [
+        ("alice", "right", "192.0.2.10", true),
+        ("bob", "guess", "203.0.0.1", false),
+    ] {
+        let t = run(user, secret, ip);
+        started_rx.recv().unwrap();
+        go_tx.send(()).unwrap();
+        let o = t.await.unwrap();
+        assert_eq!(
+            matches!(o, Outcome::Accepted { .. }),
+            accepted,
+            "{user}: {o:?}"
+        );
+    }
+    // Alice again: held in service.
+    let alice = run("alice", "right", "192.0.2.10");
+    started_rx.recv().unwrap();
+    // A guess for carol arrives while alice's job runs.
+    let carol = run("carol", "guess", "203.0.1.1");
+    while h.v.snapshot().queued < 1 {
+        tokio::task::yield_now().await;
+    }
+    // The free worker has been woken by the guess's arrival; it must leave it queued.
+    let started = started_rx.recv_timeout(Duration::from_millis(300)).is_ok();
+    let queued = h.v.snapshot().queued;
+    if started || queued != 1 {
+        // Release every held job first, so the failure is reported, not a hung pool.
+        drop(go_tx);
+        panic!("the guess started while a trusted job was in service ({queued} queued)");
+    }
+    // Alice answered: the guess is served once the grace after her answer is over.
+    go_tx.send(()).unwrap();
+    assert!(matches!(alice.await.unwrap(), Outcome::Accepted { .. }));
+    started_rx.recv().unwrap();
+    go_tx.send(()).unwrap();
+    assert_eq!(carol.await.unwrap(), Outcome::Rejected);
+}
