@@ -115,6 +115,12 @@ pub struct BenchArgs {
     /// for showing that it does (scripts/kernel-choice --start-on).
     #[arg(long, hide = true, value_name = "KERNEL", conflicts_with = "kernel")]
     start_on: Option<String>,
+    /// With `--pool-seconds`: only this many jobs in flight, split evenly between the
+    /// threads (what the pool can derive for that many closed-loop clients, e.g. 16),
+    /// instead of full batches on every thread.
+    #[arg(long, value_name = "JOBS", conflicts_with = "kernel",
+          value_parser = clap::value_parser!(u32).range(1..=4096))]
+    in_flight: Option<u32>,
 }
 
 fn parse_seconds(s: &str) -> Result<f64, String> {
@@ -324,7 +330,8 @@ fn bench(a: BenchArgs) -> ExitCode {
                 ));
             }
         }
-        return super::hash_pool::run(prf, iterations, threads, seconds, a.json, forced);
+        let in_flight = a.in_flight.map(|n| n as usize);
+        return super::hash_pool::run(prf, iterations, threads, seconds, a.json, forced, in_flight);
     }
     let backend = if a.portable {
         Backend::Portable

@@ -12,6 +12,10 @@
 //! says which kernel start-up chose, which one the run ended on, and what each kernel
 //! measured on the run's own batches. The loop itself is `portcullis_lab::pool_bench`,
 //! which the demo's LDAP section runs too.
+//!
+//! `--in-flight N`: only N jobs in flight, each thread deriving its even share (as the
+//! pool splits a few jobs between its threads), for comparing a server that has N
+//! closed-loop clients with what the pool can do for exactly those.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -27,6 +31,7 @@ pub fn run(
     seconds: f64,
     json: bool,
     forced: Option<batch::Backend>,
+    in_flight: Option<usize>,
 ) -> ExitCode {
     let chosen = batch::calibration(prf);
     // A forced kernel runs full groups of its own width.
@@ -39,15 +44,27 @@ pub fn run(
         (b, width.clamp(1, MAX_WIDTH))
     });
     let length = Duration::from_secs_f64(seconds.max(0.0));
-    let done = match pool_bench::measure(prf, iterations, threads, length, forced) {
+    let width = match (forced, in_flight) {
+        (Some((b, w)), _) => pool_bench::Width::Forced(b, w),
+        (None, Some(n)) => pool_bench::Width::InFlight(n),
+        (None, None) => pool_bench::Width::Saturated,
+    };
+    let done = match pool_bench::measure(prf, iterations, threads, length, width) {
         Ok(r) => r,
         Err(e) => return super::fail(format_args!("cannot start a hashing thread: {e}")),
     };
     let (counted, rate, elapsed) = (done.derivations, done.per_s, done.seconds);
     let ended = batch::calibration(prf);
-    let (kernel, width) = match forced {
-        Some((b, w)) => (b.name(), w),
-        None => (ended.best, ended.best_width),
+    let (kernel, width) = match (forced, in_flight) {
+        (Some((b, w)), _) => (b.name().to_owned(), w),
+        // Each thread's even share, planned as the pool plans it.
+        (None, Some(n)) => {
+            let share = n.div_ceil(threads.max(1)).clamp(1, MAX_WIDTH);
+            let plan = batch::plan_for(prf, share);
+            let names: Vec<&str> = plan.iter().map(|(b, _)| b.name()).collect();
+            (names.join("+"), share)
+        }
+        (None, None) => (ended.best.to_owned(), ended.best_width),
     };
     if json {
         let in_service: Vec<serde_json::Value> = ended
@@ -70,6 +87,7 @@ pub fn run(
                 "batch": width,
                 "kernel": kernel,
                 "forced": forced.is_some(),
+                "in_flight": in_flight,
                 "seconds": elapsed,
                 "derivations": counted,
                 "derivations_per_s": rate,

@@ -370,3 +370,42 @@ fn issue_26_bench_start_on_makes_the_named_kernel_the_start_up_choice() {
     );
     assert!(!single.status.success(), "{single:?}");
 }
+
+/// `hash bench --pool-seconds S --in-flight N`: each thread derives its even share of N
+/// jobs, the yardstick for a server with N closed-loop clients (issue 41); N of 0 or a
+/// forced kernel beside it are refused.
+#[test]
+fn issue_41_pool_bench_with_jobs_in_flight() {
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "hash",
+            "bench",
+            "--iterations",
+            "1000",
+            "--threads",
+            "2",
+            "--pool-seconds",
+            "0.2",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        portcullis(&args, b"")
+    };
+    let out = run(&["--in-flight", "16"]);
+    assert!(out.status.success(), "{out:?}");
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["in_flight"], 16, "{j}");
+    // Eight a thread, and every count is a whole number of such batches.
+    assert_eq!(j["batch"], 8, "{j}");
+    let derived = j["derivations"].as_u64().unwrap();
+    assert!(derived > 0 && derived % 8 == 0, "{j}");
+    let saturated = run(&[]);
+    let s: serde_json::Value = serde_json::from_slice(&saturated.stdout).unwrap();
+    assert!(s["in_flight"].is_null(), "{s}");
+    assert!(!run(&["--in-flight", "0"]).status.success());
+    assert!(
+        !run(&["--in-flight", "16", "--kernel", "single"])
+            .status
+            .success()
+    );
+}

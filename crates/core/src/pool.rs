@@ -11,7 +11,8 @@
 //! than there are other idle workers to take them, it gathers up to
 //! `batch::preferred_batch(prf)` of them (in scheduler order) into one
 //! `batch::derive` call; otherwise it derives single-stream. Idle pool: lowest latency;
-//! busy pool: most derivations per second.
+//! busy pool: most derivations per second. With few jobs in flight it takes only its fair
+//! share when two shares side by side finish sooner than one batch of all (`width.rs`).
 //!
 //! Rehash jobs go to a separate background queue served only when no verification is
 //! waiting, so upgrading stored hashes never delays an answer.
@@ -52,6 +53,7 @@ mod reserve;
 mod width;
 use reserve::{MAX_TRUSTED_GRACE, TrustedReserve};
 pub(crate) use width::deadline_width;
+use width::fair_share;
 
 /// One verification for the pool: a secret against one or two KDF credentials.
 pub(crate) struct VerifyJob {
@@ -588,7 +590,22 @@ impl Shared {
                             alone.mul_f64(batch::batch_time_factor(key.prf, k))
                         })
                     };
-                    for _ in 0..(want - 1).min(spare) {
+                    // No wider than a fair share of this class's work when two shares side
+                    // by side finish sooner (`fair_share`): counted again as clients come
+                    // back during the gathering below.
+                    let class = batch[0].1;
+                    let elsewhere = self.in_service.load(Ordering::SeqCst);
+                    let limit = |st: &State, taken: usize| {
+                        let active = taken + st.sched.class_len(class) + elsewhere;
+                        want.min(fair_share(
+                            active,
+                            self.threads,
+                            batch::preferred_batch(key.prf),
+                            |k| batch::batch_time_factor(key.prf, k),
+                        ))
+                    };
+                    let first_limit = limit(&st, 1);
+                    for _ in 0..(first_limit - 1).min(spare) {
                         match st.sched.pop_from(now, &p, Some(key), only, &mut shed) {
                             Some(j) => batch.push(j),
                             None => break,
@@ -600,7 +617,7 @@ impl Shared {
                     // microseconds). An idle pool never waits: lowest latency when idle.
                     let window = (p.service(batch[0].0.cost) / 50).min(MAX_GATHER_WAIT);
                     let until = std::time::Instant::now() + window;
-                    while batch.len() < want
+                    while batch.len() < limit(&st, batch.len())
                         && others_busy
                         && st.idle == 0
                         && !st.shutdown
@@ -608,7 +625,7 @@ impl Shared {
                         && !self.work.wait_until(&mut st, until).timed_out()
                     {
                         let now = self.clock.now();
-                        while batch.len() < want {
+                        while batch.len() < limit(&st, batch.len()) {
                             match st.sched.pop_from(now, &p, Some(key), only, &mut shed) {
                                 Some(j) => batch.push(j),
                                 None => break,

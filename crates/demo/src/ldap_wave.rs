@@ -29,7 +29,8 @@
 //!   client used all along (for Portcullis a trusted source), after the wave.
 //!
 //! The yardstick is what the hash pool alone derives in the same run
-//! ([`portcullis_lab::pool_bench`]): a bind is one hash and little else.
+//! ([`portcullis_lab::pool_bench`]) with sixteen jobs in flight, as many as the honest
+//! clients (saturated beside it): a bind is one hash and little else.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -48,7 +49,7 @@ use crate::slapd::Slapd;
 use crate::{BoxFuture, DemoServer, Finished};
 
 mod table;
-pub use table::{Goals, table, verdict};
+pub use table::{Goals, Pool, table, verdict};
 
 /// The section's name for `--only`.
 pub const SECTION: &str = "ldap-binds-wave";
@@ -175,7 +176,7 @@ pub struct WaveSection {
     /// One row per server.
     pub runs: Vec<WaveRun>,
     /// The hash pool alone, derivations/s.
-    pub pool_per_s: f64,
+    pub pool: Pool,
     /// The lab's runs: one section per phase.
     pub sections: Vec<Section>,
 }
@@ -209,14 +210,15 @@ pub async fn section(
     let d = Durations::demo(quick);
     let s = run(&ours, &script, &d, progress).await?;
     let note = format!(
-        "{TITLE}: {USERS} users stored as PBKDF2-SHA256 x{ITERATIONS} in OpenLDAP slapd (Debian's, ppolicy pwdMaxFailure {MAX_FAILURE}, pwdLockout TRUE) and in Portcullis (`portcullis serve` with [ldap], run as a child process so that its CPU is its own); {} s per phase, alternating between the servers; the lab's load generator runs on the same cores. Hash pool alone: {:.1} derivations/s.",
+        "{TITLE}: {USERS} users stored as PBKDF2-SHA256 x{ITERATIONS} in OpenLDAP slapd (Debian's, ppolicy pwdMaxFailure {MAX_FAILURE}, pwdLockout TRUE) and in Portcullis (`portcullis serve` with [ldap], run as a child process so that its CPU is its own); {} s per phase, alternating between the servers; the lab's load generator runs on the same cores. Hash pool alone: {:.1} derivations/s with {USERS} jobs in flight, {:.1}/s saturated.",
         d.alone.as_secs(),
-        s.pool_per_s
+        s.pool.in_flight,
+        s.pool.saturated
     );
     let part = Finished {
         name: SECTION.into(),
         headline: false,
-        tables: vec![table(&s.runs, s.pool_per_s, &Goals::ISSUE)],
+        tables: vec![table(&s.runs, &s.pool, &Goals::ISSUE)],
         sections: s.sections,
     };
     Ok((Some(part), Some(note)))
@@ -297,14 +299,26 @@ pub async fn run(
     let length = d.pool;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let pool = tokio::task::spawn_blocking(move || {
-        portcullis_lab::pool_bench::measure(Prf::Sha256, ITERATIONS, threads, length, None)
+        use portcullis_lab::pool_bench::{Width, measure};
+        let saturated = measure(Prf::Sha256, ITERATIONS, threads, length, Width::Saturated)?;
+        let in_flight = measure(
+            Prf::Sha256,
+            ITERATIONS,
+            threads,
+            length,
+            Width::InFlight(USERS),
+        )?;
+        Ok::<_, std::io::Error>(Pool {
+            saturated: saturated.per_s,
+            in_flight: in_flight.per_s,
+        })
     })
     .await
     .map_err(err)?
     .map_err(err)?;
     Ok(WaveSection {
         runs,
-        pool_per_s: pool.per_s,
+        pool,
         sections,
     })
 }

@@ -48,7 +48,10 @@ fn expected(prf: Prf, flags: &[String]) -> (&'static str, Vec<Backend>) {
             if has("avx512f") {
                 batch.push(Backend::Avx512X16);
             }
-            if has("avx2") {
+            // Eight lanes: AVX-512VL's build where the CPU has it, AVX2's otherwise.
+            if has("avx512f") && has("avx512vl") {
+                batch.push(Backend::Avx512VlX8);
+            } else if has("avx2") {
                 batch.push(Backend::Avx2X8);
             }
             if has("sha_ni") { "sha-ni" } else { "portable" }

@@ -7,6 +7,13 @@
 //! same batch kernels the pool uses, for a fixed wall-clock time. The width is read again
 //! before every batch, as the pool does: the batch kernels' in-service contest (issue 26)
 //! may move the choice made at start-up.
+//!
+//! Saturated is not the only yardstick. A closed loop of sixteen clients is sixteen jobs
+//! in flight, never more: on a CPU whose best kernel is sixteen lanes wide, two threads
+//! cannot both run full batches of them. [`Width::InFlight`] measures what the kernels
+//! give that many jobs split evenly between the threads, which is the most any server on
+//! this machine can derive for those clients, and so what a door's rate is compared with
+//! to see what the door itself costs.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,15 +36,27 @@ pub struct PoolRun {
     pub seconds: f64,
 }
 
-/// Runs `threads` hashing threads for `length`; `forced`: always this kernel at this
-/// width (it must be offered by this CPU), else the pool's own choice. Blocks the caller
-/// for `length`; an error only when a thread cannot be started.
+/// How wide each thread's batches are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Width {
+    /// The pool's own choice at saturation (`batch::preferred_batch`, read before every
+    /// batch).
+    Saturated,
+    /// This many jobs in flight across all the threads: each thread derives batches of
+    /// its even share (rounded up), planned as the pool plans them.
+    InFlight(usize),
+    /// Always this kernel at this width (it must be offered by this CPU).
+    Forced(batch::Backend, usize),
+}
+
+/// Runs `threads` hashing threads for `length` at `width`. Blocks the caller for `length`;
+/// an error only when a thread cannot be started.
 pub fn measure(
     prf: Prf,
     iterations: u32,
     threads: usize,
     length: Duration,
-    forced: Option<(batch::Backend, usize)>,
+    width: Width,
 ) -> Result<PoolRun, std::io::Error> {
     let stop = Arc::new(AtomicBool::new(false));
     let start = Instant::now();
@@ -46,7 +65,7 @@ pub fn measure(
         let flag = Arc::clone(&stop);
         let spawned = std::thread::Builder::new()
             .name(format!("bench-pool-{t}"))
-            .spawn(move || derive_until(prf, iterations, t, forced, &flag, start));
+            .spawn(move || derive_until(prf, iterations, (t, threads), width, &flag, start));
         match spawned {
             Ok(h) => handles.push(h),
             Err(e) => {
@@ -79,8 +98,8 @@ pub fn measure(
 fn derive_until(
     prf: Prf,
     iterations: u32,
-    t: usize,
-    forced: Option<(batch::Backend, usize)>,
+    (t, threads): (usize, usize),
+    width: Width,
     stop: &AtomicBool,
     start: Instant,
 ) -> (u64, Instant) {
@@ -91,11 +110,13 @@ fn derive_until(
     let mut outs = vec![vec![0u8; prf.output_len()]; MAX_WIDTH];
     let mut done = (0u64, start);
     while !stop.load(Ordering::Relaxed) {
-        let width = match forced {
-            Some((_, w)) => w.clamp(1, MAX_WIDTH),
-            None => batch::preferred_batch(prf).clamp(1, MAX_WIDTH),
-        };
-        let mut jobs: Vec<batch::Job<'_>> = passwords[..width]
+        let n = match width {
+            Width::Forced(_, w) => w,
+            Width::Saturated => batch::preferred_batch(prf),
+            Width::InFlight(jobs) => jobs.div_ceil(threads.max(1)),
+        }
+        .clamp(1, MAX_WIDTH);
+        let mut jobs: Vec<batch::Job<'_>> = passwords[..n]
             .iter()
             .zip(outs.iter_mut())
             .map(|(p, o)| batch::Job {
@@ -104,14 +125,14 @@ fn derive_until(
                 out: o,
             })
             .collect();
-        match forced {
-            Some((b, _)) => {
+        match width {
+            Width::Forced(b, _) => {
                 // Offered by this CPU: the caller checked when it resolved the name.
                 let _ = batch::derive_on(b, prf, iterations, &mut jobs);
             }
-            None => batch::derive(prf, iterations, &mut jobs),
+            Width::Saturated | Width::InFlight(_) => batch::derive(prf, iterations, &mut jobs),
         }
-        done = (done.0 + width as u64, Instant::now());
+        done = (done.0 + n as u64, Instant::now());
     }
     done
 }

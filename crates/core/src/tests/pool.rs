@@ -498,3 +498,59 @@ async fn issue_41_a_free_thread_is_not_lent_while_trusted_jobs_are_in_service() 
     go_tx.send(()).unwrap();
     assert_eq!(carol.await.unwrap(), Outcome::Rejected);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_41_few_jobs_are_split_between_threads_when_that_is_faster() {
+    // Two workers, both held on a job while a closed loop's worth of jobs (the widest
+    // batch) queues behind them; released, each takes at most its fair share when the
+    // CPU has a narrower kernel that runs half the jobs in clearly less time (AVX-512VL's
+    // eight lanes beside AVX-512's sixteen). Before issue 41 the first free worker took
+    // them all and the other idled: sixteen LDAP clients got half the pool.
+    use portcullis_hash::batch::{batch_time_factor, preferred_batch};
+    let preferred = preferred_batch(Prf::Sha256);
+    let n = preferred.max(4);
+    // Jobs queued and in service when the first worker picks: n, plus the other held one.
+    let share = (n + 1).div_ceil(2);
+    let splits = batch_time_factor(Prf::Sha256, share) <= 0.9 * batch_time_factor(Prf::Sha256, n);
+    eprintln!("issue 41: widest batch {preferred}, {n} jobs, split into shares: {splits}");
+    let mut c = config();
+    c.pool_threads = 2;
+    c.throttle.distributed_origins = 0;
+    let (hook, started_rx, go_tx) = gate();
+    let h = Harness::with(c, policy(1000), Some(hook));
+    let total = n + 2;
+    for i in 0..total {
+        h.source
+            .add(PrincipalKind::User, &format!("u{i}"), vec![phc("pw", 1000)]);
+    }
+    let mut tasks = Vec::new();
+    for i in 0..total {
+        let v = h.v.clone();
+        let a = h.attempt(
+            &format!("u{i}"),
+            "pw",
+            &format!("10.{}.{}.1", i / 200, i % 200),
+        );
+        tasks.push(tokio::spawn(async move { v.verify(a).await }));
+        if i < 2 {
+            // Each worker holds one job before the rest queue.
+            started_rx.recv().unwrap();
+        }
+    }
+    while h.v.snapshot().queued < n {
+        tokio::task::yield_now().await;
+    }
+    // Release everything (the hook no longer waits once the sender is gone).
+    drop(go_tx);
+    for t in tasks {
+        assert!(matches!(t.await.unwrap(), Outcome::Accepted { .. }));
+    }
+    let s = h.v.snapshot();
+    assert_eq!(s.hashes_computed, total as u64);
+    match splits {
+        true => assert!(s.largest_batch <= share, "{s:?}"),
+        // No narrower kernel that saves time: one worker takes the whole closed loop.
+        false if preferred >= 4 => assert!(s.largest_batch > share, "{s:?}"),
+        false => {}
+    }
+}

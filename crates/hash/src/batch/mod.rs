@@ -169,11 +169,13 @@ pub enum Backend {
     Avx2X8,
     /// SHA-1/SHA-256, AVX-512, sixteen lanes.
     Avx512X16,
+    /// SHA-1/SHA-256, AVX-512VL, eight lanes (ymm).
+    Avx512VlX8,
 }
 
 impl Backend {
     /// Every backend, for iteration in tests and benchmarks.
-    pub const ALL: [Backend; 14] = [
+    pub const ALL: [Backend; 15] = [
         Backend::Single,
         Backend::Scalar,
         Backend::ShaNiX1,
@@ -188,6 +190,7 @@ impl Backend {
         Backend::Avx512X8,
         Backend::Avx2X8,
         Backend::Avx512X16,
+        Backend::Avx512VlX8,
     ];
 
     /// Short name for reports.
@@ -207,6 +210,7 @@ impl Backend {
             Backend::Avx512X8 => "avx512-x8",
             Backend::Avx2X8 => "avx2-x8",
             Backend::Avx512X16 => "avx512-x16",
+            Backend::Avx512VlX8 => "avx512vl-x8",
         }
     }
 
@@ -226,6 +230,7 @@ impl Backend {
             Backend::Avx512X8 => Kernel::Avx512X8,
             Backend::Avx2X8 => Kernel::Avx2X8,
             Backend::Avx512X16 => Kernel::Avx512X16,
+            Backend::Avx512VlX8 => Kernel::Avx512VlX8,
         }
     }
 }
@@ -336,6 +341,8 @@ enum Kernel {
     Avx2X8,
     /// AVX-512, sixteen 32-bit lanes (SHA-1, SHA-256).
     Avx512X16,
+    /// AVX-512VL, eight 32-bit lanes (SHA-1, SHA-256).
+    Avx512VlX8,
 }
 
 impl Kernel {
@@ -369,13 +376,17 @@ struct Cpu {
     /// SHA-1 and SHA-256 in eight 32-bit lanes (AVX2).
     #[cfg(target_arch = "x86_64")]
     lanes8: Option<crate::arch::x86_64::lanes32::Kernels>,
+    /// SHA-1 and SHA-256 in eight 32-bit lanes with AVX-512VL's rotates and logic.
+    #[cfg(target_arch = "x86_64")]
+    lanes8vl: Option<crate::arch::x86_64::lanes32::Kernels>,
 }
 
 impl Cpu {
     #[cfg(target_arch = "x86_64")]
     fn detect() -> Self {
         use crate::arch::x86_64::{
-            sha_avx2_x8, sha_avx512_x16, sha1_ni_x4, sha256_ni_x4, sha512_avx2_x4, sha512_avx512_x8,
+            sha_avx2_x8, sha_avx512_x16, sha_avx512vl_x8, sha1_ni_x4, sha256_ni_x4, sha512_avx2_x4,
+            sha512_avx512_x8,
         };
         Cpu {
             sha1_ni: sha1_ni_x4::detect(),
@@ -384,6 +395,7 @@ impl Cpu {
             avx512: sha512_avx512_x8::detect(),
             lanes16: sha_avx512_x16::detect(),
             lanes8: sha_avx2_x8::detect(),
+            lanes8vl: sha_avx512vl_x8::detect(),
         }
     }
 
@@ -430,8 +442,12 @@ fn offered32(shani: bool, cpu: &Cpu) -> Vec<(Kernel, usize)> {
     if let Some(k) = cpu.lanes16 {
         menu.push((Kernel::Avx512X16, k.lanes));
     }
-    if let Some(k) = cpu.lanes8 {
-        menu.push((Kernel::Avx2X8, k.lanes));
+    // Eight lanes: AVX-512VL's build where the CPU has it (never slower than AVX2's:
+    // one instruction per rotate and per boolean function), AVX2's otherwise.
+    match (cpu.lanes8vl, cpu.lanes8) {
+        (Some(k), _) => menu.push((Kernel::Avx512VlX8, k.lanes)),
+        (None, Some(k)) => menu.push((Kernel::Avx2X8, k.lanes)),
+        (None, None) => {}
     }
     menu
 }
@@ -445,6 +461,8 @@ fn has32(shani: bool, cpu: &Cpu, kernel: Kernel) -> bool {
         Kernel::Avx512X16 => cpu.lanes16.is_some(),
         #[cfg(target_arch = "x86_64")]
         Kernel::Avx2X8 => cpu.lanes8.is_some(),
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx512VlX8 => cpu.lanes8vl.is_some(),
         _ => {
             let _ = cpu;
             false
@@ -482,16 +500,25 @@ macro_rules! lanes32_impl {
 
             fn run(cpu: &Cpu, kernel: Kernel, chains: &mut [Chain<Self>], iterations: u32) {
                 #[cfg(target_arch = "x86_64")]
-                match (kernel, cpu.$ni, cpu.lanes16, cpu.lanes8) {
-                    (Kernel::ShaNi(n @ 1..=4), Some(k), _, _) => {
+                match (kernel, cpu.$ni) {
+                    (Kernel::ShaNi(n @ 1..=4), Some(k)) => {
                         return k.best[n - 1](chains, iterations);
                     }
-                    (Kernel::ShaNiBaseline(n @ 1..=4), Some(k), _, _) => {
+                    (Kernel::ShaNiBaseline(n @ 1..=4), Some(k)) => {
                         return k.baseline[n - 1](chains, iterations);
                     }
-                    (Kernel::Avx512X16, _, Some(k), _) => return (k.$vec)(chains, iterations),
-                    (Kernel::Avx2X8, _, _, Some(k)) => return (k.$vec)(chains, iterations),
                     _ => {}
+                }
+                #[cfg(target_arch = "x86_64")]
+                let lanes = match kernel {
+                    Kernel::Avx512X16 => cpu.lanes16,
+                    Kernel::Avx2X8 => cpu.lanes8,
+                    Kernel::Avx512VlX8 => cpu.lanes8vl,
+                    _ => None,
+                };
+                #[cfg(target_arch = "x86_64")]
+                if let Some(k) = lanes {
+                    return (k.$vec)(chains, iterations);
                 }
                 let _ = cpu;
                 run_single(kernel == Kernel::Scalar, chains, iterations);

@@ -258,6 +258,11 @@ fn issue_3_cpu_kernels_are_offered_and_planned() {
         assert!(backends(Prf::Sha512).contains(&Backend::Avx512X8));
         assert_eq!(preferred_batch(Prf::Sha512), 8);
         assert_eq!(plan_for(Prf::Sha512, 8), vec![(Backend::Avx512X8, 8)]);
+        if std::arch::is_x86_feature_detected!("avx512vl") {
+            for prf in [Prf::Sha1, Prf::Sha256] {
+                assert!(backends(prf).contains(&Backend::Avx512VlX8), "{prf:?}");
+            }
+        }
     }
     if std::arch::is_x86_feature_detected!("avx2") {
         assert!(backends(Prf::Sha256).contains(&Backend::Avx2X8));
@@ -280,6 +285,7 @@ fn issue_3_unavailable_backend_is_an_error() {
     assert!(!backends(Prf::Sha1).contains(&Backend::Avx2X4));
     assert!(derive_on(Backend::Avx512X16, Prf::Sha512, 1, &mut jobs).is_err());
     assert!(!backends(Prf::Sha512).contains(&Backend::Avx2X8));
+    assert!(derive_on(Backend::Avx512VlX8, Prf::Sha512, 1, &mut jobs).is_err());
 }
 
 /// The planner finds the cheapest split, checked against exhaustive search.

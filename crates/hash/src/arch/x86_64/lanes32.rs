@@ -269,3 +269,108 @@ macro_rules! lane_kernels {
     };
 }
 pub(crate) use lane_kernels;
+
+/// Expands, inside an instruction-set module that defines `V` and imports the named
+/// intrinsics, to the vector operations `lane_kernels!` needs, written with AVX-512's
+/// one-instruction rotates (`vprord`/`vprold`) and three-input logic (`vpternlogd`): the
+/// same code for zmm (sixteen lanes) and, with AVX-512VL, ymm (eight lanes).
+macro_rules! avx512_ops {
+    (
+        $feat:literal,
+        set1: $set1:ident,
+        add: $add:ident,
+        xor: $xor:ident,
+        ternlog: $tern:ident,
+        ror: $ror:ident,
+        rol: $rol:ident,
+        srli: $srli:ident $(,)?
+    ) => {
+        #[target_feature(enable = $feat)]
+        #[inline]
+        fn splat(x: u32) -> V {
+            $set1(x as i32)
+        }
+
+        #[target_feature(enable = $feat)]
+        #[inline]
+        fn add(a: V, b: V) -> V {
+            $add(a, b)
+        }
+
+        #[target_feature(enable = $feat)]
+        #[inline]
+        fn xor(a: V, b: V) -> V {
+            $xor(a, b)
+        }
+
+        /// `a ^ b ^ c` (also SHA-1's Parity).
+        #[target_feature(enable = $feat)]
+        #[inline]
+        fn xor3(a: V, b: V, c: V) -> V {
+            $tern(a, b, c, 0x96)
+        }
+
+        /// `(e & f) ^ (!e & g)`.
+        #[target_feature(enable = $feat)]
+        #[inline]
+        fn ch(e: V, f: V, g: V) -> V {
+            $tern(e, f, g, 0xCA)
+        }
+
+        /// `(a & b) ^ (a & c) ^ (b & c)`.
+        #[target_feature(enable = $feat)]
+        #[inline]
+        fn maj(a: V, b: V, c: V) -> V {
+            $tern(a, b, c, 0xE8)
+        }
+
+        /// SHA-256 Σ0.
+        #[target_feature(enable = $feat)]
+        #[inline]
+        fn bsig0(x: V) -> V {
+            xor3($ror(x, 2), $ror(x, 13), $ror(x, 22))
+        }
+
+        /// SHA-256 Σ1.
+        #[target_feature(enable = $feat)]
+        #[inline]
+        fn bsig1(x: V) -> V {
+            xor3($ror(x, 6), $ror(x, 11), $ror(x, 25))
+        }
+
+        /// SHA-256 σ0.
+        #[target_feature(enable = $feat)]
+        #[inline]
+        fn ssig0(x: V) -> V {
+            xor3($ror(x, 7), $ror(x, 18), $srli(x, 3))
+        }
+
+        /// SHA-256 σ1.
+        #[target_feature(enable = $feat)]
+        #[inline]
+        fn ssig1(x: V) -> V {
+            xor3($ror(x, 17), $ror(x, 19), $srli(x, 10))
+        }
+
+        #[target_feature(enable = $feat)]
+        #[inline]
+        fn rotl1(x: V) -> V {
+            $rol(x, 1)
+        }
+
+        #[target_feature(enable = $feat)]
+        #[inline]
+        fn rotl5(x: V) -> V {
+            $rol(x, 5)
+        }
+
+        #[target_feature(enable = $feat)]
+        #[inline]
+        fn rotl30(x: V) -> V {
+            $rol(x, 30)
+        }
+
+        lane_kernels!($feat);
+    };
+}
+pub(crate) use avx512_ops;

@@ -14,6 +14,7 @@ pub(crate) mod sha512_avx2_x4;
 pub(crate) mod sha512_avx512_x8;
 pub(crate) mod sha_avx2_x8;
 pub(crate) mod sha_avx512_x16;
+pub(crate) mod sha_avx512vl_x8;
 
 /// Whether this CPU has SHA-NI and the SSE levels our SHA-NI code also uses.
 pub(crate) fn has_sha_ni() -> bool {
