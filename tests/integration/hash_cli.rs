@@ -398,7 +398,7 @@ fn issue_41_pool_bench_with_jobs_in_flight() {
     // Eight a thread, and every count is a whole number of such batches.
     assert_eq!(j["batch"], 8, "{j}");
     let derived = j["derivations"].as_u64().unwrap();
-    assert!(derived > 0 && derived % 8 == 0, "{j}");
+    assert!(derived > 0 && derived.is_multiple_of(8), "{j}");
     let saturated = run(&[]);
     let s: serde_json::Value = serde_json::from_slice(&saturated.stdout).unwrap();
     assert!(s["in_flight"].is_null(), "{s}");

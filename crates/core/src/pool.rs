@@ -11,8 +11,8 @@
 //! than there are other idle workers to take them, it gathers up to
 //! `batch::preferred_batch(prf)` of them (in scheduler order) into one
 //! `batch::derive` call; otherwise it derives single-stream. Idle pool: lowest latency;
-//! busy pool: most derivations per second. With few jobs in flight it takes only its fair
-//! share when two shares side by side finish sooner than one batch of all (`width.rs`).
+//! busy pool: most derivations per second. With few jobs in flight it takes only its part
+//! of the split between the threads that derives the most per second (`width.rs`).
 //!
 //! Rehash jobs go to a separate background queue served only when no verification is
 //! waiting, so upgrading stored hashes never delays an answer.
@@ -52,8 +52,7 @@ use crate::stats::HashTimes;
 mod reserve;
 mod width;
 use reserve::{MAX_TRUSTED_GRACE, TrustedReserve};
-pub(crate) use width::deadline_width;
-use width::fair_share;
+pub(crate) use width::{best_share, deadline_width};
 
 /// One verification for the pool: a secret against one or two KDF credentials.
 pub(crate) struct VerifyJob {
@@ -555,12 +554,7 @@ impl Shared {
             };
             let first = st.sched.pop_from(now, &p, None, take, &mut shed);
 
-            for (job, class, reason) in shed.drain(..) {
-                self.shed.fetch_add(1, Ordering::Relaxed);
-                metrics::shed(reason.label());
-                metrics::queue_wait(class, now.saturating_duration_since(job.enqueued_at));
-                let _ = job.reply.send(JobReply::Shed(reason));
-            }
+            self.answer_shed(&mut shed, now);
             if let Some(first) = first {
                 let only = Take::Only(first.1);
                 let mut batch = vec![first];
@@ -590,19 +584,17 @@ impl Shared {
                             alone.mul_f64(batch::batch_time_factor(key.prf, k))
                         })
                     };
-                    // No wider than a fair share of this class's work when two shares side
-                    // by side finish sooner (`fair_share`): counted again as clients come
+                    // With few jobs in flight, only this worker's part of the fastest split
+                    // between the threads (`best_share`), counted again as clients come
                     // back during the gathering below.
                     let class = batch[0].1;
                     let elsewhere = self.in_service.load(Ordering::SeqCst);
+                    let time: Vec<f64> = (0..=want)
+                        .map(|k| batch::batch_time_factor(key.prf, k))
+                        .collect();
                     let limit = |st: &State, taken: usize| {
                         let active = taken + st.sched.class_len(class) + elsewhere;
-                        want.min(fair_share(
-                            active,
-                            self.threads,
-                            batch::preferred_batch(key.prf),
-                            |k| batch::batch_time_factor(key.prf, k),
-                        ))
+                        want.min(best_share(active, self.threads, &time))
                     };
                     let first_limit = limit(&st, 1);
                     for _ in 0..(first_limit - 1).min(spare) {
@@ -632,12 +624,7 @@ impl Shared {
                             }
                         }
                     }
-                    for (job, class, reason) in shed.drain(..) {
-                        self.shed.fetch_add(1, Ordering::Relaxed);
-                        metrics::shed(reason.label());
-                        metrics::queue_wait(class, now.saturating_duration_since(job.enqueued_at));
-                        let _ = job.reply.send(JobReply::Shed(reason));
-                    }
+                    self.answer_shed(&mut shed, now);
                 }
                 self.gauges(&st);
                 self.in_service.fetch_add(batch.len(), Ordering::SeqCst);
@@ -665,6 +652,16 @@ impl Shared {
                 _ => self.work.wait(&mut st),
             }
             st.idle -= 1;
+        }
+    }
+
+    /// Answer the jobs the scheduler shed at dequeue (late or abandoned), counting them.
+    fn answer_shed(&self, shed: &mut Vec<(VerifyJob, Class, ShedReason)>, now: Instant) {
+        for (job, class, reason) in shed.drain(..) {
+            self.shed.fetch_add(1, Ordering::Relaxed);
+            metrics::shed(reason.label());
+            metrics::queue_wait(class, now.saturating_duration_since(job.enqueued_at));
+            let _ = job.reply.send(JobReply::Shed(reason));
         }
     }
 

@@ -1,14 +1,13 @@
 //! How wide a batch may be: as wide as the kernel likes, but only as wide as the earliest
-//! deadline in it allows (every job of a batch finishes when the widest group does), and
-//! no wider than a fair share of the work when splitting it between threads finishes it
-//! sooner.
+//! deadline in it allows (every job of a batch finishes when the widest group does), and,
+//! with few jobs in flight, only this worker's part of the split between the threads that
+//! derives the most per second.
 
 use std::time::Duration;
 
-/// Splitting must save at least this fraction of a batch's time to be worth a second
-/// thread: a narrower kernel that saves less (or nothing, as a half-empty group of the
-/// widest one) would only spend a second core on the same answers.
-const SPLIT_SAVES: f64 = 0.1;
+/// Splits whose rates are within this fraction of the best one count as equally fast;
+/// among them the one whose slowest batch ends first wins (the clients' p99).
+const SAME_RATE: f64 = 0.02;
 
 /// The widest batch, up to `preferred`, whose run time (`time(k)` for `k` jobs) still fits
 /// in `slack`; at least 1 (a job alone is never held back by this).
@@ -23,76 +22,103 @@ pub(crate) fn deadline_width(
         .unwrap_or(1)
 }
 
-/// The most jobs one worker should take when `active` jobs are queued or in service on a
-/// pool of `threads` threads and one batch of `k` jobs takes `factor(k)` (any unit): its
-/// fair share, `active / threads` rounded up, when running shares side by side finishes
-/// them at least [`SPLIT_SAVES`] sooner than one batch of them all (up to `preferred`);
-/// otherwise no cap (`usize::MAX`).
+/// How many of `active` jobs (queued or in service, in one class) one worker should take
+/// on a pool of `threads` threads, when a batch of `k` jobs takes `time[k]` (any unit;
+/// `time[1..]` up to the widest batch worth gathering): the split of the jobs between this
+/// worker and the others (evenly among them) that derives the most per second; among
+/// splits within [`SAME_RATE`] of the best, the one whose slowest batch ends first, then
+/// the widest for this worker (no gain: one batch, as before).
 ///
-/// Why: a closed loop of sixteen clients on two threads is sixteen jobs in flight, never
-/// more. With a sixteen-lane kernel one worker took all sixteen and the other idled, so
-/// the clients got half of the pool's derivations per second; on a CPU with an eight-lane
-/// kernel that takes about half the time (AVX-512VL), eight a thread serves them faster.
-/// A thread that takes only its share leaves the rest to the other, which comes back for
-/// them when its batch ends, so the split also settles from any uneven start.
-pub(crate) fn fair_share(
-    active: usize,
-    threads: usize,
-    preferred: usize,
-    factor: impl Fn(usize) -> f64,
-) -> usize {
-    if threads < 2 || active < 2 {
-        return usize::MAX;
+/// Why: a closed loop of N clients is N jobs in flight, never more, and for a closed loop
+/// the most derivations per second is also the shortest mean wait. With a sixteen-lane
+/// kernel and sixteen clients one worker took all sixteen and the other idled: half the
+/// pool. On the Xeon of issue 41 sixteen run best as eight a thread (AVX-512VL's eight
+/// lanes, 0.73 of a sixteen-lane group's time) and ten as two (SHA-NI) beside eight,
+/// not five and five, which leaves three lanes of each group empty. A worker that takes
+/// only its part leaves the rest to the others, and the split settles from any start.
+pub(crate) fn best_share(active: usize, threads: usize, time: &[f64]) -> usize {
+    let widest = time.len().saturating_sub(1).max(1);
+    let take_all = active.clamp(1, widest);
+    if threads < 2 || active < 2 || time.len() < 2 {
+        return take_all;
     }
-    let share = active.div_ceil(threads);
-    let all = active.min(preferred.max(1));
-    if share >= all {
-        return usize::MAX;
-    }
-    match factor(share) <= (1.0 - SPLIT_SAVES) * factor(all) {
-        true => share,
-        false => usize::MAX,
-    }
+    let rate = |k: usize| match time.get(k) {
+        Some(&t) if k > 0 && t > 0.0 => k as f64 / t,
+        _ => 0.0,
+    };
+    // The other threads split what this worker leaves evenly, each at most a batch.
+    let others = |rest: usize| -> (f64, f64) {
+        if rest == 0 {
+            return (0.0, 0.0);
+        }
+        let share = rest.div_ceil(threads - 1).min(widest);
+        let used = (threads - 1).min(rest.div_ceil(share)) as f64;
+        (used * rate(share), time.get(share).copied().unwrap_or(0.0))
+    };
+    let options: Vec<(usize, f64, f64)> = (1..=take_all)
+        .map(|k| {
+            let (r, t) = others(active - k);
+            (k, rate(k) + r, time[k].max(t))
+        })
+        .collect();
+    let best = options.iter().map(|o| o.1).fold(0.0, f64::max);
+    options
+        .iter()
+        .filter(|o| o.1 >= (1.0 - SAME_RATE) * best)
+        .min_by(|x, y| x.2.total_cmp(&y.2).then(y.0.cmp(&x.0)))
+        .map_or(take_all, |o| o.0)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Relative times on the Xeon of issue 41 (avx512-x16 at 0.0736 s for sixteen chains of
-    /// 100,000 iterations, avx512vl-x8 at 0.0537 s for eight): groups of eight and sixteen.
-    fn xeon(k: usize) -> f64 {
-        match k {
-            0 => 0.0,
-            1..=8 => 0.0537,
-            _ => 0.0736,
-        }
-    }
-
-    /// Only a sixteen-lane kernel: half a group takes as long as a whole one.
-    fn wide_only(k: usize) -> f64 {
-        if k == 0 { 0.0 } else { 0.0736 }
+    /// Batch times (s, PBKDF2-SHA256 x600,000) on the Xeon of issue 41 for 0..=16 jobs, as
+    /// its planner runs them: one on the single stream, two to four on SHA-NI, five to
+    /// eight on avx512vl-x8, more on avx512-x16 (measured one thread at a time).
+    fn xeon() -> Vec<f64> {
+        (0..=16)
+            .map(|k| match k {
+                0 => 0.0,
+                1 => 0.064,
+                2 => 0.111,
+                3 => 0.150,
+                4 => 0.198,
+                5..=8 => 0.322,
+                _ => 0.441,
+            })
+            .collect()
     }
 
     #[test]
     fn sixteen_closed_loop_jobs_on_two_threads_split_eight_and_eight() {
-        assert_eq!(fair_share(16, 2, 16, xeon), 8);
-        // Ten trusted clients: five a thread, each group of five in eight-lane time.
-        assert_eq!(fair_share(10, 2, 16, xeon), 5);
+        // 1 + 15 and 2 + 14 derive as many per second, but fifteen wait 0.44 s a batch.
+        assert_eq!(best_share(16, 2, &xeon()), 8);
     }
 
     #[test]
-    fn no_split_when_it_saves_no_time() {
-        assert_eq!(fair_share(16, 2, 16, wide_only), usize::MAX);
+    fn ten_jobs_split_two_and_eight_not_five_and_five() {
+        // Five and five leave three lanes of each eight-lane group empty (31/s); two on
+        // SHA-NI beside eight derive 43/s.
+        let k = best_share(10, 2, &xeon());
+        assert!(k == 2 || k == 8, "{k}");
     }
 
     #[test]
-    fn no_cap_when_the_share_fills_the_kernel_or_one_thread_serves() {
-        // A saturated pool: each thread's share is a full batch anyway.
-        assert_eq!(fair_share(40, 2, 16, xeon), usize::MAX);
-        assert_eq!(fair_share(16, 1, 16, xeon), usize::MAX);
-        assert_eq!(fair_share(1, 2, 16, xeon), usize::MAX);
-        // A narrow preferred kernel (SHA-NI x2): the share is wider than a batch.
-        assert_eq!(fair_share(16, 2, 2, |k| k as f64), usize::MAX);
+    fn one_batch_when_splitting_gains_nothing() {
+        // Only a sixteen-lane kernel: every split derives the same, so one worker takes
+        // them all and the other core stays free.
+        let wide: Vec<f64> = (0..=16).map(|k| if k == 0 { 0.0 } else { 0.44 }).collect();
+        assert_eq!(best_share(16, 2, &wide), 16);
+    }
+
+    #[test]
+    fn saturated_pools_and_single_threads_take_full_batches() {
+        assert_eq!(best_share(40, 2, &xeon()), 16);
+        assert_eq!(best_share(16, 1, &xeon()), 16);
+        assert_eq!(best_share(1, 2, &xeon()), 1);
+        // A narrow widest batch (SHA-NI x2 on a Zen 3): each thread takes a full one.
+        let narrow = [0.0, 0.064, 0.08];
+        assert_eq!(best_share(16, 2, &narrow), 2);
     }
 }
