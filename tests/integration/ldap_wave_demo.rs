@@ -67,6 +67,14 @@ fn issue_39_ldap_wave_demo_section_runs_end_to_end() {
         assert!(first_number(&r["vs pool saturated"]) > 0.0, "{r:?}");
         assert!(r["retention"].parse::<f64>().is_ok(), "{r:?}");
     }
+    // Portcullis is measured alone before and after the wave (its retention is over
+    // both); slapd, whose victim stays locked out, before only.
+    let alone = &ours["binds/s alone"];
+    assert!(
+        alone.contains(" before, ") && alone.ends_with(" after the wave)"),
+        "{ours:?}"
+    );
+    assert!(!slapd["binds/s alone"].contains("after"), "{slapd:?}");
     // slapd's ppolicy (pwdMaxFailure 5) locks user1 for everyone: its right password is
     // refused with invalidCredentials after the wave.
     let locked = "victim (user1) locked out";

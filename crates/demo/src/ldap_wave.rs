@@ -26,7 +26,25 @@
 //!   loop, a new connection per guess) binding as user1, the victim, with wrong passwords:
 //!   the honest binds/s (retention: over the phase alone), then whether the victim is
 //!   locked out: a bind of its right password from 127.0.0.1, the address its honest
-//!   client used all along (for Portcullis a trusted source), after the wave.
+//!   client used all along (for Portcullis a trusted source), after the wave;
+//! - *control*, for every server but the reference: the same users beside as many
+//!   sources of their own making as many binds, for a user no directory has, so the
+//!   server hashes nothing for them. The machine's two cores are shared with the lab's
+//!   load generator, and the wave's traffic costs honest binds on both sides of the
+//!   socket (attacked over alone read 0.82-1.21 between runs on one Zen 3 where the
+//!   wave's guesses cost three hashes); the verdict's retention is over the control, and
+//!   the retention over alone is shown beside it;
+//! - *alone again*, for every server but the reference: the first phase once more, and
+//!   the server's "alone" figures are both phases together. A single phase before the wave
+//!   put the process's drift (its kernel choice settling, the host's other tenants: alone
+//!   49-63 binds/s between runs on one Zen 3, where the attacked phases read 54-59) into
+//!   the retention over alone; before and after cancel a steady drift. slapd has no second phase: its victim stays
+//!   locked out after the wave (ppolicy `pwdLockoutDuration` 0), so it would measure
+//!   fifteen users.
+//!
+//! The warm-up before them all is a few seconds of the honest users' closed loop, not
+//! one login each: it also settles the kernel Portcullis' pool picks in service
+//! (`portcullis_hash::contest`), which otherwise moved during the first measured phase.
 //!
 //! The yardstick is what the hash pool alone derives in the same run
 //! ([`portcullis_lab::pool_bench`]) with sixteen jobs in flight, as many as the honest
@@ -94,22 +112,29 @@ pub struct LdapStarted {
 /// How long each part lasts.
 #[derive(Debug, Clone, Copy)]
 pub struct Durations {
-    /// Each server's phase alone.
+    /// The warm-up's closed loop, its 1 s ramp included.
+    pub warm_up: Duration,
+    /// Each phase alone (a server other than the reference has two).
     pub alone: Duration,
-    /// Each server's phase under the guessing wave.
+    /// Each server's phase under the guessing wave, and the control's.
     pub attacked: Duration,
     /// The hash pool alone.
     pub pool: Duration,
 }
 
 impl Durations {
-    /// The demo's: 10 s phases in the full demo (the section then takes about a minute
-    /// and a half with start-up); `quick` (only with `--only`) 3 s.
+    /// The demo's: in the full demo 7 s alone (twice for Portcullis), 10 s attacked and
+    /// as long for Portcullis' control, about a minute with start-up; `quick` (only with
+    /// `--only`) 3 s each.
     pub fn demo(quick: bool) -> Durations {
-        let (phase, pool) = if quick { (3, 2) } else { (10, 3) };
+        let (warm_up, alone, attacked, pool) = match quick {
+            true => (3, 3, 3, 2),
+            false => (4, 7, 10, 3),
+        };
         Durations {
-            alone: Duration::from_secs(phase),
-            attacked: Duration::from_secs(phase),
+            warm_up: Duration::from_secs(warm_up),
+            alone: Duration::from_secs(alone),
+            attacked: Duration::from_secs(attacked),
             pool: Duration::from_secs(pool),
         }
     }
@@ -139,6 +164,26 @@ impl Phase {
     pub fn cpu_ms_per_bind(&self) -> Option<f64> {
         (self.binds > 0).then(|| 1000.0 * self.cpu_s / self.binds as f64)
     }
+
+    /// Two phases of equal length as one: the mean rates, the sums of counts and CPU
+    /// (so CPU per bind is over both), the higher p99, every user locked out in either.
+    pub fn merge(&self, other: &Phase) -> Phase {
+        let mut locked_out = self.locked_out.clone();
+        for u in &other.locked_out {
+            if !locked_out.contains(u) {
+                locked_out.push(u.clone());
+            }
+        }
+        Phase {
+            binds_per_s: (self.binds_per_s + other.binds_per_s) / 2.0,
+            p99_ms: self.p99_ms.max(other.p99_ms),
+            binds: self.binds + other.binds,
+            cpu_s: self.cpu_s + other.cpu_s,
+            honest_refused: self.honest_refused + other.honest_refused,
+            locked_out,
+            guesses_per_s: (self.guesses_per_s + other.guesses_per_s) / 2.0,
+        }
+    }
 }
 
 /// One server's figures.
@@ -148,10 +193,18 @@ pub struct WaveRun {
     pub server: String,
     /// Whether it is the reference the goals compare with (slapd).
     pub reference: bool,
-    /// The phase alone.
+    /// The phase alone: for a server other than the reference, the phases before and
+    /// after the wave together ([`Phase::merge`]).
     pub alone: Phase,
+    /// The honest binds/s of each phase alone, in order (one for the reference).
+    pub alone_each: Vec<f64>,
     /// The phase under the wave.
     pub attacked: Phase,
+    /// The control after it, for a server other than the reference: the same users beside
+    /// as many sources making as many binds as the wave's, for a user no directory has,
+    /// so the server hashes nothing for them. What the wave's traffic costs on a machine
+    /// whose cores the load generator shares, without its credential work.
+    pub control: Option<Phase>,
     /// The victim's right password after the wave, from its trusted address: the
     /// server's result code (0 bound, 49 refused).
     pub victim_bind: i32,
@@ -161,6 +214,13 @@ impl WaveRun {
     /// Honest binds/s under the wave over alone.
     pub fn retention(&self) -> Option<f64> {
         (self.alone.binds_per_s > 0.0).then(|| self.attacked.binds_per_s / self.alone.binds_per_s)
+    }
+
+    /// Honest binds/s under the wave over beside the control: what the wave's credential
+    /// work costs the honest users, the traffic's own cost taken out.
+    pub fn retention_vs_control(&self) -> Option<f64> {
+        let c = self.control.as_ref()?;
+        (c.binds_per_s > 0.0).then(|| self.attacked.binds_per_s / c.binds_per_s)
     }
 
     /// Locked out: its right password refused after the wave, or during it after it had
@@ -331,19 +391,19 @@ async fn phases(
     progress: bool,
 ) -> Result<(Vec<WaveRun>, Vec<Section>), LabError> {
     for t in targets {
-        warm_up(t, base, progress).await?;
+        warm_up(t, base, d.warm_up, progress).await?;
     }
     let mut alone = Vec::new();
     let mut alone_results = Vec::new();
     for t in targets {
-        let (r, figures) = phase(t, base, false, d.alone, progress).await?;
+        let (r, figures) = phase(t, base, Wave::Alone, d.alone, progress).await?;
         alone_results.push(r);
         alone.push(figures);
     }
-    let mut runs = Vec::new();
+    let mut attacked = Vec::new();
     let mut attacked_results = Vec::new();
-    for (t, alone) in targets.iter().zip(alone) {
-        let (r, attacked) = phase(t, base, true, d.attacked, progress).await?;
+    for t in targets {
+        let (r, figures) = phase(t, base, Wave::Guesses, d.attacked, progress).await?;
         attacked_results.push(r);
         let dn = format!("uid=user{VICTIM},ou=people,{base}");
         let victim_bind = simple_bind(
@@ -354,11 +414,32 @@ async fn phases(
         )
         .await
         .map_err(err)?;
+        attacked.push((figures, victim_bind));
+    }
+    let mut runs = Vec::new();
+    let mut control_results = Vec::new();
+    let mut after_results = Vec::new();
+    for ((t, before), (attacked, victim_bind)) in targets.iter().zip(alone).zip(attacked) {
+        let reference = t.label == "slapd";
+        let mut alone_each = vec![before.binds_per_s];
+        let mut alone = before;
+        let mut control = None;
+        if !reference {
+            let (r, c) = phase(t, base, Wave::Control, d.attacked, progress).await?;
+            control_results.push(r);
+            control = Some(c);
+            let (r, after) = phase(t, base, Wave::Alone, d.alone, progress).await?;
+            after_results.push(r);
+            alone_each.push(after.binds_per_s);
+            alone = alone.merge(&after);
+        }
         runs.push(WaveRun {
             server: t.label.clone(),
-            reference: t.label == "slapd",
+            reference,
             alone,
+            alone_each,
             attacked,
+            control,
             victim_bind,
         });
     }
@@ -377,33 +458,46 @@ async fn phases(
             ),
             results: attacked_results,
         },
+        Section {
+            scenario: format!(
+                "{SECTION} (control: {GUESSERS} sources binding as a user no directory has)"
+            ),
+            description: format!(
+                "the same users beside {GUESSERS} sources of their own binding as user{CONTROL_USER} with wrong passwords: the wave's traffic without its credential work, for every server but the reference"
+            ),
+            results: control_results,
+        },
+        Section {
+            scenario: format!("{SECTION} (honest users alone, after the wave)"),
+            description: "the first phase again, for every server but the reference (slapd's victim stays locked out): its alone figures are both phases'".into(),
+            results: after_results,
+        },
     ];
     Ok((runs, sections))
 }
 
-/// Each honest user logs in once from its own address before anything is measured, as
-/// the users of a running deployment have (`scripts/ldap-bench` does the same): Portcullis
-/// serves a user's first login from a new place in its unknown class, behind the trusted
-/// ones, so without this the first phase's p99 is those first logins (1-4 s on a busy
-/// pool), not the steady state it is about. slapd gets the same logins.
-async fn warm_up(t: &Target, base: &str, progress: bool) -> Result<(), LabError> {
-    // A 60 s pause after each login in a 3 s run: one login per user.
-    let text = scenario(base, WARM_UP, false, "60s");
+/// Before anything is measured, the honest users log in for `length` in a closed loop
+/// (`scripts/ldap-bench` has each log in once): as the users of a running deployment
+/// have, so Portcullis serves them as trusted sources (a user's first login from a new
+/// place is in its unknown class, behind the trusted ones: without this the first
+/// phase's p99 was those first logins, 1-4 s on a busy pool, not the steady state it is
+/// about); and long enough for the pool's in-service kernel check to settle
+/// (`portcullis_hash::contest`: a few dozen batches), which otherwise moved the kernel,
+/// and the rate, during the first measured phase. slapd gets the same logins.
+async fn warm_up(t: &Target, base: &str, length: Duration, progress: bool) -> Result<(), LabError> {
+    let text = scenario(base, length, Wave::Alone, "0ms");
     run_phase(t, &text, progress).await.map(|_| ())
 }
-
-/// How long the warm-up runs: each user's one login, the lab's 1 s ramp included.
-const WARM_UP: Duration = Duration::from_secs(3);
 
 /// One phase against one target: the lab's run and its figures.
 async fn phase(
     t: &Target,
     base: &str,
-    attacked: bool,
+    wave: Wave,
     length: Duration,
     progress: bool,
 ) -> Result<(ScenarioResult, Phase), LabError> {
-    run_phase(t, &scenario(base, length, attacked, "0ms"), progress).await
+    run_phase(t, &scenario(base, length, wave, "0ms"), progress).await
 }
 
 /// The lab's run of scenario `text` against `t`, and its figures with the server's CPU.
@@ -493,12 +587,29 @@ fn parse_stat_cpu(stat: &str) -> Option<f64> {
     Some((utime + stime) as f64 / USER_HZ)
 }
 
+/// What guesses a phase carries beside the honest users.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wave {
+    /// None: the users alone.
+    Alone,
+    /// [`GUESSERS`] sources guessing the victim's password.
+    Guesses,
+    /// The control: as many sources, as many binds, each a wrong password for a user no
+    /// server has ([`CONTROL_USER`]), so no server hashes anything for them.
+    Control,
+}
+
+/// The user of the control's binds: in no directory of the section.
+pub const CONTROL_USER: usize = USERS + 1;
+// Past the honest users (user1 .. user{USERS}), so no directory of the section has it.
+const _: () = assert!(CONTROL_USER > USERS);
+
 /// The lab scenario of one phase, honest clients pausing `think` between logins (the
 /// target is set by the caller).
-fn scenario(base: &str, length: Duration, attacked: bool, think: &str) -> String {
+fn scenario(base: &str, length: Duration, wave: Wave, think: &str) -> String {
     let mut text = format!(
         r#"name = "{SECTION}-{phase}"
-description = "{USERS} honest users binding by DN{wave}"
+description = "{USERS} honest users binding by DN{beside}"
 [target]
 url = "ldap://127.0.0.1:389"
 metrics = "off"
@@ -524,31 +635,41 @@ think = "{think}"
 connection = "per-request"
 sources = "127.0.0.1-127.0.0.{USERS}"
 "#,
-        phase = if attacked { "attacked" } else { "alone" },
-        wave = if attacked {
-            format!(", beside {GUESSERS} guessing sources")
-        } else {
-            String::new()
+        phase = match wave {
+            Wave::Alone => "alone",
+            Wave::Guesses => "attacked",
+            Wave::Control => "control",
         },
-        count = USERS + 1,
+        beside = match wave {
+            Wave::Alone => String::new(),
+            Wave::Guesses => format!(", beside {GUESSERS} guessing sources"),
+            Wave::Control => format!(
+                ", beside {GUESSERS} sources binding as user{CONTROL_USER}, whom no directory has"
+            ),
+        },
+        count = CONTROL_USER + 1,
         ms = length.as_millis(),
     );
-    if attacked {
-        text.push_str(&format!(
-            r#"
+    // The control's sources are their own, so they meet no state the wave left.
+    let (offset, sources) = match wave {
+        Wave::Alone => return text,
+        Wave::Guesses => (VICTIM, "127.0.1"),
+        Wave::Control => (CONTROL_USER, "127.0.2"),
+    };
+    text.push_str(&format!(
+        r#"
 [[group]]
 name = "guessers"
 credentials = "wrong_secret"
 size = {GUESSERS}
-principal_offset = {VICTIM}
+principal_offset = {offset}
 principal_count = 1
 think = "0ms"
 connection = "per-request"
-sources = "127.0.1.1-127.0.1.{GUESSERS}"
+sources = "{sources}.1-{sources}.{GUESSERS}"
 honour_retry_after = false
 "#
-        ));
-    }
+    ));
     text
 }
 

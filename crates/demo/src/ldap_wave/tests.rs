@@ -18,7 +18,9 @@ fn run(server: &str, alone: f64, attacked: f64, victim_bind: i32) -> WaveRun {
         server: server.into(),
         reference: server == "slapd",
         alone: phase(alone),
+        alone_each: vec![alone],
         attacked: phase(attacked),
+        control: None,
         victim_bind,
     }
 }
@@ -139,17 +141,117 @@ fn the_table_has_a_cell_per_column_and_says_who_is_locked() {
 }
 
 #[test]
+fn retention_is_over_the_phases_alone_before_and_after_the_wave() {
+    // The process drifted up by a fifth between the phases alone: the wave, measured
+    // between them, cost nothing. Over the phase before alone it would read 1.10.
+    let before = Phase {
+        binds_per_s: 50.0,
+        p99_ms: 300.0,
+        binds: 100,
+        cpu_s: 2.0,
+        ..Phase::default()
+    };
+    let after = Phase {
+        binds_per_s: 60.0,
+        p99_ms: 250.0,
+        binds: 150,
+        cpu_s: 3.0,
+        locked_out: vec!["user3".into()],
+        ..Phase::default()
+    };
+    let alone = before.merge(&after);
+    assert_eq!(alone.binds_per_s, 55.0);
+    assert_eq!(alone.p99_ms, 300.0);
+    assert_eq!(alone.binds, 250);
+    assert_eq!(alone.cpu_ms_per_bind(), Some(20.0));
+    assert_eq!(alone.locked_out, vec!["user3".to_owned()]);
+    let r = WaveRun {
+        server: "portcullis".into(),
+        reference: false,
+        alone,
+        alone_each: vec![50.0, 60.0],
+        attacked: phase(55.0),
+        control: None,
+        victim_bind: 0,
+    };
+    assert_eq!(r.retention(), Some(1.0));
+    let t = table(
+        &[run("slapd", 20.0, 18.0, 49), r],
+        &Pool {
+            saturated: 100.0,
+            in_flight: 60.0,
+        },
+        &Goals::ISSUE,
+    );
+    assert_eq!(t.rows[1][1], "55.0 (50.0 before, 60.0 after the wave)");
+    assert_eq!(t.rows[0][1], "20.0");
+}
+
+#[test]
 fn phases_are_lab_scenarios_of_the_issues_shape() {
     let base = "dc=example,dc=org";
-    let alone =
-        Scenario::parse(&scenario(base, Duration::from_secs(3), false, "0ms"), None).unwrap();
+    let alone = Scenario::parse(
+        &scenario(base, Duration::from_secs(3), Wave::Alone, "0ms"),
+        None,
+    )
+    .unwrap();
     assert_eq!(alone.groups.len(), 1);
     assert_eq!(alone.groups[0].sources.len(), USERS);
-    let wave = Scenario::parse(&scenario(base, Duration::from_secs(3), true, "0ms"), None).unwrap();
+    let wave = Scenario::parse(
+        &scenario(base, Duration::from_secs(3), Wave::Guesses, "0ms"),
+        None,
+    )
+    .unwrap();
     assert_eq!(wave.groups.len(), 2);
     assert_eq!(wave.groups[1].size, GUESSERS);
     assert_eq!(wave.groups[1].sources.len(), GUESSERS);
     assert!(!wave.groups[1].expects_success());
+    // The control: as many sources, of their own, binding as a user no server has.
+    let control = Scenario::parse(
+        &scenario(base, Duration::from_secs(3), Wave::Control, "0ms"),
+        None,
+    )
+    .unwrap();
+    assert_eq!(control.groups.len(), 2);
+    let (g, w) = (&control.groups[1], &wave.groups[1]);
+    assert_eq!(g.size, w.size);
+    assert!(!g.expects_success());
+    assert!(g.sources.iter().all(|s| !w.sources.contains(s)));
+    let text = scenario(base, Duration::from_secs(3), Wave::Control, "0ms");
+    assert!(text.contains(&format!("principal_offset = {CONTROL_USER}")));
+}
+
+#[test]
+fn the_verdict_holds_retention_to_the_control_where_there_is_one() {
+    let slapd = run("slapd", 20.0, 18.0, 49);
+    let pool = &Pool {
+        saturated: 100.0,
+        in_flight: 100.0,
+    };
+    // 0.91 of alone, 0.97 of the control: the wave's traffic cost the rest.
+    let mut ours = run("portcullis", 90.0, 82.0, 0);
+    ours.control = Some(phase(84.5));
+    let v = verdict(&ours, Some(&slapd), pool, &Goals::ISSUE);
+    assert!(v.starts_with("PASS"), "{v}");
+    assert!(
+        v.contains("retention 0.97 of the control's binds/s (goal 0.95; 0.91 of alone)"),
+        "{v}"
+    );
+    // Short of the control too: a failure.
+    ours.control = Some(phase(90.0));
+    let v = verdict(&ours, Some(&slapd), pool, &Goals::ISSUE);
+    assert!(
+        v.starts_with("FAIL: retention 0.91 of the control's"),
+        "{v}"
+    );
+    let t = table(&[slapd, ours], pool, &Goals::ISSUE);
+    let col = t
+        .columns
+        .iter()
+        .position(|c| c == "retention vs control")
+        .unwrap();
+    assert_eq!(t.rows[1][col], "0.91 (90.0 binds/s)");
+    assert_eq!(t.rows[0][col], "-");
 }
 
 /// A server that speaks LDAP but is never started (the section must not get that far).
