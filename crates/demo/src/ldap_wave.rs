@@ -485,8 +485,9 @@ async fn phases(
 /// (`portcullis_hash::contest`: a few dozen batches), which otherwise moved the kernel,
 /// and the rate, during the first measured phase. slapd gets the same logins.
 async fn warm_up(t: &Target, base: &str, length: Duration, progress: bool) -> Result<(), LabError> {
-    let text = scenario(base, length, Wave::Alone, "0ms");
-    run_phase(t, &text, progress).await.map(|_| ())
+    phase(t, base, Wave::Alone, length, progress)
+        .await
+        .map(|_| ())
 }
 
 /// One phase against one target: the lab's run and its figures.
@@ -497,7 +498,7 @@ async fn phase(
     length: Duration,
     progress: bool,
 ) -> Result<(ScenarioResult, Phase), LabError> {
-    run_phase(t, &scenario(base, length, wave, "0ms"), progress).await
+    run_phase(t, &scenario(base, length, wave), progress).await
 }
 
 /// The lab's run of scenario `text` against `t`, and its figures with the server's CPU.
@@ -604,9 +605,9 @@ pub const CONTROL_USER: usize = USERS + 1;
 // Past the honest users (user1 .. user{USERS}), so no directory of the section has it.
 const _: () = assert!(CONTROL_USER > USERS);
 
-/// The lab scenario of one phase, honest clients pausing `think` between logins (the
+/// The lab scenario of one phase, every client in a closed loop without pause (the
 /// target is set by the caller).
-fn scenario(base: &str, length: Duration, wave: Wave, think: &str) -> String {
+fn scenario(base: &str, length: Duration, wave: Wave) -> String {
     let mut text = format!(
         r#"name = "{SECTION}-{phase}"
 description = "{USERS} honest users binding by DN{beside}"
@@ -631,7 +632,7 @@ timeout = "10s"
 name = "honest"
 size = {USERS}
 principal_offset = 1
-think = "{think}"
+think = "0ms"
 connection = "per-request"
 sources = "127.0.0.1-127.0.0.{USERS}"
 "#,

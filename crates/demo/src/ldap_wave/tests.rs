@@ -190,34 +190,25 @@ fn retention_is_over_the_phases_alone_before_and_after_the_wave() {
 #[test]
 fn phases_are_lab_scenarios_of_the_issues_shape() {
     let base = "dc=example,dc=org";
-    let alone = Scenario::parse(
-        &scenario(base, Duration::from_secs(3), Wave::Alone, "0ms"),
-        None,
-    )
-    .unwrap();
+    let alone =
+        Scenario::parse(&scenario(base, Duration::from_secs(3), Wave::Alone), None).unwrap();
     assert_eq!(alone.groups.len(), 1);
     assert_eq!(alone.groups[0].sources.len(), USERS);
-    let wave = Scenario::parse(
-        &scenario(base, Duration::from_secs(3), Wave::Guesses, "0ms"),
-        None,
-    )
-    .unwrap();
+    let wave =
+        Scenario::parse(&scenario(base, Duration::from_secs(3), Wave::Guesses), None).unwrap();
     assert_eq!(wave.groups.len(), 2);
     assert_eq!(wave.groups[1].size, GUESSERS);
     assert_eq!(wave.groups[1].sources.len(), GUESSERS);
     assert!(!wave.groups[1].expects_success());
     // The control: as many sources, of their own, binding as a user no server has.
-    let control = Scenario::parse(
-        &scenario(base, Duration::from_secs(3), Wave::Control, "0ms"),
-        None,
-    )
-    .unwrap();
+    let control =
+        Scenario::parse(&scenario(base, Duration::from_secs(3), Wave::Control), None).unwrap();
     assert_eq!(control.groups.len(), 2);
     let (g, w) = (&control.groups[1], &wave.groups[1]);
     assert_eq!(g.size, w.size);
     assert!(!g.expects_success());
     assert!(g.sources.iter().all(|s| !w.sources.contains(s)));
-    let text = scenario(base, Duration::from_secs(3), Wave::Control, "0ms");
+    let text = scenario(base, Duration::from_secs(3), Wave::Control);
     assert!(text.contains(&format!("principal_offset = {CONTROL_USER}")));
 }
 
