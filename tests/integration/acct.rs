@@ -13,6 +13,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use portcullis_radius::{Code, attr, encode_accounting_request, verify_response};
+use portcullis_server::radius::ThreadPriority;
 use sqlx::Connection;
 
 use crate::process_support::cli;
@@ -475,24 +476,27 @@ async fn issue_28_accounting_on_off_and_refused_classes_are_audited() {
 /// the lab saw.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_28_demo_storm_beside_logins_stores_every_acknowledged_record() {
-    use portcullis_demo::acct_storm::{self, Durations, LOGIN_USERS};
+    use portcullis_demo::acct_storm::{self, LOGIN_USERS};
     use portcullis_store::AccountingStore;
 
     let _heavy = crate::server_support::exclusive();
     let (r, acct) = start(|_| {}).await;
     r.put_lab_users(LOGIN_USERS).await;
-    let d = Durations {
-        logins: Duration::from_secs(2),
-        saturation: Duration::from_secs(1),
-        timeout: Duration::from_secs(5),
-    };
-    let logins = acct_storm::logins("logins", &format!("radius://{}", r.addr), SECRET, &d).unwrap();
+    let (duration, timeout) = (Duration::from_secs(2), Duration::from_secs(5));
+    let logins = acct_storm::logins(
+        "logins",
+        &format!("radius://{}", r.addr),
+        SECRET,
+        duration,
+        timeout,
+    )
+    .unwrap();
     let storm = acct_storm::accounting(
         "storm",
         &format!("radius://{acct}"),
         SECRET,
-        d.logins,
-        d.timeout,
+        duration,
+        timeout,
         Some(400.0),
     )
     .unwrap();
@@ -555,12 +559,13 @@ fn thread_nices(prefix: &str) -> Vec<i64> {
 
 /// An accounting storm must take only the CPU that logins leave: the door's receive
 /// thread, its writer and the writer's own SQLite connection (whose worker thread SQLite
-/// spawns at connect) run at `[accounting] nice`, while the hash pool and the
-/// authentication door keep the process's priority. An unusual value (13) tells this
-/// server's threads from those of the other tests in this process (default 19).
+/// spawns at connect) run at `[accounting]`'s priority, while the hash pool and the
+/// authentication door keep the process's priority. An unusual nice value (13) tells this
+/// server's threads from those of the other tests in this process (the default is
+/// SCHED_IDLE, which `priority.rs`' own test checks on a thread and the thread it starts).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_28_accounting_threads_run_below_authentications_priority() {
-    let (r, acct) = start(|c| c.accounting.nice = 13).await;
+    let (r, acct) = start(|c| c.accounting.priority = ThreadPriority::Nice(13)).await;
     let nas = Nas::bind("127.0.0.9:0", acct).await;
     let req = acct_request(7, "prio-1", 1, 1_700_000_000, 0);
     nas.send(&req).await;

@@ -12,6 +12,7 @@
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use portcullis_radius::{attr, encode_accounting_request, verify_response};
+use portcullis_server::radius::ThreadPriority;
 
 use crate::acct::{authenticator, counters, export, hold_write_lock, start, wait_counter};
 use crate::radius_support::{Nas, SECRET, radclient};
@@ -124,7 +125,7 @@ async fn issue_41_a_record_queued_past_max_queue_age_is_dropped_unanswered() {
     let (r, acct) = start(|c| {
         c.accounting.max_batch = 1;
         // The writer takes the first record at once, not after the cap (not starved).
-        c.accounting.nice = 0;
+        c.accounting.priority = ThreadPriority::Normal;
         c.accounting.max_queue_age = age;
     })
     .await;

@@ -25,11 +25,13 @@ use std::time::Duration;
 
 use portcullis_lab::LabError;
 use portcullis_lab::outcome::Outcome;
-use portcullis_lab::report::{Section, Table};
 use portcullis_lab::runner::{RunOptions, ScenarioResult, run_scenario};
 use portcullis_lab::scenario::Scenario;
 
 use super::{BoxFuture, DemoServer, Setup};
+
+mod table;
+pub use table::report;
 
 /// The section's name in the report.
 pub const SECTION: &str = "acct-storm-beside-logins";
@@ -54,17 +56,22 @@ pub struct Accounting {
 /// beside the control (the same storm acknowledged by a stub).
 pub const RETENTION_GOAL: f64 = 0.95;
 
-/// How long each run lasts.
+/// How long each run lasts, and how many times the storm and the control run.
 #[derive(Debug, Clone, Copy)]
 pub struct Durations {
-    /// Each login run: alone, beside the control and beside the storm (the storms last
-    /// as long).
+    /// Logins alone.
+    pub alone: Duration,
+    /// Each login run beside the storm or the control (the storms last as long).
     pub logins: Duration,
     /// The saturation run that measures the durable rate.
     pub saturation: Duration,
     /// How long the lab waits for any one answer (at least the drivers' retransmission
     /// schedule, 3 s).
     pub timeout: Duration,
+    /// Pairs of a run beside the storm and one beside the control. The second pair runs
+    /// the control first (storm, control, control, storm), so a drift over the section
+    /// weighs on both sides alike.
+    pub pairs: usize,
 }
 
 impl Durations {
@@ -72,17 +79,22 @@ impl Durations {
     pub fn demo(quick: bool) -> Durations {
         if quick {
             Durations {
+                alone: Duration::from_secs(3),
                 logins: Duration::from_secs(3),
                 saturation: Duration::from_secs(2),
                 timeout: Duration::from_secs(3),
+                pairs: 1,
             }
         } else {
-            // Logins run three times (alone, beside the control, beside the storm): 10 s
-            // each settles their rate; the timeout outlasts the retransmissions (3 s).
+            // Logins beside the storm and beside the control for 16 s each, in runs of 8
+            // s in the order storm, control, control, storm: on two shared cores one
+            // 10-s run of each read 0.94-1.03 for the same server (Xeon, issue 41).
             Durations {
-                logins: Duration::from_secs(10),
+                alone: Duration::from_secs(5),
+                logins: Duration::from_secs(8),
                 saturation: Duration::from_secs(5),
-                timeout: Duration::from_secs(4),
+                timeout: Duration::from_secs(3),
+                pairs: 2,
             }
         }
     }
@@ -164,8 +176,14 @@ size = {count}
 }
 
 /// [`LOGIN_USERS`] PAP users (`lab-client-N` / `lab-secret-N`, from 127.0.0.2 up) in a
-/// closed loop without pause against `url` (`radius://host:port`).
-pub fn logins(name: &str, url: &str, secret: &[u8], d: &Durations) -> Result<Scenario, LabError> {
+/// closed loop without pause against `url` (`radius://host:port`) for `duration`.
+pub fn logins(
+    name: &str,
+    url: &str,
+    secret: &[u8],
+    duration: Duration,
+    timeout: Duration,
+) -> Result<Scenario, LabError> {
     let shape = Shape {
         name,
         description: "NAS users logging in with PAP without pause",
@@ -173,8 +191,8 @@ pub fn logins(name: &str, url: &str, secret: &[u8], d: &Durations) -> Result<Sce
         driver: "retransmit_ms = 1000\nretries = 2",
         prefixes: ("lab-client-", "lab-secret-"),
         count: LOGIN_USERS,
-        duration: d.logins,
-        timeout: d.timeout,
+        duration,
+        timeout,
         group: format!(
             "model = \"closed\"\nthink = \"0ms\"\nsources = \"127.0.0.2-127.0.0.{}\"",
             LOGIN_USERS + 1
@@ -271,31 +289,65 @@ fn ack_p99(r: &ScenarioResult) -> f64 {
         .map_or(0.0, |g| g.success_p99_ms)
 }
 
+/// The acknowledgements a storm's run received in each second (when they arrived), for
+/// the control's stub to replay.
+fn acks_per_second(r: &ScenarioResult) -> Vec<u64> {
+    r.repeats
+        .first()
+        .and_then(|rep| rep.legitimate.as_ref())
+        .map(|l| {
+            l.series
+                .iter()
+                .map(|row| row.outcomes.get(&Outcome::Success).copied().unwrap_or(0))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// One run of logins beside the storm and one beside the control.
+#[derive(Debug, Clone)]
+pub struct Pair {
+    /// Logins and the storm sent to the server.
+    pub storm: Beside,
+    /// Logins and the same storm sent to a stub that acknowledges, second by second, as
+    /// many records as the server did in the first storm, and stores nothing: the
+    /// generator's load without the server's accounting work.
+    pub control: Beside,
+}
+
 /// What the section found against one server.
 #[derive(Debug, Clone)]
 pub struct Findings {
     /// Logins alone.
     pub alone: ScenarioResult,
-    /// Logins beside the same storm sent to a stub that acknowledges at once and stores
-    /// nothing: the generator's load without the server's accounting work.
-    pub control: Beside,
     /// The saturation run.
     pub saturation: ScenarioResult,
-    /// Logins and storm together.
-    pub beside: Beside,
+    /// The runs beside the storm and beside the control ([`Durations::pairs`]).
+    pub pairs: Vec<Pair>,
     /// Records/s the storm offered.
     pub offered: f64,
-    /// Records stored during the saturation run and during the storm (store counts
-    /// before and after each).
+    /// Records stored during the saturation run and from the first storm to the end of the
+    /// last one (store counts before and after each span; the control stores nothing).
     pub stored: (u64, u64),
 }
 
+/// The mean of `f` over `items` (0 for none).
+fn mean<T>(items: &[T], f: impl Fn(&T) -> f64) -> f64 {
+    match items.len() {
+        0 => 0.0,
+        n => items.iter().map(f).sum::<f64>() / n as f64,
+    }
+}
+
 impl Findings {
-    /// Records acknowledged during the saturation run and during the storm.
+    /// Records acknowledged during the saturation run and during the storms.
     pub fn acknowledged(&self) -> (u64, u64) {
         (
             acknowledged(&self.saturation),
-            acknowledged(&self.beside.storm),
+            self.pairs
+                .iter()
+                .map(|p| acknowledged(&p.storm.storm))
+                .sum(),
         )
     }
 
@@ -305,11 +357,34 @@ impl Findings {
         self.stored.0 >= a && self.stored.1 >= b
     }
 
-    /// Logins/s beside the storm over logins/s beside the control; `None` when the
-    /// control made no logins.
+    /// Mean logins/s beside the storm and beside the control (every run lasts as long).
+    pub fn login_rates(&self) -> (f64, f64) {
+        (
+            mean(&self.pairs, |p| rate_p99(&p.storm.logins).0),
+            mean(&self.pairs, |p| rate_p99(&p.control.logins).0),
+        )
+    }
+
+    /// Logins/s beside the storm over logins/s beside the control, over every pair;
+    /// `None` when the control made no logins.
     pub fn retention(&self) -> Option<f64> {
-        let control = rate_p99(&self.control.logins).0;
-        (control > 0.0).then(|| rate_p99(&self.beside.logins).0 / control)
+        let (storm, control) = self.login_rates();
+        (control > 0.0).then(|| storm / control)
+    }
+
+    /// Each pair's retention, in the order they ran (0 where its control made none).
+    pub fn retention_by_pair(&self) -> Vec<f64> {
+        self.pairs
+            .iter()
+            .map(|p| {
+                let c = rate_p99(&p.control.logins).0;
+                if c > 0.0 {
+                    rate_p99(&p.storm.logins).0 / c
+                } else {
+                    0.0
+                }
+            })
+            .collect()
     }
 
     /// The section's verdict: `PASS`, or `FAIL: ` and each reason.
@@ -345,7 +420,16 @@ pub async fn run(
     setup.accounting = true;
     let started = srv.start(setup).await?;
     let found = match (&started.radius, &started.accounting) {
-        (Some(radius), Some(acct)) => measure(&srv.label(), radius, acct, &secret, d).await,
+        (Some(radius), Some(acct)) => {
+            let label = srv.label();
+            let target = Target {
+                label: &label,
+                radius,
+                acct,
+                secret: &secret,
+            };
+            measure(&target, d).await
+        }
         _ => Err(LabError::Target(format!(
             "{} did not start RADIUS authentication and accounting",
             srv.label()
@@ -355,358 +439,119 @@ pub async fn run(
     found
 }
 
-async fn measure(
-    label: &str,
-    radius: &str,
-    acct: &Accounting,
-    secret: &[u8],
-    d: &Durations,
-) -> Result<Findings, LabError> {
-    let run_alone = |s: Scenario, what: &'static str| {
-        let opts = RunOptions {
-            allow_targets: Vec::new(),
-            progress: false,
-            label: format!("{label}: {what}"),
-            position: None,
-        };
-        async move { run_scenario(&s, &opts).await }
+/// The server under measurement.
+struct Target<'a> {
+    label: &'a str,
+    radius: &'a str,
+    acct: &'a Accounting,
+    secret: &'a [u8],
+}
+
+/// A run of `s` alone, labelled `label: what`.
+async fn run_alone(s: Scenario, label: &str, what: &str) -> Result<ScenarioResult, LabError> {
+    let opts = RunOptions {
+        allow_targets: Vec::new(),
+        progress: false,
+        label: format!("{label}: {what}"),
+        position: None,
     };
-    let alone = run_alone(
-        logins("pap-logins-alone", radius, secret, d)?,
-        "logins alone",
-    )
-    .await?;
-    let before = (acct.stored)().await?;
+    run_scenario(&s, &opts).await
+}
+
+/// Logins beside the storm sent to the server.
+async fn beside_storm(t: &Target<'_>, offered: f64, d: &Durations) -> Result<Beside, LabError> {
+    let storm = accounting(
+        "acct-storm",
+        &t.acct.url,
+        t.secret,
+        d.logins,
+        d.timeout,
+        Some(offered),
+    )?;
+    let pap = logins(
+        "pap-logins-beside-storm",
+        t.radius,
+        t.secret,
+        d.logins,
+        d.timeout,
+    )?;
+    beside(&pap, &storm, t.label).await
+}
+
+/// Logins beside the control: the same storm sent to a stub that answers, second by
+/// second, `acks` records (a storm's acknowledgements beside the server), dropping the
+/// rest, so the generator works as it did beside the server.
+async fn beside_control(
+    t: &Target<'_>,
+    offered: f64,
+    acks: Vec<u64>,
+    d: &Durations,
+) -> Result<Beside, LabError> {
+    let stub = crate::acct_stub::AckStub::start(t.secret, acks).await?;
+    let storm = accounting(
+        "acct-storm-to-stub",
+        &stub.url(),
+        t.secret,
+        d.logins,
+        d.timeout,
+        Some(offered),
+    )?;
+    let pap = logins(
+        "pap-logins-beside-control",
+        t.radius,
+        t.secret,
+        d.logins,
+        d.timeout,
+    )?;
+    let label = format!("{}, control (storm to a stub)", t.label);
+    let control = beside(&pap, &storm, &label).await;
+    stub.stop();
+    control
+}
+
+async fn measure(t: &Target<'_>, d: &Durations) -> Result<Findings, LabError> {
+    let alone = logins("pap-logins-alone", t.radius, t.secret, d.alone, d.timeout)?;
+    let alone = run_alone(alone, t.label, "logins alone").await?;
+    let before = (t.acct.stored)().await?;
     let sat = accounting(
         "acct-saturation",
-        &acct.url,
-        secret,
+        &t.acct.url,
+        t.secret,
         d.saturation,
         d.timeout,
         None,
     )?;
-    let saturation = run_alone(sat, "accounting saturation").await?;
-    let after_saturation = (acct.stored)().await?;
+    let saturation = run_alone(sat, t.label, "accounting saturation").await?;
+    let after_saturation = (t.acct.stored)().await?;
     let durable = rate_p99(&saturation).0;
     let offered = (2.0 * durable).clamp(100.0, MAX_STORM_RATE);
-    let storm = accounting(
-        "acct-storm",
-        &acct.url,
-        secret,
-        d.logins,
-        d.timeout,
-        Some(offered),
-    )?;
-    let pap = logins("pap-logins-beside-storm", radius, secret, d)?;
-    let with_storm = beside(&pap, &storm, label).await?;
-    let after_storm = (acct.stored)().await?;
-    // The control: the same storm to a stub that acknowledges at once, no more records/s
-    // than the server did (the rest dropped as the server shed them), so the generator
-    // works as it did beside the server.
-    let acked_rate = rate_p99(&with_storm.storm).0;
-    let stub = crate::acct_stub::AckStub::start(secret, Some(acked_rate.max(1.0))).await?;
-    let control_storm = accounting(
-        "acct-storm-to-stub",
-        &stub.url(),
-        secret,
-        d.logins,
-        d.timeout,
-        Some(offered),
-    )?;
-    let pap = logins("pap-logins-beside-control", radius, secret, d)?;
-    let control = beside(
-        &pap,
-        &control_storm,
-        &format!("{label}, control (storm to a stub)"),
-    )
-    .await;
-    stub.stop();
-    let control = control?;
+    let mut pairs = Vec::new();
+    // Storm, control, then control, storm: the controls replay the first storm's
+    // acknowledgements.
+    let first = beside_storm(t, offered, d).await?;
+    let acks = acks_per_second(&first.storm);
+    let control = beside_control(t, offered, acks.clone(), d).await?;
+    pairs.push(Pair {
+        storm: first,
+        control,
+    });
+    for _ in 1..d.pairs {
+        let control = beside_control(t, offered, acks.clone(), d).await?;
+        let storm = beside_storm(t, offered, d).await?;
+        pairs.push(Pair { storm, control });
+    }
+    let after_storms = (t.acct.stored)().await?;
     Ok(Findings {
         alone,
-        control,
         saturation,
-        beside: with_storm,
+        pairs,
         offered,
         stored: (
             after_saturation.saturating_sub(before),
-            after_storm.saturating_sub(after_saturation),
+            after_storms.saturating_sub(after_saturation),
         ),
     })
 }
 
-/// `r` carrying the section's verdict, so the report's verdict table says what the
-/// section's table does (the lab's own judgement of a run has no thresholds here).
-fn judged(r: &ScenarioResult, verdict: &str) -> ScenarioResult {
-    let mut r = r.clone();
-    if let Some(why) = verdict.strip_prefix("FAIL: ") {
-        r.passed = false;
-        r.failures.push(why.to_owned());
-    }
-    r
-}
-
-/// The report's section (the six runs) and table (one row per server).
-pub fn report(found: &[(String, Findings)]) -> (Section, Table) {
-    let results = found
-        .iter()
-        .flat_map(|(_, f)| {
-            [
-                f.alone.clone(),
-                f.saturation.clone(),
-                judged(&f.beside.logins, &f.verdict()),
-                f.beside.storm.clone(),
-                f.control.logins.clone(),
-                f.control.storm.clone(),
-            ]
-        })
-        .collect();
-    let rows = found
-        .iter()
-        .map(|(server, f)| {
-            let (alone, _) = rate_p99(&f.alone);
-            let (control, control_p99) = rate_p99(&f.control.logins);
-            let (with, with_p99) = rate_p99(&f.beside.logins);
-            let (sat, _) = rate_p99(&f.saturation);
-            let (acked, _) = rate_p99(&f.beside.storm);
-            let acked_p99 = ack_p99(&f.beside.storm);
-            let of_durable = if sat > 0.0 {
-                format!("{:.2}", acked / sat)
-            } else {
-                "-".into()
-            };
-            let retention = f
-                .retention()
-                .map_or_else(|| "-".into(), |r| format!("{r:.2}"));
-            let (_, storm_acks) = f.acknowledged();
-            vec![
-                server.clone(),
-                f.verdict(),
-                format!("{alone:.1}"),
-                format!("{control:.1}"),
-                format!("{with:.1}"),
-                retention,
-                format!("{control_p99:.0} / {with_p99:.0}"),
-                format!("{sat:.0}"),
-                format!("{:.0}", f.offered),
-                format!("{acked:.0}"),
-                of_durable,
-                format!("{acked_p99:.0}"),
-                format!("{storm_acks} / {}", f.stored.1),
-                if f.nothing_acknowledged_unstored() {
-                    "yes".into()
-                } else {
-                    "NO".into()
-                },
-            ]
-        })
-        .collect();
-    let section = Section {
-        scenario: SECTION.into(),
-        description: "Accounting storm beside logins: PAP logins alone, the accounting door's durable rate (closed-loop saturation), the same logins beside a storm at twice that rate sent to the server's accounting listener, then beside the same storm sent to a stub that acknowledges as many records/s at once and stores nothing (the control: the lab's own load)".into(),
-        results,
-    };
-    let table = Table {
-        title: "Accounting storm beside logins".into(),
-        columns: [
-            "server",
-            "verdict",
-            "logins/s alone",
-            "logins/s beside the control (storm to a stub)",
-            "logins/s beside the storm",
-            "retention vs control (goal >= 0.95)",
-            "login p99 ms control / storm",
-            "durable records/s (saturation)",
-            "storm offered records/s",
-            "storm acknowledged records/s",
-            "acknowledged / durable",
-            "storm ack p99 ms (acknowledged records only)",
-            "storm acknowledged / stored",
-            "every acknowledged record stored",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows,
-        note: format!(
-            "Section {SECTION}: {LOGIN_USERS} NAS users log in with PAP in a closed loop without pause, alone; then 128 devices send accounting records without pause (Start, Interim-Update, Stop in turn), whose acknowledged records/s is the durable rate the server sustains here; then the same logins run twice more while, at the same time, 250 devices (each its own loopback NAS address) offer accounting records at twice that rate (capped at {MAX_STORM_RATE:.0}/s), open loop, retransmitting like NASes (after 1 s, twice): first to the server's accounting listener, then (the control) to a stub in the demo's process that checks each record and acknowledges at once no more records/s than the server acknowledged, dropping the rest as the server shed them, and stores nothing. The lab's generator runs on the same cores as the server, so logins beside the control already pay for it (compare with logins alone); retention is logins/s beside the storm over logins/s beside the control, what the server's accounting work costs its logins. Verdict: PASS when retention is at least {RETENTION_GOAL} and every acknowledged record was stored. Every record is distinct, so the records the server's store gained during a run must be at least those it acknowledged (counted in the store after each run; more stored than acknowledged is work wasted: an answer that came after the lab's timeout, was lost, or was withheld because it was late). The storm's ack p99 is over its acknowledged records alone, from the intended send time: under 1 s, the drivers' retransmission timeout, means each was acknowledged before its NAS sent it again; acknowledged / durable is the storm's acknowledged records/s over the saturation run's (alone, while the storm runs beside logins that take the CPU first)."
-        ),
-    };
-    (section, table)
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use portcullis_lab::record::{GroupRecorder, merge};
-    use portcullis_lab::runner::RepeatResult;
-
-    /// A run whose legitimate group made `n` successes in 2 s.
-    fn result(n: u32) -> ScenarioResult {
-        let g = GroupRecorder::new("legitimate", true, Duration::from_secs(2));
-        for _ in 0..n {
-            g.record(0, Outcome::Success, Duration::from_millis(5));
-        }
-        ScenarioResult {
-            scenario: String::new(),
-            description: String::new(),
-            target: "t".into(),
-            driver: "radius".into(),
-            scenario_toml: String::new(),
-            seed: 1,
-            repeats: vec![RepeatResult {
-                repeat: 0,
-                started_unix: 0,
-                duration_s: 2.0,
-                requests: u64::from(n),
-                capped: false,
-                groups: vec![g.finish()],
-                legitimate: Some(merge("legitimate", &[g.raw()], Duration::from_secs(2))),
-                server: Vec::new(),
-                misdelivered: 0,
-                breaches: 0,
-            }],
-            thresholds: Vec::new(),
-            failures: Vec::new(),
-            passed: true,
-        }
-    }
-
-    /// Logins alone, beside the control and beside the storm; `acked` storm records of
-    /// which `stored` reached the store.
-    fn findings(alone: u32, control: u32, storm: u32, acked: u32, stored: u64) -> Findings {
-        let pair = |logins: u32| Beside {
-            logins: result(logins),
-            storm: result(acked),
-        };
-        Findings {
-            alone: result(alone),
-            control: pair(control),
-            saturation: result(0),
-            beside: pair(storm),
-            offered: 100.0,
-            stored: (0, stored),
-        }
-    }
-
-    /// Issue 41 item 8: retention is measured against the control (the same storm to a
-    /// stub), not against logins alone, whose rate lacks the generator's CPU.
-    #[test]
-    fn issue_41_retention_is_against_the_control_and_the_verdict_says_why() {
-        // 0.80 of logins alone, as on Zen 4, but 0.98 of the control: the generator's.
-        let f = findings(100, 82, 80, 10, 10);
-        assert!((f.retention().unwrap() - 80.0 / 82.0).abs() < 1e-9);
-        assert_eq!(f.verdict(), "PASS");
-        let f = findings(100, 100, 80, 10, 10);
-        assert!(
-            f.verdict().starts_with("FAIL: logins kept 0.80"),
-            "{}",
-            f.verdict()
-        );
-        let f = findings(100, 82, 80, 10, 9);
-        assert!(
-            f.verdict().contains("missing from the store"),
-            "{}",
-            f.verdict()
-        );
-        assert!(findings(100, 0, 80, 10, 10).verdict().contains("no logins"));
-        // The report's verdict table reads the same verdict off the logins' run.
-        let (section, table) = report(&[("portcullis".into(), findings(100, 100, 80, 10, 10))]);
-        assert!(table.rows[0][1].starts_with("FAIL: logins kept 0.80"));
-        assert!(!section.results[2].passed);
-        assert!(
-            section
-                .results
-                .iter()
-                .enumerate()
-                .all(|(i, r)| i == 2 || r.passed)
-        );
-    }
-
-    /// The control's stub acknowledges every record the storm's generator sends.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn issue_41_control_stub_acknowledges_every_record() {
-        let secret = b"stub-secret";
-        let stub = crate::acct_stub::AckStub::start(secret, None)
-            .await
-            .unwrap();
-        let d = Durations::demo(true);
-        let s = accounting(
-            "to-stub",
-            &stub.url(),
-            secret,
-            Duration::from_secs(1),
-            d.timeout,
-            Some(200.0),
-        )
-        .unwrap();
-        let opts = RunOptions {
-            allow_targets: Vec::new(),
-            progress: false,
-            label: "stub".into(),
-            position: None,
-        };
-        let r = run_scenario(&s, &opts).await.unwrap();
-        let legit = r.repeats[0].legitimate.as_ref().unwrap();
-        assert!(legit.completed > 0);
-        assert_eq!(acknowledged(&r), legit.completed, "{:?}", legit.outcomes);
-        stub.stop();
-    }
-
-    /// Capped at the server's acknowledged rate, the stub answers no more than that (so
-    /// the generator retransmits and waits as it did beside the server).
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn issue_41_control_stub_answers_no_more_than_its_rate() {
-        let secret = b"stub-secret";
-        let rate = 50.0;
-        let stub = crate::acct_stub::AckStub::start(secret, Some(rate))
-            .await
-            .unwrap();
-        let s = accounting(
-            "to-stub",
-            &stub.url(),
-            secret,
-            Duration::from_secs(1),
-            Duration::from_secs(3),
-            Some(400.0),
-        )
-        .unwrap();
-        let opts = RunOptions {
-            allow_targets: Vec::new(),
-            progress: false,
-            label: "stub".into(),
-            position: None,
-        };
-        let t = std::time::Instant::now();
-        let r = run_scenario(&s, &opts).await.unwrap();
-        let elapsed = t.elapsed().as_secs_f64();
-        stub.stop();
-        let acked = acknowledged(&r) as f64;
-        // At most the rate over the whole run plus the bucket's burst of a tenth of it.
-        assert!(
-            acked > 0.0 && acked <= rate * elapsed + rate / 10.0,
-            "{acked} in {elapsed} s"
-        );
-        let sent = r.repeats[0].legitimate.as_ref().unwrap().completed as f64;
-        assert!(acked < sent, "{acked} of {sent}: the stub dropped none");
-    }
-
-    #[test]
-    fn issue_28_scenarios_parse_with_the_demo_secret() {
-        let d = Durations::demo(true);
-        let s = logins("x", "radius://127.0.0.1:1812", b"a \"quoted\" secret", &d).unwrap();
-        assert_eq!(s.groups[0].size, LOGIN_USERS);
-        let a = accounting(
-            "y",
-            "radius://127.0.0.1:1813",
-            b"s",
-            d.saturation,
-            d.timeout,
-            Some(300.0),
-        )
-        .unwrap();
-        assert!(
-            matches!(&a.driver, portcullis_lab::scenario::DriverSpec::Radius(r) if r.accounting)
-        );
-        assert!(logins("x", "radius://127.0.0.1:1", "é".as_bytes(), &d).is_err());
-    }
-}
+mod tests;

@@ -30,7 +30,7 @@
 //! dropped unless the NAS is registered with `--no-message-authenticator`, and every reply
 //! carries Message-Authenticator as its first attribute (`portcullis_radius`).
 
-// One unsafe block in all of it (`priority`: per-thread nice); the rest may not add any.
+// Unsafe blocks only in `priority` (per-thread nice and SCHED_IDLE); the rest may not add any.
 #![deny(unsafe_code)]
 
 pub mod acct;
@@ -42,6 +42,7 @@ mod handle;
 mod inline;
 pub mod nas;
 mod priority;
+pub use priority::ThreadPriority;
 pub mod radsec;
 mod reply;
 pub mod socket;
@@ -350,10 +351,17 @@ pub fn run(
     stop: CancellationToken,
 ) -> Result<impl Future<Output = ()> + Send + 'static, portcullis_door::DoorError> {
     let tracker = TaskTracker::new();
-    socket::start_all(sockets, "RADIUS", 0, &tracker, &stop, |reply_sock| {
-        let (door, t) = (Arc::clone(&radius), tracker.clone());
-        move |data, got| door.dispatch(&reply_sock, data, got, &t)
-    })?;
+    socket::start_all(
+        sockets,
+        "RADIUS",
+        ThreadPriority::Normal,
+        &tracker,
+        &stop,
+        |reply_sock| {
+            let (door, t) = (Arc::clone(&radius), tracker.clone());
+            move |data, got| door.dispatch(&reply_sock, data, got, &t)
+        },
+    )?;
     Ok(async move {
         let mut tick = tokio::time::interval(radius.config.nas_refresh);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -33,6 +33,8 @@ use nix::sys::socket::{
     setsockopt, shutdown, sockopt,
 };
 use nix::sys::time::TimeVal;
+
+use crate::priority::ThreadPriority;
 use tokio_util::sync::CancellationToken;
 
 /// The longest a reader thread sleeps without looking whether it should stop. Stopping
@@ -137,12 +139,11 @@ impl RadiusSocket {
 /// loop: nothing after the start is fatal. A thread that cannot be started is an error
 /// for the caller to fail start-up with (a door that would never answer must not look
 /// served). The thread runs until [`Receiving::until`] returns or the value is dropped,
-/// at nice value `nice` (0: the process's own priority; the accounting door's is lower,
-/// `radius/priority.rs`).
+/// at `priority` (the accounting door's is below the process's own, `priority.rs`).
 pub fn start_receiving(
     sock: Arc<RadiusSocket>,
     door: &'static str,
-    nice: i32,
+    priority: ThreadPriority,
     mut each: impl FnMut(&[u8], Received) + Send + 'static,
 ) -> io::Result<Receiving> {
     let runtime = tokio::runtime::Handle::current();
@@ -157,7 +158,7 @@ pub fn start_receiving(
         .name(format!("{door} receive"))
         .spawn(move || {
             let _runtime = runtime.enter();
-            super::priority::lower_this_thread(nice, door);
+            super::priority::lower_this_thread(priority, door);
             let probe_fd = thread_sock.io.as_raw_fd();
             super::inline::probe_queue_on_this_thread(move || nothing_queued(probe_fd));
             // One octet more than the largest legal packet, so an oversized datagram is
@@ -211,7 +212,7 @@ pub fn start_receiving(
 pub fn start_all<F>(
     sockets: Vec<RadiusSocket>,
     door: &'static str,
-    nice: i32,
+    priority: ThreadPriority,
     tracker: &tokio_util::task::TaskTracker,
     stop: &CancellationToken,
     mut dispatch: impl FnMut(Arc<RadiusSocket>) -> F,
@@ -224,7 +225,7 @@ where
         let addr = sock.local_addr();
         let sock = Arc::new(sock);
         let each = dispatch(Arc::clone(&sock));
-        receivers.push(start_receiving(sock, door, nice, each)?);
+        receivers.push(start_receiving(sock, door, priority, each)?);
         tracing::info!("{door} listening on udp {addr}");
     }
     for r in receivers {
@@ -395,11 +396,16 @@ mod tests {
         let sock = Arc::new(RadiusSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap());
         let (tx, rx) = mpsc::channel::<Seen>();
         let (reader_sock, stop) = (Arc::clone(&sock), stop.clone());
-        let receiving = start_receiving(reader_sock, "test", 0, move |data, got| {
-            let name = std::thread::current().name().unwrap_or("").to_owned();
-            let runtime = tokio::runtime::Handle::try_current().is_ok();
-            let _ = tx.send((data.to_vec(), got, name, runtime));
-        })
+        let receiving = start_receiving(
+            reader_sock,
+            "test",
+            ThreadPriority::Normal,
+            move |data, got| {
+                let name = std::thread::current().name().unwrap_or("").to_owned();
+                let runtime = tokio::runtime::Handle::try_current().is_ok();
+                let _ = tx.send((data.to_vec(), got, name, runtime));
+            },
+        )
         .unwrap();
         let task = tokio::spawn(async move { receiving.until(&stop).await });
         (sock, rx, task)

@@ -8,6 +8,8 @@ use serde::Deserialize;
 
 use portcullis_door::config_error::{ConfigError, invalid};
 
+use crate::priority::ThreadPriority;
+
 /// `[accounting]` as written in the file.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -24,7 +26,10 @@ pub struct FileAccounting {
     pub prune_interval_secs: u64,
     /// Audit every stored Start, Stop and Interim-Update too.
     pub audit_records: bool,
-    /// Nice value of the accounting threads (0: authentication's priority).
+    /// Run the accounting threads under `SCHED_IDLE` (below every nice value).
+    pub idle: bool,
+    /// Nice value of the accounting threads when not `idle` (0: authentication's
+    /// priority).
     pub nice: i32,
     /// Milliseconds from a record's arrival to its answer: what the writer is not
     /// expected to commit within it is dropped at arrival (`late`) or at the writer
@@ -41,6 +46,7 @@ impl Default for FileAccounting {
             keep_days: 365,
             prune_interval_secs: 3_600,
             audit_records: false,
+            idle: true,
             nice: 19,
             max_queue_age_ms: 500,
         }
@@ -67,11 +73,10 @@ pub struct AcctConfig {
     /// Every stored session record is an audit event too (else only Accounting-On/Off and
     /// refused classes are: `acct/audit.rs`).
     pub audit_records: bool,
-    /// The nice value the door's threads run at (receive threads, the writer and its
-    /// store connection; `acct/priority.rs`), so an accounting storm takes the CPU that
-    /// authentication leaves rather than a share of what logins need. 0: the same
-    /// priority as authentication.
-    pub nice: i32,
+    /// How the door's threads are scheduled (receive threads, the writer and its store
+    /// connection; `priority.rs`), so an accounting storm takes the CPU that
+    /// authentication leaves rather than a share of what logins need.
+    pub priority: ThreadPriority,
     /// How long a record may wait for its commit, from its arrival to its answer (issue
     /// 41 items 2 and 8). A record the writer is not expected to commit within it is
     /// dropped when it arrives (`late`: the queue is bounded by time, not only by
@@ -124,6 +129,20 @@ impl AcctConfig {
                 "accounting.nice must be between 0 (authentication's priority) and 19 (lowest)",
             ));
         }
+        // SCHED_IDLE has no nice value: a nice other than the default would be ignored.
+        if f.idle && f.nice != 19 {
+            return Err(invalid(format!(
+                "accounting.nice = {} has no effect while accounting.idle = true (SCHED_IDLE \
+                 is below every nice value); set idle = false to run the accounting threads \
+                 at nice {}",
+                f.nice, f.nice
+            )));
+        }
+        let priority = match (f.idle, f.nice) {
+            (true, _) => ThreadPriority::Idle,
+            (false, 0) => ThreadPriority::Normal,
+            (false, n) => ThreadPriority::Nice(n),
+        };
         if !(100..=60_000).contains(&f.max_queue_age_ms) {
             return Err(invalid(
                 "accounting.max_queue_age_ms must be between 100 and 60000",
@@ -136,7 +155,7 @@ impl AcctConfig {
             keep: (f.keep_days > 0).then(|| Duration::from_secs(f.keep_days * 86_400)),
             prune_interval: Duration::from_secs(f.prune_interval_secs),
             audit_records: f.audit_records,
-            nice: f.nice,
+            priority,
             max_queue_age: Duration::from_millis(f.max_queue_age_ms),
         })
     }
@@ -179,12 +198,16 @@ prune_interval_secs = 3600
 # stale, store_error), the first refused request in every 10 seconds (the counters have the
 # totals). true: every stored Start, Stop and Interim-Update too (user and station).
 audit_records = false
-# CPU priority of the accounting door's threads (receive, writer, its store connection),
-# as a Linux nice value: 19 (the lowest) lets an accounting storm use only the CPU that
-# authentication leaves, so logins keep their rate beside it; records the door cannot
-# take meanwhile wait in the queue, then are dropped unanswered (the NAS retransmits).
-# 0 runs accounting at authentication's priority. PostgreSQL does the commits' work in
-# its own processes, which this does not reach.
+# CPU priority of the accounting door's threads (receive, writer, its store connection).
+# true: Linux's SCHED_IDLE policy, below every nice value, so an accounting storm uses
+# only the CPU that authentication leaves and logins keep their rate beside it; records
+# the door cannot take meanwhile wait in the queue, then are dropped unanswered (the NAS
+# retransmits). Beside logins that saturate the hash pool the door's threads took half
+# the CPU they took at nice 19 (docs/accounting-radsec.md). false: they run at `nice`.
+# PostgreSQL does the commits' work in its own processes, which neither reaches.
+idle = true
+# With idle = false, the threads' Linux nice value: 19 is the lowest, 0 runs accounting
+# at authentication's priority. With idle = true only 19 (the default) is accepted.
 nice = 19
 "#;
 
@@ -204,6 +227,11 @@ mod tests {
         assert_eq!(parse("keep_days = 0").unwrap().keep, None);
         assert_eq!(AcctConfig::default().queue_per_nas, 4096, "a quarter");
         assert_eq!(parse("queue = 2").unwrap().queue_per_nas, 1);
+        assert_eq!(AcctConfig::default().priority, ThreadPriority::Idle);
+        let nice = |text| parse(text).unwrap().priority;
+        assert_eq!(nice("idle = false"), ThreadPriority::Nice(19));
+        assert_eq!(nice("idle = false\nnice = 0"), ThreadPriority::Normal);
+        assert_eq!(nice("idle = false\nnice = 13"), ThreadPriority::Nice(13));
         assert_eq!(
             AcctConfig::default().max_queue_age,
             Duration::from_millis(500),
@@ -218,6 +246,8 @@ mod tests {
             ("prune_interval_secs = 0", "prune_interval_secs"),
             ("nice = 20", "accounting.nice"),
             ("nice = -1", "accounting.nice"),
+            ("nice = 13", "idle = false"),
+            ("idle = 1", "idle"),
             ("max_queue_age_ms = 99", "accounting.max_queue_age_ms"),
             ("max_queue_age_ms = 60001", "accounting.max_queue_age_ms"),
             ("bogus = 1", "bogus"),

@@ -384,11 +384,11 @@ pub fn run(
     stop: CancellationToken,
 ) -> Result<impl Future<Output = ()> + Send + 'static, portcullis_door::DoorError> {
     let tracker = TaskTracker::new();
-    let nice = door.shared.config.nice;
+    let priority = door.shared.config.priority;
     super::socket::start_all(
         sockets,
         "RADIUS accounting",
-        nice,
+        priority,
         &tracker,
         &stop,
         |reply_sock| {

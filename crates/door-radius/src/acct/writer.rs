@@ -69,7 +69,10 @@ pub async fn start(
     std::thread::Builder::new()
         .name("acct writer".into())
         .spawn(move || {
-            crate::priority::lower_this_thread(door.shared.config.nice, "the accounting writer");
+            crate::priority::lower_this_thread(
+                door.shared.config.priority,
+                "the accounting writer",
+            );
             let runtime = match tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
