@@ -275,13 +275,36 @@ pub async fn section(
         s.pool.in_flight,
         s.pool.saturated
     );
+    let mut sections = s.sections;
+    carry_verdicts(&mut sections, &s.runs, &s.pool, &Goals::ISSUE);
     let part = Finished {
         name: SECTION.into(),
         headline: false,
         tables: vec![table(&s.runs, &s.pool, &Goals::ISSUE)],
-        sections: s.sections,
+        sections,
     };
     Ok((Some(part), Some(note)))
+}
+
+/// Each server's verdict, carried onto its run under the wave (`sections[1]`), so the
+/// report's verdict by target says what the section's table does: the lab judges a run
+/// only by its scenario's thresholds, and this section's goals are not among them (a full
+/// demo whose table said FAIL for Portcullis counted it "PASS 15 of 15").
+fn carry_verdicts(sections: &mut [Section], runs: &[WaveRun], pool: &Pool, goals: &Goals) {
+    let reference = runs.iter().find(|r| r.reference);
+    let Some(under) = sections.get_mut(1) else {
+        return;
+    };
+    for r in runs.iter().filter(|r| !r.reference) {
+        let v = verdict(r, reference, pool, goals);
+        let Some(why) = v.strip_prefix("FAIL: ") else {
+            continue;
+        };
+        for res in under.results.iter_mut().filter(|x| x.target == r.server) {
+            res.passed = false;
+            res.failures.push(why.to_owned());
+        }
+    }
 }
 
 /// A server under measurement.

@@ -80,6 +80,64 @@ fn verdicts_hold_a_server_to_each_goal() {
     );
 }
 
+/// A run the lab passed (its own thresholds), labelled `target`.
+fn lab_result(target: &str) -> portcullis_lab::runner::ScenarioResult {
+    portcullis_lab::runner::ScenarioResult {
+        scenario: SECTION.into(),
+        description: String::new(),
+        target: target.into(),
+        driver: "ldap".into(),
+        scenario_toml: String::new(),
+        seed: 1,
+        repeats: Vec::new(),
+        thresholds: Vec::new(),
+        failures: Vec::new(),
+        passed: true,
+    }
+}
+
+/// The section's verdict reaches the report's verdict by target: a server the table says
+/// FAIL for is not counted as passing there (a full demo on a Xeon said FAIL in the table
+/// and "portcullis PASS 15 of 15" above it).
+#[test]
+fn a_failing_verdict_is_carried_onto_the_servers_run_under_the_wave() {
+    let section = |results| Section {
+        scenario: String::new(),
+        description: String::new(),
+        results,
+    };
+    let both = || vec![lab_result("slapd"), lab_result("portcullis")];
+    let mut sections = vec![section(both()), section(both()), section(both())];
+    let pool = Pool {
+        saturated: 100.0,
+        in_flight: 100.0,
+    };
+    let slapd = run("slapd", 20.0, 18.0, 49);
+    // 3.00x slapd: short of the goal.
+    let runs = [slapd.clone(), run("portcullis", 60.0, 60.0, 0)];
+    carry_verdicts(&mut sections, &runs, &pool, &Goals::ISSUE);
+    let under = &sections[1].results;
+    assert!(under[0].passed, "the reference keeps the lab's judgement");
+    assert!(!under[1].passed);
+    assert!(
+        under[1].failures[0].contains("3.00x slapd"),
+        "{:?}",
+        under[1].failures
+    );
+    for s in [&sections[0], &sections[2]] {
+        assert!(s.results.iter().all(|r| r.passed && r.failures.is_empty()));
+    }
+    // A passing verdict leaves every run as the lab judged it.
+    let mut sections = vec![section(both()), section(both())];
+    carry_verdicts(
+        &mut sections,
+        &[slapd, run("portcullis", 85.0, 84.0, 0)],
+        &pool,
+        &Goals::ISSUE,
+    );
+    assert!(sections[1].results.iter().all(|r| r.passed));
+}
+
 #[test]
 fn the_slapd_goal_is_what_the_cpu_allows_this_many_clients() {
     // slapd 20 binds/s; the pool alone derives only 50/s for sixteen jobs in flight here
