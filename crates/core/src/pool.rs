@@ -52,7 +52,7 @@ use crate::stats::HashTimes;
 mod reserve;
 mod width;
 use reserve::{MAX_TRUSTED_GRACE, TrustedReserve};
-pub(crate) use width::{best_share, deadline_width};
+pub(crate) use width::{best_share, deadline_width, gather_window};
 
 /// One verification for the pool: a secret against one or two KDF credentials.
 pub(crate) struct VerifyJob {
@@ -126,9 +126,6 @@ impl Refusal {
         }
     }
 }
-
-/// Longest a worker holds a partial batch waiting for more jobs of its parameters.
-const MAX_GATHER_WAIT: Duration = Duration::from_millis(5);
 
 /// The pepper keys, shared by the verifier (cheap checks) and the pool, replaced whole
 /// when the secrets file is reloaded; readers clone the inner `Arc` and let go at once.
@@ -570,19 +567,18 @@ impl Shared {
                     // As wide as the kernel likes, but only as wide as the earliest
                     // deadline in the batch allows: every job of a batch finishes when
                     // the widest group does. A lone job on an idle pool skips all this.
+                    let alone = {
+                        let t = self.times.lock();
+                        Duration::from_nanos(
+                            (t.single_ns_per_unit() * batch[0].0.cost as f64).min(1e18) as u64,
+                        )
+                    };
+                    let run_time = |k| alone.mul_f64(batch::batch_time_factor(key.prf, k));
+                    let slack = batch[0].0.deadline.saturating_duration_since(now);
                     let want = if spare == 0 && !others_busy {
                         1
                     } else {
-                        let alone = {
-                            let t = self.times.lock();
-                            Duration::from_nanos(
-                                (t.single_ns_per_unit() * batch[0].0.cost as f64).min(1e18) as u64,
-                            )
-                        };
-                        let slack = batch[0].0.deadline.saturating_duration_since(now);
-                        deadline_width(batch::preferred_batch(key.prf), slack, |k| {
-                            alone.mul_f64(batch::batch_time_factor(key.prf, k))
-                        })
+                        deadline_width(batch::preferred_batch(key.prf), slack, run_time)
                     };
                     // With few jobs in flight, only this worker's part of the fastest split
                     // between the threads (`best_share`), counted again as clients come
@@ -604,10 +600,10 @@ impl Shared {
                         }
                     }
                     // Every thread busy and the batch not full: lanes would run empty at
-                    // almost no saving in wall time, so wait a sliver of a hash time for
-                    // the clients just answered to come back (closed loops resubmit within
-                    // microseconds). An idle pool never waits: lowest latency when idle.
-                    let window = (p.service(batch[0].0.cost) / 50).min(MAX_GATHER_WAIT);
+                    // almost no saving in wall time, so wait a sliver of the batch's run
+                    // for the clients just answered to come back (`gather_window`). An
+                    // idle pool never waits: lowest latency when idle.
+                    let window = gather_window(run_time(first_limit), slack);
                     let until = std::time::Instant::now() + window;
                     while batch.len() < limit(&st, batch.len())
                         && others_busy

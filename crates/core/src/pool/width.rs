@@ -69,6 +69,33 @@ pub(crate) fn best_share(active: usize, threads: usize, time: &[f64]) -> usize {
         .map_or(take_all, |o| o.0)
 }
 
+/// Longest a worker holds a partial batch for more jobs of its parameters.
+pub(crate) const MAX_GATHER_WAIT: Duration = Duration::from_millis(25);
+
+/// Share of a batch's run a worker may spend waiting for it to fill.
+const GATHER_SHARE: u32 = 20;
+
+/// How long a worker whose batch is not full, while every other thread is busy, waits for
+/// more jobs of its parameters: a twentieth of the run it would start (`run`, the batch
+/// at the width it aims for), at most [`MAX_GATHER_WAIT`], and never so long that the
+/// run would end past the first job's deadline (`slack`).
+///
+/// Why so long: the jobs that would fill it are the clients this pool has just answered.
+/// A closed-loop client comes back after its own turn-around, and on a real door that is
+/// milliseconds, not microseconds: an LDAP client unbinds, closes, connects and binds
+/// again, each step waiting for a core the hash threads hold. With a wait of a fiftieth
+/// of one job's share of a batch (0.5-0.9 ms on the Xeon of issue 41), most batches of
+/// sixteen LDAP clients started with one job and the door derived 0.81-0.83 of what the
+/// kernels give sixteen jobs in flight; waiting up to 5 ms gave 0.91, 10 ms 0.94. The
+/// lanes it fills cost almost nothing (a batch of eight runs as long as one of five on
+/// an eight-lane kernel), and a wait that gathers nobody costs at most a twentieth of
+/// the run.
+pub(crate) fn gather_window(run: Duration, slack: Duration) -> Duration {
+    (run / GATHER_SHARE)
+        .min(MAX_GATHER_WAIT)
+        .min(slack.saturating_sub(run))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,6 +115,40 @@ mod tests {
                 _ => 0.441,
             })
             .collect()
+    }
+
+    #[test]
+    fn a_partial_batch_waits_for_clients_as_long_as_they_take_to_come_back() {
+        // An eight-lane batch of 0.2 s waits 10 ms, long enough for a client that opens
+        // a new connection per login; under the old wait (a fiftieth of one job's share,
+        // 0.5 ms) the LDAP door's batches started with one job.
+        let eight = Duration::from_millis(200);
+        assert_eq!(
+            gather_window(eight, Duration::from_secs(10)),
+            Duration::from_millis(10)
+        );
+        // A sixteen-lane run of 0.9 s is held to the cap.
+        let wide = Duration::from_millis(900);
+        assert_eq!(
+            gather_window(wide, Duration::from_secs(10)),
+            MAX_GATHER_WAIT
+        );
+        // Never past the first job's deadline, and not at all when the run already
+        // fills it.
+        assert_eq!(
+            gather_window(eight, Duration::from_millis(204)),
+            Duration::from_millis(4)
+        );
+        assert_eq!(
+            gather_window(eight, Duration::from_millis(150)),
+            Duration::ZERO
+        );
+        // A short run (cheap hashes) waits a short time.
+        let cheap = Duration::from_micros(400);
+        assert_eq!(
+            gather_window(cheap, Duration::from_secs(1)),
+            Duration::from_micros(20)
+        );
     }
 
     #[test]
