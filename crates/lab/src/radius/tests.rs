@@ -50,6 +50,9 @@ enum Behaviour {
     SwapReplies,
     /// Never answer.
     Silent,
+    /// Hold the first request's reply until this many later requests came, then send it
+    /// (late) just before answering that one: a server that committed it seconds late.
+    LateFirst(usize),
 }
 
 /// A server on 127.0.0.1:0; returns its address and the attributes of the requests it saw.
@@ -64,6 +67,8 @@ async fn server(
         let mut buf = vec![0u8; 4096];
         let mut previous: Option<(Vec<u8>, SocketAddr)> = None;
         let mut copies = std::collections::HashSet::new();
+        let mut held: Option<Vec<u8>> = None;
+        let mut count = 0usize;
         loop {
             let Ok((n, peer)) = sock.recv_from(&mut buf).await else {
                 return;
@@ -103,7 +108,19 @@ async fn server(
                     previous = Some((reply, peer));
                 }
                 Behaviour::Silent => {}
+                Behaviour::LateFirst(after) => {
+                    if count == 0 {
+                        held = Some(reply);
+                    } else {
+                        if count == after {
+                            let late = held.take().unwrap();
+                            sock.send_to(&late, peer).await.unwrap();
+                        }
+                        sock.send_to(&reply, peer).await.unwrap();
+                    }
+                }
             }
+            count += 1;
         }
     });
     (addr, seen)
@@ -167,6 +184,25 @@ async fn issue_12_driver_flags_a_reply_meant_for_another_request() {
     let r = d.attempt(&b, &mut sb).await;
     assert_eq!(r.outcome, Outcome::WrongResponse);
     assert!(r.misdelivered, "report 003's bug must be flagged");
+}
+
+#[tokio::test]
+async fn issue_41_a_late_reply_to_an_old_request_is_not_a_misdelivery() {
+    // The first request times out; the server answers it only after 300 more from the
+    // same socket (its identifier has wrapped past it since). The late answer verifies
+    // against the socket's first request, as a server that committed it seconds late
+    // would send it: it is skipped, not report 003's bug (the demo's accounting storm
+    // counted such a reply as misdelivered when it came more than 8 requests late).
+    let later = 300;
+    let (addr, _) = server(Behaviour::LateFirst(later)).await;
+    let d = RadiusDriver::new(addr, spec(30, 0));
+    let c = d.client(&who("late", "right")).unwrap();
+    let mut s = d.session();
+    assert_eq!(d.attempt(&c, &mut s).await.outcome, Outcome::Timeout);
+    for i in 1..=later {
+        let r = d.attempt(&c, &mut s).await;
+        assert_eq!((i, r.outcome, r.misdelivered), (i, Outcome::Success, false));
+    }
 }
 
 #[tokio::test]
