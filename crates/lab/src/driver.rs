@@ -111,6 +111,15 @@ pub trait Driver: Send + Sync + 'static {
         client: &'a Self::Client,
         session: &'a mut Self::Session,
     ) -> impl Future<Output = AttemptResult> + Send + 'a;
+    /// After an attempt timed out (its future dropped): whether the runner should keep
+    /// `session` for the client's next attempt (after the driver set it right) rather
+    /// than start a fresh one. A datagram socket should be kept: a new one may get the
+    /// port the old one just freed, and the late answer to the timed-out request then
+    /// reaches a socket that never sent it.
+    fn keep_after_timeout(&self, session: &mut Self::Session) -> bool {
+        let _ = session;
+        false
+    }
 }
 
 /// How requests reach the target: address and `Host` header.

@@ -93,6 +93,10 @@ impl Driver for AcctDriver {
         Driver::session(&self.inner)
     }
 
+    fn keep_after_timeout(&self, session: &mut RadiusSession) -> bool {
+        session.keep_after_timeout()
+    }
+
     async fn attempt<'a>(
         &'a self,
         client: &'a AcctClient,

@@ -148,6 +148,10 @@ impl Driver for EapDriver {
         self.pap.session()
     }
 
+    fn keep_after_timeout(&self, session: &mut RadiusSession) -> bool {
+        session.keep_after_timeout()
+    }
+
     async fn attempt<'a>(
         &'a self,
         client: &'a EapClient,

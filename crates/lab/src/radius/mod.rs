@@ -123,6 +123,18 @@ pub struct RadiusSession {
     recent: VecDeque<(u8, [u8; 16])>,
 }
 
+impl RadiusSession {
+    /// What [`Driver::keep_after_timeout`] does for every RADIUS driver: the UDP socket and
+    /// its recent requests stay (a late answer to the timed-out request reaches the
+    /// socket that sent it and is recognised, instead of a new socket that the kernel may
+    /// have given the freed port: the demo's accounting storm counted such answers as
+    /// misdelivered); a RadSec stream may hold part of an answer, so it goes.
+    pub(crate) fn keep_after_timeout(&mut self) -> bool {
+        self.stream = None;
+        true
+    }
+}
+
 impl Driver for RadiusDriver {
     type Client = RadiusClient;
     type Session = RadiusSession;
@@ -161,6 +173,10 @@ impl Driver for RadiusDriver {
             rng,
             recent: VecDeque::new(),
         }
+    }
+
+    fn keep_after_timeout(&self, session: &mut RadiusSession) -> bool {
+        session.keep_after_timeout()
     }
 
     async fn attempt<'a>(

@@ -108,7 +108,9 @@ impl<D: Driver> ClosedVu<D> {
                 }
             };
             let res = res.unwrap_or_else(|| {
-                session = self.d.session();
+                if !self.d.keep_after_timeout(&mut session) {
+                    session = self.d.session();
+                }
                 timed_out()
             });
             g.outstanding.fetch_sub(1, Ordering::Relaxed);
@@ -208,19 +210,24 @@ impl<D: Driver> OpenGroup<D> {
             let (gi, timeout, clock, start, honour) =
                 (self.gi, self.timeout, self.clock, self.start, self.honour);
             tasks.spawn(async move {
+                // Outside the attempt's future, so a timeout (which drops that future)
+                // leaves it here for `keep_after_timeout`.
+                let mut session = None;
                 let attempt = async {
                     let Ok(_slot) = slots.acquire_owned().await else {
                         return AttemptResult::of(Outcome::ConnectionError);
                     };
-                    let mut session = pools[ci].lock().pop().unwrap_or_else(|| d.session());
-                    let r = d.attempt(&clients[ci], &mut session).await;
-                    pools[ci].lock().push(session);
-                    r
+                    let s = session.insert(pools[ci].lock().pop().unwrap_or_else(|| d.session()));
+                    d.attempt(&clients[ci], s).await
                 };
                 // Counted from the intended time: waiting for a slot is part of the latency.
-                let res = tokio::time::timeout_at(intended + timeout, attempt)
-                    .await
-                    .unwrap_or_else(|_| timed_out());
+                let res = tokio::time::timeout_at(intended + timeout, attempt).await;
+                if let Some(mut s) = session.take()
+                    && (res.is_ok() || d.keep_after_timeout(&mut s))
+                {
+                    pools[ci].lock().push(s);
+                }
+                let res = res.unwrap_or_else(|_| timed_out());
                 let done = Instant::now();
                 let g = &recs[gi];
                 g.outstanding.fetch_sub(1, Ordering::Relaxed);
