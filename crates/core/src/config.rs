@@ -98,12 +98,16 @@ impl Default for VerifierConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ClassShares {
-    /// Sources with a recent success for the principal, or in `trusted_cidrs`. Default `96`:
-    /// under attack the users who logged in before keep ~96% of the pool (issue 16: at
-    /// 90 a wave of new-looking guesses took a tenth of a saturated pool).
+    /// Sources with a recent success for the principal, or in `trusted_cidrs`. Default
+    /// `396`: under attack the users who logged in before keep 99% of a pool they
+    /// saturate. Issue 16: at 90 a wave of new-looking guesses took a tenth of it. Issue
+    /// 41: at 96 a wave's first guesses (three per attacked account before the
+    /// distributed-attack cut) held the untrusted classes' 4% for their first ten seconds
+    /// or more, 4% of every legitimate token where one lane does one derivation (SHA-NI).
     pub trusted: u32,
-    /// Everyone else (new device, new network). Default `3` (all it needs when the
-    /// trusted class leaves room; 3% of a pool the trusted class saturates).
+    /// Everyone else (new device, new network). Default `3` (0.75% of a pool the trusted
+    /// class saturates; all of what it leaves, and a newly active class is served at
+    /// once: the share only bounds a backlog).
     pub unknown: u32,
     /// Sources whose prefix has used half or more of its failure budget. Default `1`.
     pub suspect: u32,
@@ -112,7 +116,7 @@ pub struct ClassShares {
 impl Default for ClassShares {
     fn default() -> Self {
         ClassShares {
-            trusted: 96,
+            trusted: 396,
             unknown: 3,
             suspect: 1,
         }

@@ -26,7 +26,7 @@
 //!   keeps working; new devices wait out the budget like everyone else.
 //! - **Priority classes**: trusted (recent success for this principal from this prefix,
 //!   or allow-listed), unknown, suspect (the prefix, or the (principal, prefix), has used
-//!   half its failure budget). Classes share the pool by weight (96/3/1) with virtual-time
+//!   half its failure budget). Classes share the pool by weight (396/3/1) with virtual-time
 //!   scheduling: an idle class lends its share, idleness earns no credit; the trusted
 //!   class keeps its share across the short gaps of a closed loop, and a batch holds
 //!   jobs of one class only.

@@ -35,7 +35,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
-use portcullis_hash::argon2_kernel::{LaneExecutor, LaneWork, Lent, Serial};
+use portcullis_hash::argon2_kernel::LaneWork;
 use portcullis_hash::{BatchKey, Credential, Peppers, batch};
 use tokio::sync::oneshot;
 use zeroize::Zeroizing;
@@ -49,10 +49,11 @@ use crate::metrics;
 use crate::scheduler::{DequeueParams, Flow, Schedulable, Scheduler, ShedReason, Take};
 use crate::stats::HashTimes;
 
+mod compute;
 mod reserve;
 mod width;
 use reserve::{MAX_TRUSTED_GRACE, TrustedReserve};
-pub(crate) use width::{best_share, deadline_width, gather_window};
+pub(crate) use width::{best_share, deadline_width, gather_window, widest_within};
 
 /// One verification for the pool: a secret against one or two KDF credentials.
 pub(crate) struct VerifyJob {
@@ -575,15 +576,24 @@ impl Shared {
                     };
                     let run_time = |k| alone.mul_f64(batch::batch_time_factor(key.prf, k));
                     let slack = batch[0].0.deadline.saturating_duration_since(now);
+                    let class = batch[0].1;
                     let want = if spare == 0 && !others_busy {
                         1
+                    } else if take == Take::ReserveTrusted && class != Class::Trusted {
+                        // While the trusted class is reserved, another class's turn is
+                        // one derivation's time: a class newly active starts behind the
+                        // trusted one, and its first turn filled a whole batch at once
+                        // (sixteen guesses, six singles' time of a thread, in a wave's
+                        // first second; issue 41). Its share is served a turn at a time.
+                        widest_within(batch::preferred_batch(key.prf), 1.0, |k| {
+                            batch::batch_time_factor(key.prf, k)
+                        })
                     } else {
                         deadline_width(batch::preferred_batch(key.prf), slack, run_time)
                     };
                     // With few jobs in flight, only this worker's part of the fastest split
                     // between the threads (`best_share`), counted again as clients come
                     // back during the gathering below.
-                    let class = batch[0].1;
                     let elsewhere = self.in_service.load(Ordering::SeqCst);
                     let time: Vec<f64> = (0..=want)
                         .map(|k| batch::batch_time_factor(key.prf, k))
@@ -621,6 +631,10 @@ impl Shared {
                         }
                     }
                     self.answer_shed(&mut shed, now);
+                    // Charge the class the batch's time, not its job count (`rebate`).
+                    let total = batch.iter().map(|(j, _)| j.cost).sum();
+                    let factor = batch::batch_time_factor(key.prf, batch.len());
+                    st.sched.rebate(class, total, batch.len(), factor);
                 }
                 self.gauges(&st);
                 self.in_service.fetch_add(batch.len(), Ordering::SeqCst);
@@ -714,89 +728,6 @@ impl Shared {
             // A worker held back while these were in service times the grace from now.
             self.work.notify_all();
         }
-    }
-
-    /// Derive and compare; `(matched index, error)` per job, and whether the jobs ran as
-    /// one batch call.
-    fn compute(&self, batch: &[(VerifyJob, Class)]) -> (Vec<(Option<usize>, bool)>, bool) {
-        if batch.len() >= 2
-            && let Some(r) = self.compute_batch(batch)
-        {
-            return (r, true);
-        }
-        let peppers = Arc::clone(&self.peppers.read());
-        let lend = Lent(|work: LaneWork| self.lend(work));
-        let lanes: &dyn LaneExecutor = if self.threads > 1 { &lend } else { &Serial };
-        let results = batch
-            .iter()
-            .map(|(job, _)| {
-                let mut error = false;
-                for (i, c) in job.creds.iter().enumerate() {
-                    self.hashes.fetch_add(1, Ordering::Relaxed);
-                    match c.verify_lanes(&job.secret, &peppers, lanes) {
-                        Ok(true) => return (Some(i), error),
-                        Ok(false) => {}
-                        Err(_) => error = true,
-                    }
-                }
-                (None, error)
-            })
-            .collect();
-        (results, false)
-    }
-
-    /// Make the lanes of one argon2 slice visible to idle workers and wake as many as
-    /// could help (a wake-up taken by a worker gathering a batch only costs parallelism:
-    /// the lending thread runs whatever nobody picked up).
-    fn lend(&self, work: LaneWork) {
-        let mut st = self.state.lock();
-        while st.lanes.front().is_some_and(LaneWork::exhausted) {
-            st.lanes.pop_front();
-        }
-        let wake = st.idle;
-        st.lanes.push_back(work);
-        drop(st);
-        for _ in 0..wake.min(self.threads - 1) {
-            self.work.notify_one();
-        }
-    }
-
-    /// One `batch::derive` call for jobs that each hold one PBKDF2 credential with the
-    /// same parameters; `None` if they do not (then the caller derives them singly).
-    fn compute_batch(&self, batch: &[(VerifyJob, Class)]) -> Option<Vec<(Option<usize>, bool)>> {
-        let key = batch[0].0.key?;
-        let mut parts = Vec::with_capacity(batch.len());
-        for (job, _) in batch {
-            match job.creds.as_slice() {
-                [Credential::Pbkdf2 { salt, hash, .. }] if job.key == Some(key) => {
-                    parts.push((job.secret.as_slice(), salt.as_slice(), hash.as_slice()));
-                }
-                _ => return None,
-            }
-        }
-        let mut outs: Vec<Zeroizing<Vec<u8>>> = parts
-            .iter()
-            .map(|(_, _, h)| Zeroizing::new(vec![0u8; h.len()]))
-            .collect();
-        let mut jobs: Vec<batch::Job<'_>> = parts
-            .iter()
-            .zip(outs.iter_mut())
-            .map(|((pw, salt, _), out)| batch::Job {
-                password: pw,
-                salt,
-                out: out.as_mut_slice(),
-            })
-            .collect();
-        self.hashes.fetch_add(batch.len() as u64, Ordering::Relaxed);
-        batch::derive(key.prf, key.iterations, &mut jobs);
-        drop(jobs);
-        Some(
-            parts
-                .iter()
-                .zip(outs.iter())
-                .map(|((_, _, h), out)| (portcullis_hash::ct_eq(out, h).then_some(0), false))
-                .collect(),
-        )
     }
 }
 

@@ -287,8 +287,8 @@ impl<T: Schedulable> Scheduler<T> {
 
     /// Expected time until a job of `cost` queued now for `flow` in `class` would finish,
     /// on `threads` threads at `ns_per_unit`: DRR serves, before it, at most as much of
-    /// every other active queue of its class as is queued in its own, and the class gets
-    /// its weight's fraction of the pool among the classes with work.
+    /// every other active queue of its class as is queued in its own, at the class's
+    /// weight's fraction of the pool among the classes with work; then the job itself.
     pub(crate) fn estimate_finish(
         &self,
         class: Class,
@@ -315,9 +315,15 @@ impl<T: Schedulable> Scheduler<T> {
             }
         }
         let share = cq.weight as f64 / weights as f64;
-        let parallel = ahead as f64 * ns_per_unit / (threads.max(1) as f64 * share);
+        // The class's work ahead drains at its share of the pool; the job itself then
+        // runs on one thread. A class with nothing queued is served at the next pick
+        // whatever its weight (it starts at the current virtual time, behind every busy
+        // class), so its first job waits for no share: charging it the share's rate
+        // refused a newcomer whenever a trusted job was queued (issue 41's 396/3/1).
+        let rest = ahead.saturating_sub(u128::from(cost));
+        let parallel = rest as f64 * ns_per_unit / (threads.max(1) as f64 * share);
         let single = cost as f64 * ns_per_unit;
-        Duration::from_nanos(parallel.max(single).min(1e18) as u64)
+        Duration::from_nanos((parallel + single).min(1e18) as u64)
     }
 
     /// The next job to run, or `None` if nothing (matching `only`) is queued. Jobs shed on
@@ -417,6 +423,25 @@ impl<T: Schedulable> Scheduler<T> {
                 }
             }
         }
+    }
+
+    /// Give `class` back the part of its charge that a batch of `jobs` jobs of `total`
+    /// cost units did not take: on a lane kernel they run in the time of `factor` single
+    /// derivations (the kernel plan's), so the class is charged that time, not the jobs'
+    /// sum. The classes then split the pool's time by weight, not its job count: a wave's
+    /// lone guess on one stream was charged as one of the sixteen trusted jobs a group
+    /// runs in 6.1 singles' time (Xeon, AVX-512), and took 2.5 times its share of the
+    /// legitimate clients' time (issue 41).
+    pub(crate) fn rebate(&mut self, class: Class, total: u64, jobs: usize, factor: f64) {
+        if jobs < 2 || !factor.is_finite() || factor <= 0.0 || factor >= jobs as f64 {
+            return;
+        }
+        let spent = (total as f64 * factor / jobs as f64) as u64;
+        let back = u128::from(total.saturating_sub(spent));
+        let cq = &mut self.classes[idx(class)];
+        cq.vtime = cq
+            .vtime
+            .saturating_sub(back * VSCALE / u128::from(cq.weight));
     }
 
     fn next_class(&self, take: Take) -> Option<usize> {

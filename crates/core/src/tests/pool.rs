@@ -437,6 +437,18 @@ async fn issue_5_drain_waits_for_queued_rehash_to_reach_the_store() {
     assert_eq!(h.v.snapshot().hashes_computed, before);
 }
 
+/// One attempt verified on its own task (the test goes on while it waits for the pool).
+fn spawn_verify(
+    h: &Harness,
+    user: &str,
+    secret: &str,
+    ip: &str,
+) -> tokio::task::JoinHandle<Outcome> {
+    let v = h.v.clone();
+    let a = h.attempt(user, secret, ip);
+    tokio::spawn(async move { v.verify(a).await })
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_41_a_free_thread_is_not_lent_while_trusted_jobs_are_in_service() {
     // Two workers. A trusted job held in service far longer than the trusted grace (two
@@ -454,11 +466,7 @@ async fn issue_41_a_free_thread_is_not_lent_while_trusted_jobs_are_in_service() 
         h.source
             .add(PrincipalKind::User, name, vec![phc("right", 1000)]);
     }
-    let run = |user: &str, secret: &str, ip: &str| {
-        let v = h.v.clone();
-        let a = h.attempt(user, secret, ip);
-        tokio::spawn(async move { v.verify(a).await })
-    };
+    let run = |user: &str, secret: &str, ip: &str| spawn_verify(&h, user, secret, ip);
     // Alice logs in from home (now trusted there); bob is guessed once from elsewhere (the
     // untrusted class has had its turn).
     for (user, secret, ip, accepted) in [
@@ -560,4 +568,65 @@ async fn issue_41_few_jobs_are_split_between_threads_when_that_is_faster() {
     if part < queued {
         assert!(s.largest_batch < queued, "{s:?}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_41_a_wave_newly_queued_beside_trusted_work_gets_a_turn_not_a_batch() {
+    // Two workers, each held on a trusted job, while eight guesses from eight new
+    // networks queue: the untrusted class is newly active, behind the trusted one, so the
+    // first worker freed serves it. It takes one derivation's time of it (one job on
+    // every kernel we have: two lanes never run in one stream's time), not a batch of
+    // eight: in a wave's first second that batch was sixteen guesses, six singles' time
+    // of a thread, taken from the trusted clients at once (scripts/attack-window).
+    use portcullis_hash::batch::{batch_time_factor, preferred_batch};
+    let turn = crate::pool::widest_within(preferred_batch(Prf::Sha256), 1.0, |k| {
+        batch_time_factor(Prf::Sha256, k)
+    });
+    let mut c = config();
+    c.pool_threads = 2;
+    c.throttle.distributed_origins = 0;
+    // Alice's and bob's office: trusted from their first attempt, so the untrusted class
+    // has had no turn before the wave.
+    c.trusted_cidrs = vec!["192.0.2.0/24".parse().unwrap()];
+    let (hook, started_rx, go_tx) = gate();
+    let h = Harness::with(c, policy(1000), Some(hook));
+    let guessed: Vec<String> = (0..8).map(|i| format!("g{i}")).collect();
+    for name in ["alice", "bob"]
+        .iter()
+        .copied()
+        .chain(guessed.iter().map(|g| g.as_str()))
+    {
+        h.source
+            .add(PrincipalKind::User, name, vec![phc("right", 1000)]);
+    }
+    let run = |user: &str, secret: &str, ip: &str| spawn_verify(&h, user, secret, ip);
+    // Alice and bob log in, each held in service on a worker.
+    let alice = run("alice", "right", "192.0.2.10");
+    started_rx.recv().unwrap();
+    let bob = run("bob", "right", "192.0.2.11");
+    started_rx.recv().unwrap();
+    let guesses: Vec<_> = guessed
+        .iter()
+        .enumerate()
+        .map(|(i, g)| run(g, "guess", &format!("203.0.{i}.1")))
+        .collect();
+    while h.v.snapshot().queued < 8 {
+        tokio::task::yield_now().await;
+    }
+    // One trusted job answered; its worker picks the wave's first turn and is held there.
+    go_tx.send(()).unwrap();
+    started_rx.recv().unwrap();
+    let queued = h.v.snapshot().queued;
+    drop(go_tx);
+    assert!(matches!(alice.await.unwrap(), Outcome::Accepted { .. }));
+    assert!(matches!(bob.await.unwrap(), Outcome::Accepted { .. }));
+    for g in guesses {
+        assert_eq!(g.await.unwrap(), Outcome::Rejected);
+    }
+    assert_eq!(
+        8 - queued,
+        turn,
+        "the wave's first turn took {} jobs",
+        8 - queued
+    );
 }
