@@ -53,7 +53,7 @@ mod compute;
 mod reserve;
 mod width;
 use reserve::{MAX_TRUSTED_GRACE, TrustedReserve};
-pub(crate) use width::{best_share, deadline_width, gather_window, widest_within};
+pub(crate) use width::{best_share, deadline_width, gather_window};
 
 /// One verification for the pool: a secret against one or two KDF credentials.
 pub(crate) struct VerifyJob {
@@ -585,8 +585,10 @@ impl Shared {
                         // trusted one, and its first turn filled a whole batch at once
                         // (sixteen guesses, six singles' time of a thread, in a wave's
                         // first second; issue 41). Its share is served a turn at a time.
-                        widest_within(batch::preferred_batch(key.prf), 1.0, |k| {
-                            batch::batch_time_factor(key.prf, k)
+                        // (In units of one derivation: `alone` is 0 before any is timed.)
+                        let single = Duration::from_secs(1);
+                        deadline_width(batch::preferred_batch(key.prf), single, |k| {
+                            single.mul_f64(batch::batch_time_factor(key.prf, k))
                         })
                     } else {
                         deadline_width(batch::preferred_batch(key.prf), slack, run_time)
@@ -633,8 +635,9 @@ impl Shared {
                     self.answer_shed(&mut shed, now);
                     // Charge the class the batch's time, not its job count (`rebate`).
                     let total = batch.iter().map(|(j, _)| j.cost).sum();
-                    let factor = batch::batch_time_factor(key.prf, batch.len());
-                    st.sched.rebate(class, total, batch.len(), factor);
+                    let n = batch.len();
+                    st.sched
+                        .rebate(class, total, n, time.get(n).copied().unwrap_or(n as f64));
                 }
                 self.gauges(&st);
                 self.in_service.fetch_add(batch.len(), Ordering::SeqCst);

@@ -22,16 +22,6 @@ pub(crate) fn deadline_width(
         .unwrap_or(1)
 }
 
-/// The widest batch, up to `preferred`, that runs in at most `budget` single
-/// derivations' time (`time(k)`, in those units, for `k` jobs); at least 1. With a budget
-/// of one single, more than one job only where a kernel runs several in one's time.
-pub(crate) fn widest_within(preferred: usize, budget: f64, time: impl Fn(usize) -> f64) -> usize {
-    (2..=preferred.max(1))
-        .take_while(|&k| time(k) <= budget * (1.0 + 1e-9))
-        .last()
-        .unwrap_or(1)
-}
-
 /// How many of `active` jobs (queued or in service, in one class) one worker should take
 /// on a pool of `threads` threads, when a batch of `k` jobs takes `time[k]` (any unit;
 /// `time[1..]` up to the widest batch worth gathering): the split of the jobs between this
@@ -159,17 +149,6 @@ mod tests {
             gather_window(cheap, Duration::from_secs(1)),
             Duration::from_micros(20)
         );
-    }
-
-    #[test]
-    fn a_turn_of_one_singles_time_is_one_job_unless_lanes_come_free() {
-        // In singles' time, as the pool asks.
-        let t: Vec<f64> = xeon().iter().map(|x| x / 0.064).collect();
-        assert_eq!(widest_within(16, 1.0, |k| t[k]), 1);
-        // A budget of the eight-lane group's time takes eight, not the sixteen-lane group.
-        assert_eq!(widest_within(16, t[8], |k| t[k]), 8);
-        // A kernel whose two lanes run in one stream's time.
-        assert_eq!(widest_within(4, 1.0, |k| [0.0, 1.0, 1.0, 1.6, 2.0][k]), 2);
     }
 
     #[test]

@@ -579,8 +579,10 @@ async fn issue_41_a_wave_newly_queued_beside_trusted_work_gets_a_turn_not_a_batc
     // eight: in a wave's first second that batch was sixteen guesses, six singles' time
     // of a thread, taken from the trusted clients at once (scripts/attack-window).
     use portcullis_hash::batch::{batch_time_factor, preferred_batch};
-    let turn = crate::pool::widest_within(preferred_batch(Prf::Sha256), 1.0, |k| {
-        batch_time_factor(Prf::Sha256, k)
+    // The widest batch that runs in one derivation's time.
+    let single = Duration::from_secs(1);
+    let turn = crate::pool::deadline_width(preferred_batch(Prf::Sha256), single, |k| {
+        single.mul_f64(batch_time_factor(Prf::Sha256, k))
     });
     let mut c = config();
     c.pool_threads = 2;
