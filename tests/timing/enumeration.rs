@@ -227,7 +227,7 @@ fn quantiles(v: &[f64]) -> String {
     v.sort_by(f64::total_cmp);
     [0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0]
         .iter()
-        .map(|q| format!("{:.1}", v[((v.len() - 1) as f64 * q).round() as usize]))
+        .map(|q| format!("{:.2}", v[((v.len() - 1) as f64 * q).round() as usize]))
         .collect::<Vec<_>>()
         .join(" ")
 }

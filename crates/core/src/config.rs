@@ -53,6 +53,16 @@ pub struct VerifierConfig {
     /// milliseconds after the attempt arrived, as RADIUS servers do. A timer, never a
     /// sleeping thread. `0` (default) = off.
     pub reject_delay_ms: u64,
+    /// Every rejection (a wrong secret, or an unknown principal's mimicked one) leaves a
+    /// random `0..=reject_jitter_us` microseconds after its verdict, on the precise
+    /// timer. Default `2000`. Why (issue 16): a real rejection otherwise leaves when the
+    /// hash thread wakes its task and a mimicked one when the timer does; the two
+    /// wake-ups differ by tens of microseconds on some VMs, half the spread of answer
+    /// times on a quiet loopback, and a two-sample test from outside told them apart
+    /// (KS D 0.26-0.29 at 300 samples in one CI run). Through the same timer and
+    /// spread over two milliseconds, what is left of the difference is a small part of
+    /// the spread. `0` = off (answers at the verdict). At most `1000000`.
+    pub reject_jitter_us: u64,
     /// How long an unknown principal waits before its rejection.
     pub unknown_delay: UnknownDelay,
     /// Retry-after values are multiplied by a random factor in `[1, 1 + retry_jitter]` so
@@ -84,6 +94,7 @@ impl Default for VerifierConfig {
             trusted_cidrs: Vec::new(),
             trusted_ttl_secs: 7 * 24 * 3600,
             reject_delay_ms: 0,
+            reject_jitter_us: 2000,
             unknown_delay: UnknownDelay::default(),
             retry_jitter: 0.5,
             rehash_queue_capacity: 64,
@@ -327,6 +338,12 @@ impl VerifierConfig {
                 "must be at most 60000",
             ));
         }
+        if self.reject_jitter_us > 1_000_000 {
+            return Err(CoreError::config(
+                "reject_jitter_us",
+                "must be at most 1000000",
+            ));
+        }
         if let UnknownDelay::Fixed { ms } = self.unknown_delay
             && ms > 60_000
         {
@@ -378,6 +395,7 @@ mod tests {
             pool_threads = 4
             trusted_cidrs = ["10.0.0.0/8", "2001:db8::/32"]
             reject_delay_ms = 1000
+            reject_jitter_us = 500
             unknown_delay = { strategy = "fixed", ms = 300 }
             [shares]
             trusted = 10
@@ -392,6 +410,7 @@ mod tests {
         assert_eq!(c.pool_threads, 4);
         assert_eq!(c.trusted_cidrs.len(), 2);
         assert_eq!(c.unknown_delay, UnknownDelay::Fixed { ms: 300 });
+        assert_eq!(c.reject_jitter_us, 500);
         assert_eq!(c.shares.trusted, 10);
         assert_eq!(c.shares.unknown, 3, "unset fields keep their default");
         assert_eq!(c.codel.target_ms, Some(5));
@@ -433,6 +452,10 @@ mod tests {
             ),
             ("ipv4_prefix_len", Box::new(|c| c.ipv4_prefix_len = 33)),
             ("retry_jitter", Box::new(|c| c.retry_jitter = -1.0)),
+            (
+                "reject_jitter_us",
+                Box::new(|c| c.reject_jitter_us = 1_000_001),
+            ),
         ];
         for (field, mutate) in cases {
             let mut c = VerifierConfig::default();

@@ -102,6 +102,9 @@ trusted_cidrs = []
 trusted_ttl_secs = 604800
 # Answer failures no earlier than this many milliseconds after arrival (0 = off).
 reject_delay_ms = 0
+# Every rejection leaves a random 0..reject_jitter_us microseconds after its verdict, so
+# a wrong password and an unknown name leave through the same timer (0 = off).
+reject_jitter_us = 2000
 # Retry-After values are multiplied by a random factor in [1, 1 + retry_jitter].
 retry_jitter = 0.5
 # Most rehash-on-login jobs waiting for the pool (more are dropped; next login retries).

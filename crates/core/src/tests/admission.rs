@@ -118,10 +118,7 @@ async fn issue_4_reject_delay_is_returned_not_slept() {
     c.reject_delay_ms = 500;
     c.unknown_delay = UnknownDelay::None;
     // Every hash "takes" 200 ms of the manual clock.
-    let clock = ManualClock::new();
-    let c2 = clock.clone();
-    let hook: JobHook = Arc::new(move || c2.advance(Duration::from_millis(200)));
-    let h = Harness::sharing(c, policy(1000), Some(hook), clock, MemSource::new());
+    let h = Harness::hashing_for(c, Duration::from_millis(200));
     alice(&h);
     // The time spent hashing counts towards the delay.
     let d =

@@ -179,6 +179,8 @@ pub(crate) struct Harness {
 pub(crate) fn config() -> VerifierConfig {
     VerifierConfig {
         pool_threads: 2,
+        // Exact delays on the manual clock; the jitter has a test of its own (waves.rs).
+        reject_jitter_us: 0,
         ..VerifierConfig::default()
     }
 }
@@ -199,6 +201,15 @@ impl Harness {
         let clock = ManualClock::new();
         let source = MemSource::new();
         Self::sharing(config, policy, hook, clock, source)
+    }
+
+    /// A harness whose every hash "takes" `hash` of its manual clock: real verifications
+    /// then last exactly that long.
+    pub(crate) fn hashing_for(config: VerifierConfig, hash: Duration) -> Self {
+        let clock = ManualClock::new();
+        let c2 = clock.clone();
+        let hook: JobHook = Arc::new(move || c2.advance(hash));
+        Self::sharing(config, policy(1000), Some(hook), clock, MemSource::new())
     }
 
     pub(crate) fn sharing(

@@ -4,11 +4,13 @@
 
 use std::time::{Duration, Instant};
 
+use rand::Rng;
+
 use super::{Admitted, Deferred, Verifier, kind_idx};
 use crate::attempt::{Class, Outcome, PrincipalKind};
 use crate::config::UnknownDelay;
 use crate::pool::Refusal;
-use crate::stats::jittered;
+use crate::stats::{jittered, with_rng};
 
 impl Verifier {
     pub(super) fn rejected(&self, adm: &Admitted) -> Deferred {
@@ -18,9 +20,13 @@ impl Verifier {
 
     /// When to answer a rejection whose verdict was (or, for an unknown principal, is
     /// made to look) reached at `verdict`: then, and no earlier than `reject_delay_ms`
-    /// after arrival. Real and mimicked rejections share this rule; [`Verifier::verify`]
-    /// then waits the delay with the precise timer's hand-off (`timer.rs`), so the
-    /// runtime's millisecond rounding does not set the mimicked path apart (issue 16).
+    /// after arrival, plus a random `0..=reject_jitter_us`. Real and mimicked rejections
+    /// share this rule; [`Verifier::verify`] then waits the delay with the precise
+    /// timer's hand-off (`timer.rs`), so the runtime's millisecond rounding does not set
+    /// the mimicked path apart (issue 16). The jitter makes a real rejection leave through
+    /// that timer too, not on the hash thread's wake-up of its task: both paths then end
+    /// in the same hand-off, and the wake-ups they still differ by are a small part of
+    /// the answer times' spread.
     pub(super) fn release_rejection(
         &self,
         adm: &Admitted,
@@ -29,7 +35,7 @@ impl Verifier {
     ) -> Deferred {
         let i = &*self.inner;
         let reject = adm.start + Duration::from_millis(i.config.reject_delay_ms);
-        let release = verdict.max(reject);
+        let release = verdict.max(reject) + reject_jitter(i.config.reject_jitter_us);
         let delay = release.saturating_duration_since(now);
         Deferred {
             outcome: Outcome::Rejected,
@@ -63,6 +69,9 @@ impl Verifier {
             // The verdict is "now": only the reject delay applies.
             UnknownDelay::None => Duration::ZERO,
         };
+        // The delay runs from now, not from before the admission check and the draw: a
+        // real rejection's runs from its verdict, with nothing between.
+        let now = i.clock.now();
         self.release_rejection(adm, (adm.start + took).max(now), now)
     }
 
@@ -100,6 +109,14 @@ pub(super) fn now_answer(outcome: Outcome) -> Deferred {
         outcome,
         answer_after: Duration::ZERO,
     }
+}
+
+/// A uniformly drawn `0..=max_us` microseconds.
+fn reject_jitter(max_us: u64) -> Duration {
+    if max_us == 0 {
+        return Duration::ZERO;
+    }
+    Duration::from_micros(with_rng(|r| r.random_range(0..=max_us)))
 }
 
 pub(super) fn refusal_wait(r: Refusal) -> Duration {

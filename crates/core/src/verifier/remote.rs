@@ -140,13 +140,14 @@ impl Verifier {
     /// rule as a real rejection.
     fn remote_unknown(&self, adm: &Admitted, route: &RemoteRoute) -> Deferred {
         let i = &*self.inner;
-        let now = i.clock.now();
         let took = i
             .remote_latencies
             .lock()
             .get(&route.directory)
             .and_then(Latencies::sample)
             .unwrap_or_default();
+        // After the draw, as in `unknown`: the delay runs from now.
+        let now = i.clock.now();
         self.release_rejection(adm, (adm.start + took).max(now), now)
     }
 
