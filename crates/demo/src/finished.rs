@@ -64,9 +64,12 @@ pub fn side_by_side(section: &Section, headline: bool) -> Table {
                 ],
                 None => vec!["-".into(); 4],
             };
-            let verdict = match r.passed {
-                true => "PASS".to_string(),
-                false => format!("FAIL: {}", r.failures.join("; ")),
+            let verdict = match (r.passed, r.thresholds.is_empty()) {
+                // Nothing to meet but the lab's own checks (no token or accept for
+                // wrong credentials or the wrong client): say so, not a bare PASS.
+                (true, true) => "PASS (no thresholds: no wrong answers)".to_string(),
+                (true, false) => "PASS".to_string(),
+                (false, _) => format!("FAIL: {}", r.failures.join("; ")),
             };
             std::iter::once(r.target.clone())
                 .chain(figures)
@@ -94,5 +97,80 @@ pub fn side_by_side(section: &Section, headline: bool) -> Table {
         .to_vec(),
         rows,
         note: format!("{}: {}", section.scenario, section.description),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use portcullis_lab::runner::{ScenarioResult, ThresholdResult};
+    use portcullis_lab::scenario::Credentials;
+
+    use super::*;
+
+    fn result(target: &str, thresholds: Vec<ThresholdResult>) -> ScenarioResult {
+        let passed = thresholds.iter().all(|t| t.passed);
+        ScenarioResult {
+            scenario: "s".into(),
+            description: String::new(),
+            target: target.into(),
+            driver: "radius".into(),
+            scenario_toml: String::new(),
+            seed: 1,
+            repeats: Vec::new(),
+            failures: match passed {
+                true => Vec::new(),
+                false => vec!["threshold legitimate success_rate >= 0.95 not met".into()],
+            },
+            thresholds,
+            passed,
+        }
+    }
+
+    fn threshold(passed: bool) -> ThresholdResult {
+        ThresholdResult {
+            rule: "legitimate success_rate >= 0.95".into(),
+            values: vec![if passed { 1.0 } else { 0.25 }],
+            passed,
+        }
+    }
+
+    /// Issue 41 item 8 (found in a quick demo on an AMD EPYC): "radius-demo-attack" had no
+    /// thresholds, and the naive baseline, its honest users 25% answered, read "PASS".
+    #[test]
+    fn a_verdict_says_when_there_was_nothing_to_meet() {
+        let section = Section {
+            scenario: "s".into(),
+            description: String::new(),
+            results: vec![
+                result("none", Vec::new()),
+                result("met", vec![threshold(true)]),
+                result("missed", vec![threshold(false)]),
+            ],
+        };
+        let verdicts: Vec<String> = side_by_side(&section, false)
+            .rows
+            .iter()
+            .filter_map(|r| r.last().cloned())
+            .collect();
+        assert_eq!(verdicts[0], "PASS (no thresholds: no wrong answers)");
+        assert_eq!(verdicts[1], "PASS");
+        assert!(verdicts[2].starts_with("FAIL: threshold"), "{verdicts:?}");
+    }
+
+    #[test]
+    fn every_attack_the_demo_runs_judges_what_is_left_for_honest_users() {
+        for quick in [false, true] {
+            for s in crate::scenarios(quick, 500.0, &[]).unwrap() {
+                let attacked = s
+                    .groups
+                    .iter()
+                    .any(|g| matches!(g.credentials, Credentials::WrongSecret));
+                assert!(
+                    !attacked || !s.thresholds.is_empty(),
+                    "{}: guesses and no threshold",
+                    s.raw.name
+                );
+            }
+        }
     }
 }
