@@ -24,6 +24,7 @@
 use std::time::Instant;
 
 use super::chain::Chain;
+use super::sha::{Sha1, Sha256, Sha512};
 use super::{Backend, Cpu, Kernel, Lanes, MenuItem, SINGLE_COST, best_item};
 use crate::pbkdf2::Prf;
 
@@ -79,15 +80,7 @@ pub struct InService {
 pub fn calibration(prf: Prf) -> Calibration {
     let full = super::menu_of(prf);
     let menu = &full.items;
-    let kernels = menu
-        .iter()
-        .map(|o| KernelCost {
-            backend: o.kernel.backend().name(),
-            width: o.width,
-            group_ns: o.ns,
-            per_chain: f64::from(o.cost()) / f64::from(SINGLE_COST) / o.width as f64,
-        })
-        .collect();
+    let kernels = costs(menu);
     let best = best_item(menu);
     let (rows, switches) = full.in_service();
     let in_service = rows
@@ -109,6 +102,34 @@ pub fn calibration(prf: Prf) -> Calibration {
         in_service,
         switches,
     }
+}
+
+fn costs(menu: &[MenuItem]) -> Vec<KernelCost> {
+    menu.iter()
+        .map(|o| KernelCost {
+            backend: o.kernel.backend().name(),
+            width: o.width,
+            group_ns: o.ns,
+            per_chain: f64::from(o.cost()) / f64::from(SINGLE_COST) / o.width as f64,
+        })
+        .collect()
+}
+
+/// A fresh start-up measurement of `prf`'s kernels, not kept, and the kernel it ranks
+/// first: what [`calibration`] would choose if the process started now. The process's
+/// own menu is measured once; this lets a test judge the rule against an independent
+/// timing taken right around it, on a shared machine whose kernels' relative speeds
+/// move from one second to the next.
+#[doc(hidden)]
+pub fn measure_now(prf: Prf) -> (Vec<KernelCost>, &'static str) {
+    let cpu = Cpu::detect();
+    let menu = match prf {
+        Prf::Sha1 => measure::<Sha1>(&cpu),
+        Prf::Sha256 => measure::<Sha256>(&cpu),
+        Prf::Sha512 => measure::<Sha512>(&cpu),
+    };
+    let best = best_item(&menu).map_or(Backend::Single, |o| o.kernel.backend());
+    (costs(&menu), best.name())
 }
 
 /// Iterations per timed run: about a millisecond for the slowest full group.

@@ -50,7 +50,7 @@ pub(crate) mod chain;
 mod service;
 pub(crate) mod sha;
 
-pub use calibrate::{Calibration, InService, KernelCost, calibration};
+pub use calibrate::{Calibration, InService, KernelCost, calibration, measure_now};
 
 use chain::Chain;
 use service::{Menu, MenuItem};
