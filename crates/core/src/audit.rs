@@ -104,6 +104,9 @@ pub struct AuditEvent {
 pub(crate) const UNKNOWN_PRINCIPAL: &str = "unknown_principal";
 pub(crate) const WRONG_SECRET: &str = "wrong_secret";
 pub(crate) const BUDGET_EXHAUSTED: &str = "budget_exhausted";
+/// An untrusted origin answered "overloaded" again before the wait its last shed answer
+/// gave it was over (`verifier/hold.rs`).
+pub(crate) const SHED_HOLD: &str = "shed_hold";
 
 /// What the verifier keeps of an attempt for its event: kind, principal, source, station,
 /// context.

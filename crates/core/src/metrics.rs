@@ -238,6 +238,7 @@ pub(crate) fn register_series() {
         "queue_full",
         "infeasible",
         "shutdown",
+        "hold",
     ] {
         metrics::counter!(SHED, "reason" => reason).increment(0);
     }

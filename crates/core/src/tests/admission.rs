@@ -22,13 +22,14 @@ async fn issue_4_work_that_cannot_meet_its_deadline_is_refused_without_hashing()
     let mut a = h.attempt("alice", "right", "10.0.0.1");
     a.deadline = h.clock.now() + Duration::from_millis(10);
     assert!(matches!(h.v.verify(a).await, Outcome::Overloaded { .. }));
-    // An unknown principal gets the same answer (no enumeration through admission).
-    let mut a = h.attempt("ghost", "right", "10.0.0.1");
+    // An unknown principal gets the same answer (no enumeration through admission). From
+    // a network of its own: 10.0.0.0/24 is held to its Retry-After now (hold.rs).
+    let mut a = h.attempt("ghost", "right", "10.0.5.1");
     a.deadline = h.clock.now() + Duration::from_millis(10);
     assert!(matches!(h.v.verify(a).await, Outcome::Overloaded { .. }));
     assert_eq!(h.v.snapshot().hashes_computed, 0);
     // With room before the deadline the same attempt goes through.
-    let mut a = h.attempt("alice", "right", "10.0.0.1");
+    let mut a = h.attempt("alice", "right", "10.0.9.1");
     a.deadline = h.clock.now() + Duration::from_secs(1);
     assert!(matches!(h.v.verify(a).await, Outcome::Accepted { .. }));
     // An already expired attempt is not even looked up.
@@ -37,6 +38,72 @@ async fn issue_4_work_that_cannot_meet_its_deadline_is_refused_without_hashing()
     a.deadline = h.clock.now();
     assert!(matches!(h.v.verify(a).await, Outcome::Overloaded { .. }));
     assert_eq!(h.source.lookups.load(Ordering::SeqCst), lookups);
+}
+
+/// Issue 41 item 7: a flood that ignores Retry-After while the pool sheds it was never
+/// throttled (a shed is refunded) and cost a lookup, a charge and a refund per request.
+/// An untrusted origin is now held to the wait its shed answer gave it: answered
+/// "overloaded" again before any lookup until then, and served once it waited; a
+/// principal the origin holds a trust mark for is never held.
+#[tokio::test]
+async fn issue_41_a_shed_untrusted_origin_is_held_to_its_retry_after() {
+    let mut c = config();
+    // Until a hash is measured a x1000 job is estimated at 100 ms, so a deadline 1 us out
+    // is refused (infeasible).
+    c.initial_hash_estimate_ms = 60_000;
+    let h = Harness::new(c);
+    alice(&h);
+    h.source
+        .add(PrincipalKind::User, "bob", vec![phc("right", 1000)]);
+    // carol's secret is peppered: verified inline, no hash measured.
+    h.source
+        .add(PrincipalKind::User, "carol", vec![peppered("carol-secret")]);
+    let short = |h: &Harness, who: &str, ip: &str| {
+        let mut a = h.attempt(who, "wrong", ip);
+        a.deadline = h.clock.now() + Duration::from_micros(1);
+        a
+    };
+
+    // carol is trusted from 10.0.3.0/24; bob, from there, is not. bob's shed attempt
+    // holds the origin for untrusted attempts only.
+    let o =
+        h.v.verify(h.attempt("carol", "carol-secret", "10.0.3.1"))
+            .await;
+    assert!(matches!(o, Outcome::Accepted { .. }), "{o:?}");
+    let o = h.v.verify(short(&h, "bob", "10.0.3.1")).await;
+    assert!(matches!(o, Outcome::Overloaded { .. }), "{o:?}");
+    let lookups = h.source.lookups.load(Ordering::SeqCst);
+    let o = h.v.verify(h.attempt("bob", "right", "10.0.3.1")).await;
+    assert!(matches!(o, Outcome::Overloaded { .. }), "{o:?}");
+    assert_eq!(h.source.lookups.load(Ordering::SeqCst), lookups);
+    let o =
+        h.v.verify(h.attempt("carol", "carol-secret", "10.0.3.1"))
+            .await;
+    assert!(matches!(o, Outcome::Accepted { .. }), "{o:?}");
+
+    let Outcome::Overloaded { retry_after } = h.v.verify(short(&h, "alice", "10.0.0.1")).await
+    else {
+        panic!("a job that cannot meet its deadline is shed");
+    };
+    let lookups = h.source.lookups.load(Ordering::SeqCst);
+    // Back at once, with a deadline it could meet: held, not looked up, not hashed, for
+    // any principal (the hold is the origin's, and says nothing of who exists).
+    for who in ["alice", "bob", "ghost"] {
+        let o = h.v.verify(h.attempt(who, "right", "10.0.0.77")).await;
+        match o {
+            Outcome::Overloaded { retry_after: r } => assert!(r <= retry_after * 2, "{r:?}"),
+            o => panic!("{who}: {o:?}"),
+        }
+    }
+    assert_eq!(h.source.lookups.load(Ordering::SeqCst), lookups);
+    assert_eq!(h.v.snapshot().hashes_computed, 0);
+    // Another network is not held.
+    let o = h.v.verify(h.attempt("bob", "right", "10.0.1.1")).await;
+    assert!(matches!(o, Outcome::Accepted { .. }), "{o:?}");
+    // After the wait it was told, the origin is served.
+    h.clock.advance(retry_after);
+    let o = h.v.verify(h.attempt("alice", "right", "10.0.0.1")).await;
+    assert!(matches!(o, Outcome::Accepted { .. }), "{o:?}");
 }
 
 #[tokio::test]

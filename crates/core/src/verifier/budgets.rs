@@ -12,7 +12,7 @@ use std::hash::BuildHasher;
 
 use super::{Admitted, Deferred, Verifier};
 use crate::attempt::{Class, PrincipalKind};
-use crate::audit::BUDGET_EXHAUSTED;
+use crate::audit::{BUDGET_EXHAUSTED, SHED_HOLD};
 use crate::metrics;
 use crate::net::{IpPrefix, Origin};
 use crate::scheduler::Flow;
@@ -74,6 +74,11 @@ impl Verifier {
             return Err(self.throttled(false, retry_after));
         }
         let trusted = allow_listed || self.is_trusted(&pp_key, start).await;
+        if !trusted && let Some(left) = i.holds.held(origin_id, start) {
+            metrics::shed("hold");
+            *reason = SHED_HOLD;
+            return Err((self.overloaded(left), Class::Unknown));
+        }
         let mut charges = vec![Charge {
             key: pp_key.clone(),
             limit: i.limits[0],

@@ -6,7 +6,9 @@
 //!    `trusted_cidrs` or the origin carries a trust mark for this principal (a success
 //!    within `trusted_ttl_secs`). Check the failure budgets ([`crate::throttle`]):
 //!    (principal, origin) always, origin unless allow-listed, principal unless trusted. An exhausted budget answers "throttled" at
-//!    once. After the lookup, an attempt that will spend a hash (KDF credential) or mimic
+//!    once; so does an untrusted origin still inside the wait its last shed answer gave
+//!    it ("overloaded" again, `hold.rs`). After the lookup, an attempt that will spend a
+//!    hash (KDF credential) or mimic
 //!    one (unknown principal) is charged up front, atomically; cheap credentials are
 //!    charged only when they fail (issue 5: concurrent correct attempts of a busy client
 //!    must not exhaust the burst with reservations). Otherwise the class is trusted, suspect (prefix or (principal, prefix) budget
@@ -72,6 +74,7 @@ const MAX_LATENESS: Duration = Duration::from_micros(500);
 
 mod budgets;
 mod cache;
+mod hold;
 mod inspect;
 mod proof;
 mod rehash;
@@ -191,6 +194,8 @@ struct Inner {
     spread: Spread,
     /// Serves the last milliseconds of answer delays precisely (issue 16).
     timer: PreciseTimer,
+    /// Untrusted origins held to the Retry-After of their last shed answer.
+    holds: hold::ShedHolds,
     /// How late, in nanoseconds, a task resumes after asking to resume at a given
     /// instant (timer error plus the cross-thread wake-up), smoothed. A delayed answer
     /// aims this much early so it resumes on time on average: the mimicked rejection
@@ -339,6 +344,7 @@ impl Verifier {
             SPREAD_CAPACITY,
         );
         let timer = PreciseTimer::start().map_err(CoreError::Spawn)?;
+        let holds = hold::ShedHolds::new(clock.now());
         Ok(Verifier {
             inner: Arc::new(Inner {
                 config,
@@ -352,6 +358,7 @@ impl Verifier {
                 limits,
                 spread,
                 timer,
+                holds,
                 resume_lateness: AtomicU64::new(0),
                 flow_hasher: std::collections::hash_map::RandomState::new(),
                 latencies: [Mutex::new(Latencies::new()), Mutex::new(Latencies::new())],
@@ -722,9 +729,8 @@ impl Verifier {
         if let Err(r) = i.pool.submit(class, adm.flow, job) {
             i.pool.count_shed();
             metrics::shed(r.label());
-            self.refund(&adm.charges).await;
             *reason = r.label();
-            return (self.overloaded(refusal_wait(r)), class);
+            return (self.shed_answer(&adm, refusal_wait(r)).await, class);
         }
         match rx.await {
             Ok(JobReply::Done { matched, .. }) => {
@@ -745,9 +751,7 @@ impl Verifier {
             }
             Ok(JobReply::Shed(why)) => {
                 *reason = why.label();
-                self.refund(&adm.charges).await;
-                let wait = i.pool.params().target;
-                (self.overloaded(wait), class)
+                (self.shed_answer(&adm, i.pool.params().target).await, class)
             }
             Err(_) => {
                 *reason = "hash_failed";

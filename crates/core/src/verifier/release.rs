@@ -53,8 +53,7 @@ impl Verifier {
             .pool
             .check(adm.class, adm.flow, typical, adm.deadline, now)
         {
-            self.refund(&adm.charges).await;
-            return self.overloaded(refusal_wait(r));
+            return self.shed_answer(adm, refusal_wait(r)).await;
         }
         // A real verification's latency runs from arrival to verdict (lookup, queue,
         // hash, hand-back): the mimicked verdict lands a sampled such latency after
