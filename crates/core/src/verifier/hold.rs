@@ -58,19 +58,17 @@ impl ShedHolds {
         &self.slots[(origin as usize) & (SLOTS - 1)]
     }
 
-    /// Whole milliseconds from the table's making to `t`, rounded down or up.
-    fn ms(&self, t: Instant, up: bool) -> u64 {
-        let d = t.saturating_duration_since(self.base);
-        let ms = d.as_millis() + u128::from(up && !d.subsec_nanos().is_multiple_of(1_000_000));
+    /// Whole milliseconds from the table's making to `t`, rounded down.
+    fn ms(&self, t: Instant) -> u64 {
+        let ms = t.saturating_duration_since(self.base).as_millis();
         u64::try_from(ms).unwrap_or(u64::MAX).min(TIME_MASK)
     }
 
-    /// `origin` was shed at `now` and told to wait `wait`.
+    /// `origin` was shed at `now` and told to wait `wait` (at least a millisecond, as
+    /// every Retry-After is). The end is rounded down, so the hold is over by the time
+    /// the client was told to come back, never after it.
     pub(super) fn hold(&self, origin: u64, now: Instant, wait: Duration) {
-        // Rounded up: a wait shorter than a millisecond still holds until it is over.
-        let end = now
-            .checked_add(wait)
-            .map_or(TIME_MASK, |t| self.ms(t, true));
+        let end = now.checked_add(wait).map_or(TIME_MASK, |t| self.ms(t));
         let tag = origin >> TIME_BITS;
         self.slot(origin)
             .store((tag << TIME_BITS) | end, Ordering::Relaxed);
@@ -82,7 +80,7 @@ impl ShedHolds {
         if word >> TIME_BITS != origin >> TIME_BITS {
             return None;
         }
-        let left = (word & TIME_MASK).saturating_sub(self.ms(now, false));
+        let left = (word & TIME_MASK).saturating_sub(self.ms(now));
         (left > 0).then(|| Duration::from_millis(left))
     }
 }
@@ -91,6 +89,9 @@ impl Verifier {
     /// The answer to a shed attempt: its reservation given back, "overloaded" with
     /// `wait`, and an untrusted origin held to that wait.
     pub(super) async fn shed_answer(&self, adm: &Admitted, wait: Duration) -> Deferred {
+        // The wait the answer advertises (before its jitter, which only lengthens it):
+        // a hold past it would meet a client that honours it.
+        let wait = super::release::advertised(wait);
         self.refund(&adm.charges).await;
         if !adm.trusted {
             let i = &*self.inner;
@@ -118,10 +119,11 @@ mod tests {
             Some(Duration::from_millis(200))
         );
         assert_eq!(h.held(a, t0 + Duration::from_millis(300)), None);
-        // Under a millisecond: held until the next whole one.
-        h.hold(a, t0, Duration::from_micros(100));
-        assert_eq!(h.held(a, t0), Some(Duration::from_millis(1)));
-        assert_eq!(h.held(a, t0 + Duration::from_millis(1)), None);
+        // Rounded down: over by the advertised time even off a millisecond boundary.
+        let t1 = t0 + Duration::from_micros(300);
+        h.hold(a, t1, Duration::from_millis(1));
+        assert_eq!(h.held(a, t1), Some(Duration::from_millis(1)));
+        assert_eq!(h.held(a, t1 + Duration::from_millis(1)), None);
         assert_eq!(
             h.held(b, t0),
             None,

@@ -88,9 +88,8 @@ impl Verifier {
     }
 
     pub(super) fn overloaded(&self, wait: Duration) -> Deferred {
-        let wait = wait.clamp(Duration::from_millis(1), Duration::from_secs(60));
         now_answer(Outcome::Overloaded {
-            retry_after: jittered(wait, self.inner.config.retry_jitter),
+            retry_after: jittered(advertised(wait), self.inner.config.retry_jitter),
         })
     }
 
@@ -101,6 +100,11 @@ impl Verifier {
         let took = self.inner.clock.now().saturating_duration_since(start);
         self.inner.latencies[kind_idx(kind)].lock().record(took);
     }
+}
+
+/// The Retry-After an "overloaded" answer advertises for `wait`, before its jitter.
+pub(super) fn advertised(wait: Duration) -> Duration {
+    wait.clamp(Duration::from_millis(1), Duration::from_secs(60))
 }
 
 pub(super) fn now_answer(outcome: Outcome) -> Deferred {
