@@ -33,7 +33,10 @@
 //!   load generator, and the wave's traffic costs honest binds on both sides of the
 //!   socket (attacked over alone read 0.82-1.21 between runs on one Zen 3 where the
 //!   wave's guesses cost three hashes); the verdict's retention is over the control, and
-//!   the retention over alone is shown beside it;
+//!   the retention over alone is shown beside it. The control runs in two halves, one
+//!   just before the wave and one just after, each from sources of its own, for the
+//!   reason the phase alone has two: a single control after the wave read 0.89-1.05 of
+//!   it between full demos on one Zen 3, the drift between two phases in the figure;
 //! - *alone again*, for every server but the reference: the first phase once more, and
 //!   the server's "alone" figures are both phases together. A single phase before the wave
 //!   put the process's drift (its kernel choice settling, the host's other tenants: alone
@@ -56,8 +59,9 @@ use std::time::Duration;
 
 use portcullis_hash::Prf;
 use portcullis_lab::LabError;
+use portcullis_lab::Outcome;
 use portcullis_lab::ldap::stats::LdapSummary;
-use portcullis_lab::record::GroupResult;
+use portcullis_lab::record::{GroupResult, SecondRow};
 use portcullis_lab::relay::simple_bind;
 use portcullis_lab::report::Section;
 use portcullis_lab::runner::{RunOptions, ScenarioResult, run_scenario};
@@ -200,7 +204,8 @@ pub struct WaveRun {
     pub alone_each: Vec<f64>,
     /// The phase under the wave.
     pub attacked: Phase,
-    /// The control after it, for a server other than the reference: the same users beside
+    /// The control around it, for a server other than the reference (its halves just
+    /// before and just after the wave, as one [`Phase::merge`]): the same users beside
     /// as many sources making as many binds as the wave's, for a user no directory has,
     /// so the server hashes nothing for them. What the wave's traffic costs on a machine
     /// whose cores the load generator shares, without its credential work.
@@ -425,7 +430,21 @@ async fn phases(
     }
     let mut attacked = Vec::new();
     let mut attacked_results = Vec::new();
+    let mut control_results = [Vec::new(), Vec::new()];
     for t in targets {
+        // The control in two halves of its own sources, just before the wave and just
+        // after it (for every server but the reference): a steady drift of the machine
+        // cancels out of the wave over the control as it does out of the phases alone.
+        // A single control after the wave read 0.89-1.05 of it between runs on one Zen 3.
+        let reference = t.label == "slapd";
+        // Each half has steady seconds of its own to measure ([`steady_rate`]).
+        let half = (d.attacked / 2).max(Duration::from_secs(3));
+        let mut control = Vec::new();
+        if !reference {
+            let (r, c) = phase(t, base, Wave::Control(Half::Before), half, progress).await?;
+            control_results[0].push(r);
+            control.push(c);
+        }
         let (r, figures) = phase(t, base, Wave::Guesses, d.attacked, progress).await?;
         attacked_results.push(r);
         let dn = format!("uid=user{VICTIM},ou=people,{base}");
@@ -437,20 +456,24 @@ async fn phases(
         )
         .await
         .map_err(err)?;
-        attacked.push((figures, victim_bind));
+        if !reference {
+            let (r, c) = phase(t, base, Wave::Control(Half::After), half, progress).await?;
+            control_results[1].push(r);
+            control.push(c);
+        }
+        let control = match control.as_slice() {
+            [before, after] => Some(before.merge(after)),
+            _ => None,
+        };
+        attacked.push((figures, victim_bind, control));
     }
     let mut runs = Vec::new();
-    let mut control_results = Vec::new();
     let mut after_results = Vec::new();
-    for ((t, before), (attacked, victim_bind)) in targets.iter().zip(alone).zip(attacked) {
+    for ((t, before), (attacked, victim_bind, control)) in targets.iter().zip(alone).zip(attacked) {
         let reference = t.label == "slapd";
         let mut alone_each = vec![before.binds_per_s];
         let mut alone = before;
-        let mut control = None;
         if !reference {
-            let (r, c) = phase(t, base, Wave::Control, d.attacked, progress).await?;
-            control_results.push(r);
-            control = Some(c);
             let (r, after) = phase(t, base, Wave::Alone, d.alone, progress).await?;
             after_results.push(r);
             alone_each.push(after.binds_per_s);
@@ -466,7 +489,7 @@ async fn phases(
             victim_bind,
         });
     }
-    let sections = vec![
+    let mut sections = vec![
         Section {
             scenario: format!("{SECTION} (honest users alone)"),
             description: format!(
@@ -481,21 +504,28 @@ async fn phases(
             ),
             results: attacked_results,
         },
-        Section {
+    ];
+    let [control_before, control_after] = control_results;
+    for (half, results) in [(Half::Before, control_before), (Half::After, control_after)] {
+        sections.push(Section {
             scenario: format!(
-                "{SECTION} (control: {GUESSERS} sources binding as a user no directory has)"
+                "{SECTION} (control, the half {} the wave: {GUESSERS} sources binding as a user no directory has)",
+                half.name()
             ),
             description: format!(
-                "the same users beside {GUESSERS} sources of their own binding as user{CONTROL_USER} with wrong passwords: the wave's traffic without its credential work, for every server but the reference"
+                "the same users beside {GUESSERS} sources of their own binding as user{CONTROL_USER} with wrong passwords: the wave's traffic without its credential work, for every server but the reference, half of it {} the wave",
+                half.name()
             ),
-            results: control_results,
-        },
+            results,
+        });
+    }
+    sections.push(
         Section {
             scenario: format!("{SECTION} (honest users alone, after the wave)"),
             description: "the first phase again, for every server but the reference (slapd's victim stays locked out): its alone figures are both phases'".into(),
             results: after_results,
         },
-    ];
+    );
     Ok((runs, sections))
 }
 
@@ -521,13 +551,14 @@ async fn phase(
     length: Duration,
     progress: bool,
 ) -> Result<(ScenarioResult, Phase), LabError> {
-    run_phase(t, &scenario(base, length, wave), progress).await
+    run_phase(t, &scenario(base, length, wave), length, progress).await
 }
 
 /// The lab's run of scenario `text` against `t`, and its figures with the server's CPU.
 async fn run_phase(
     t: &Target,
     text: &str,
+    length: Duration,
     progress: bool,
 ) -> Result<(ScenarioResult, Phase), LabError> {
     let s = Scenario::parse(text, None)?.with_target_url(&format!("ldap://{}", t.addr))?;
@@ -540,11 +571,11 @@ async fn run_phase(
     let before = cpu_seconds(t.pid)?;
     let result = run_scenario(&s, &opts).await?;
     let cpu_s = cpu_seconds(t.pid)? - before;
-    let figures = figures(&result, cpu_s)?;
+    let figures = figures(&result, length, cpu_s)?;
     Ok((result, figures))
 }
 
-fn figures(result: &ScenarioResult, cpu_s: f64) -> Result<Phase, LabError> {
+fn figures(result: &ScenarioResult, length: Duration, cpu_s: f64) -> Result<Phase, LabError> {
     let groups = &result
         .repeats
         .first()
@@ -556,7 +587,7 @@ fn figures(result: &ScenarioResult, cpu_s: f64) -> Result<Phase, LabError> {
     let h = ldap(Some(honest)).unwrap_or_else(empty);
     let guesses = ldap(group("guessers"));
     Ok(Phase {
-        binds_per_s: h.accepted_per_s,
+        binds_per_s: steady_rate(&honest.series, length).unwrap_or(h.accepted_per_s),
         p99_ms: honest.p99_ms,
         binds: groups
             .iter()
@@ -568,6 +599,31 @@ fn figures(result: &ScenarioResult, cpu_s: f64) -> Result<Phase, LabError> {
         locked_out: h.locked_out,
         guesses_per_s: guesses.map_or(0.0, |g| g.binds_per_s),
     })
+}
+
+/// The honest users' accepted binds per second over the phase's steady seconds: its whole
+/// seconds after the first (the ramp), none of what was answered after its end (the drain);
+/// `None` for a phase shorter than 3 s.
+///
+/// The lab counts a phase's binds over its length, but its edges are not steady: in its
+/// first second its clients are still starting (the 1 s ramp), and the row after its last
+/// second holds the binds still in flight at its end, answered after it. Each edge costs
+/// or adds about as many binds whatever the phase's length, so over the whole phase a
+/// 5 s phase read ~5% below a 10 s one at the same rate (a Xeon, this section: 57.4 and
+/// 58.8 binds/s over the control's 5 s halves, 60.8 over the wave's 10 s, the steady
+/// seconds of all three mostly 62-64). Phases of different lengths compare only by their
+/// steady seconds.
+fn steady_rate(series: &[SecondRow], length: Duration) -> Option<f64> {
+    let whole = length.as_secs();
+    if whole < 3 {
+        return None;
+    }
+    let accepted: u64 = series
+        .iter()
+        .filter(|r| (1..whole).contains(&r.second))
+        .filter_map(|r| r.outcomes.get(&Outcome::Success))
+        .sum();
+    Some(accepted as f64 / (whole - 1) as f64)
 }
 
 fn empty() -> LdapSummary {
@@ -619,8 +675,27 @@ enum Wave {
     /// [`GUESSERS`] sources guessing the victim's password.
     Guesses,
     /// The control: as many sources, as many binds, each a wrong password for a user no
-    /// server has ([`CONTROL_USER`]), so no server hashes anything for them.
-    Control,
+    /// server has ([`CONTROL_USER`]), so no server hashes anything for them; one half
+    /// before the wave, one after, each from sources of its own.
+    Control(Half),
+}
+
+/// Which half of the control.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Half {
+    /// Just before the wave.
+    Before,
+    /// Just after it.
+    After,
+}
+
+impl Half {
+    fn name(self) -> &'static str {
+        match self {
+            Half::Before => "before",
+            Half::After => "after",
+        }
+    }
 }
 
 /// The user of the control's binds: in no directory of the section.
@@ -662,23 +737,26 @@ sources = "127.0.0.1-127.0.0.{USERS}"
         phase = match wave {
             Wave::Alone => "alone",
             Wave::Guesses => "attacked",
-            Wave::Control => "control",
+            Wave::Control(Half::Before) => "control-before",
+            Wave::Control(Half::After) => "control-after",
         },
         beside = match wave {
             Wave::Alone => String::new(),
             Wave::Guesses => format!(", beside {GUESSERS} guessing sources"),
-            Wave::Control => format!(
+            Wave::Control(_) => format!(
                 ", beside {GUESSERS} sources binding as user{CONTROL_USER}, whom no directory has"
             ),
         },
         count = CONTROL_USER + 1,
         ms = length.as_millis(),
     );
-    // The control's sources are their own, so they meet no state the wave left.
+    // Each control half's sources are its own, so they meet no state the wave or the
+    // other half left: both start fresh, as the wave does.
     let (offset, sources) = match wave {
         Wave::Alone => return text,
         Wave::Guesses => (VICTIM, "127.0.1"),
-        Wave::Control => (CONTROL_USER, "127.0.2"),
+        Wave::Control(Half::Before) => (CONTROL_USER, "127.0.2"),
+        Wave::Control(Half::After) => (CONTROL_USER, "127.0.3"),
     };
     text.push_str(&format!(
         r#"

@@ -258,16 +258,29 @@ fn phases_are_lab_scenarios_of_the_issues_shape() {
     assert_eq!(wave.groups[1].size, GUESSERS);
     assert_eq!(wave.groups[1].sources.len(), GUESSERS);
     assert!(!wave.groups[1].expects_success());
-    // The control: as many sources, of their own, binding as a user no server has.
-    let control =
-        Scenario::parse(&scenario(base, Duration::from_secs(3), Wave::Control), None).unwrap();
-    assert_eq!(control.groups.len(), 2);
-    let (g, w) = (&control.groups[1], &wave.groups[1]);
-    assert_eq!(g.size, w.size);
-    assert!(!g.expects_success());
-    assert!(g.sources.iter().all(|s| !w.sources.contains(s)));
-    let text = scenario(base, Duration::from_secs(3), Wave::Control);
-    assert!(text.contains(&format!("principal_offset = {CONTROL_USER}")));
+    // The control: as many sources, of their own, binding as a user no server has; each
+    // half from sources of its own, so neither meets state the wave or the other left.
+    let control = |half| {
+        Scenario::parse(
+            &scenario(base, Duration::from_secs(3), Wave::Control(half)),
+            None,
+        )
+        .unwrap()
+    };
+    let (before, after) = (control(Half::Before), control(Half::After));
+    for c in [&before, &after] {
+        assert_eq!(c.groups.len(), 2);
+        let (g, w) = (&c.groups[1], &wave.groups[1]);
+        assert_eq!(g.size, w.size);
+        assert!(!g.expects_success());
+        assert!(g.sources.iter().all(|s| !w.sources.contains(s)));
+    }
+    let (b, a) = (&before.groups[1].sources, &after.groups[1].sources);
+    assert!(b.iter().all(|s| !a.contains(s)));
+    for half in [Half::Before, Half::After] {
+        let text = scenario(base, Duration::from_secs(3), Wave::Control(half));
+        assert!(text.contains(&format!("principal_offset = {CONTROL_USER}")));
+    }
 }
 
 #[test]
@@ -370,4 +383,39 @@ async fn the_quick_demo_runs_the_section_only_on_request() {
         .await
         .unwrap();
     assert!(part.is_none() && note.is_none());
+}
+
+/// A phase's rate is its steady seconds': not its first (the clients starting), not the
+/// row after its end (binds in flight when it ended), so a short phase at the same rate
+/// reads as a long one does.
+#[test]
+fn a_phase_is_measured_over_its_steady_seconds() {
+    use portcullis_lab::record::SecondRow;
+    let row = |second, accepted| SecondRow {
+        second,
+        completed: accepted,
+        outstanding: 0,
+        p50_ms: 0.0,
+        p99_ms: 0.0,
+        outcomes: [(portcullis_lab::Outcome::Success, accepted)].into(),
+    };
+    let series = |steady: &[u64]| {
+        let mut rows = vec![row(0, 30)];
+        rows.extend(steady.iter().zip(1..).map(|(&n, s)| row(s, n)));
+        rows.push(row(steady.len() as u64 + 1, 16));
+        rows
+    };
+    // 5 s and 10 s at 64 binds/s in every steady second: the same rate.
+    let short = series(&[64; 4]);
+    let long = series(&[64; 9]);
+    assert_eq!(steady_rate(&short, Duration::from_secs(5)), Some(64.0));
+    assert_eq!(steady_rate(&long, Duration::from_secs(10)), Some(64.0));
+    // Over the whole phase they differ: the edges weigh more in the short one.
+    let whole = |s: &[SecondRow], d: f64| s.iter().map(|r| r.completed).sum::<u64>() as f64 / d;
+    assert!(whole(&short, 5.0) < 0.98 * whole(&long, 10.0));
+    // Other outcomes are not accepted binds; too short a phase has no steady seconds.
+    let mut refused = series(&[64; 4]);
+    refused[2].outcomes = [(portcullis_lab::Outcome::AuthFailure, 64)].into();
+    assert_eq!(steady_rate(&refused, Duration::from_secs(5)), Some(48.0));
+    assert_eq!(steady_rate(&short, Duration::from_millis(2900)), None);
 }
